@@ -1,0 +1,201 @@
+"""The environment contract: `MultiAgentEnv`, `EnvSpec`, `TimeStep`.
+
+Agents live on a leading array axis, never in dicts: every per-agent array has shape
+`[N, ...]`, so the traced program is the same size for 3 agents or 1,000. Heterogeneous agents
+are padded to a common observation size and a common action space, and masked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from marl.spaces import Box, Discrete, Space
+
+Array = jax.Array
+PRNGKey = jax.Array
+
+
+class TimeStep(struct.PyTreeNode):
+    """What an environment returns after `reset` and `step`.
+
+    Fields (N agents):
+        obs:           [N, obs_dim] float32, zero-padded past each agent's `obs_sizes[i]`.
+        state:         [state_dim] float32, global state for centralised critics and mixers.
+        avail_actions: [N, num_actions] bool for discrete actions ([N, 1] True for continuous).
+        reward:        [N] float32, reward of the transition that led here (0 after reset).
+        terminated:    [] bool, the task ended (win, loss, goal): do not bootstrap.
+        truncated:     [] bool, the time limit ended it: bootstrap from `final_obs`.
+        alive:         [N] bool, agents still acting.
+        metrics:       dict of [] float32 task metrics named in `EnvSpec.metric_names`.
+        final_obs:     [N, obs_dim] the true last observation of an episode, filled by the
+                       auto-reset wrapper (equal to `obs` when the episode did not end); None
+                       on an unwrapped env.
+        final_state:   [state_dim] likewise for `state`.
+    """
+
+    obs: Array
+    state: Array
+    avail_actions: Array
+    reward: Array
+    terminated: Array
+    truncated: Array
+    alive: Array
+    metrics: dict[str, Array] = struct.field(default_factory=dict)
+    final_obs: Array | None = None
+    final_state: Array | None = None
+
+    @property
+    def done(self) -> Array:
+        """[] bool: the episode ended, by termination or truncation."""
+        return jnp.logical_or(self.terminated, self.truncated)
+
+
+@dataclass(frozen=True)
+class AgentGroup:
+    """A team of agents that share parameters by default (e.g. `adversary`, `good`)."""
+
+    name: str
+    agents: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.agents:
+            raise ValueError(f"agent group {self.name!r} is empty")
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Static description of an environment: everything a learner needs before acting.
+
+    Attributes:
+        name: registry id, e.g. "particle/spread".
+        num_agents: N, the size of the leading agent axis.
+        obs_dim: width of `TimeStep.obs` (the largest agent observation).
+        state_dim: width of `TimeStep.state`.
+        action_space: per-agent action space; `Discrete(A)` (actions int32 [N]) or
+            `Box(low, high, (d,))` (actions float32 [N, d]). Padded to the largest agent.
+        groups: agent groups (teams); every agent is in exactly one.
+        agent_names: one name per agent.
+        episode_limit: steps after which an episode is truncated.
+        metric_names: keys of `TimeStep.metrics`.
+        obs_sizes: [N] the true observation size of each agent (<= obs_dim).
+        action_sizes: [N] the true action count (discrete) or dims (continuous) of each agent.
+    """
+
+    name: str
+    num_agents: int
+    obs_dim: int
+    state_dim: int
+    action_space: Space
+    groups: tuple[AgentGroup, ...]
+    agent_names: tuple[str, ...]
+    episode_limit: int
+    metric_names: tuple[str, ...] = ()
+    obs_sizes: tuple[int, ...] = field(default=())
+    action_sizes: tuple[int, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        n = self.num_agents
+        if not self.obs_sizes:
+            object.__setattr__(self, "obs_sizes", (self.obs_dim,) * n)
+        if not self.action_sizes:
+            object.__setattr__(self, "action_sizes", (self.action_dim,) * n)
+        if len(self.agent_names) != n:
+            raise ValueError(f"{len(self.agent_names)} agent names for {n} agents")
+        if len(self.obs_sizes) != n or len(self.action_sizes) != n:
+            raise ValueError("obs_sizes and action_sizes need one entry per agent")
+        members = sorted(i for g in self.groups for i in g.agents)
+        if members != list(range(n)):
+            raise ValueError(f"groups must cover agents 0..{n - 1} exactly once, got {members}")
+        if max(self.obs_sizes) != self.obs_dim:
+            raise ValueError("obs_dim must equal the largest agent observation size")
+        if self.episode_limit < 1:
+            raise ValueError("episode_limit must be >= 1")
+
+    @property
+    def discrete(self) -> bool:
+        """True when actions are categorical (`Discrete`)."""
+        return isinstance(self.action_space, Discrete)
+
+    @property
+    def action_dim(self) -> int:
+        """Number of categories (discrete) or action dimensions (continuous)."""
+        if isinstance(self.action_space, Discrete):
+            return int(self.action_space.n)
+        return int(np.prod(self.action_space.shape))
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """Shape of the joint action array: (N,) discrete or (N, d) continuous."""
+        return (self.num_agents,) if self.discrete else (self.num_agents, self.action_dim)
+
+    @property
+    def observation_space(self) -> Box:
+        """Per-agent observation space (unbounded, float32)."""
+        return Box(-jnp.inf, jnp.inf, (self.obs_dim,), jnp.float32)
+
+    @property
+    def agent_group(self) -> np.ndarray:
+        """[N] int: the index in `groups` of each agent's group."""
+        out = np.zeros(self.num_agents, dtype=np.int32)
+        for g, group in enumerate(self.groups):
+            out[list(group.agents)] = g
+        return out
+
+    def group(self, name: str) -> AgentGroup:
+        """The group called `name`."""
+        for g in self.groups:
+            if g.name == name:
+                return g
+        raise KeyError(f"no group {name!r}; groups: {[g.name for g in self.groups]}")
+
+
+StateT = TypeVar("StateT")
+
+
+class MultiAgentEnv(Generic[StateT]):
+    """Base class of every marl environment.
+
+    Subclasses set `self.spec` and implement `reset` and `step_env`; `step` adds the time limit
+    once for all: it counts steps in `state.t` (every env state carries an int32 `t`) and sets
+    `truncated` when the count reaches `spec.episode_limit` and the episode did not terminate.
+    Episodes are then exactly `episode_limit` steps long unless they terminate earlier.
+
+    Both methods are pure and jittable; `self` is static (hashable by identity).
+    """
+
+    spec: EnvSpec
+
+    def reset(self, key: PRNGKey) -> tuple[StateT, TimeStep]:
+        """Start an episode. Returns the state and the first TimeStep (reward 0)."""
+        raise NotImplementedError
+
+    def step_env(self, key: PRNGKey, state: StateT, actions: Array) -> tuple[StateT, TimeStep]:
+        """One transition without the time limit; `truncated` is left False."""
+        raise NotImplementedError
+
+    def step(self, key: PRNGKey, state: StateT, actions: Array) -> tuple[StateT, TimeStep]:
+        """One transition. `actions`: int32 [N] (discrete) or float32 [N, d] (continuous)."""
+        state, ts = self.step_env(key, state, actions)
+        t = state.t + 1
+        state = state.replace(t=t)
+        at_limit = t >= self.spec.episode_limit
+        truncated = jnp.logical_and(at_limit, jnp.logical_not(ts.terminated))
+        return state, ts.replace(truncated=truncated)
+
+    def render_frame(self, state: StateT) -> dict[str, Any]:  # pragma: no cover - optional
+        """Optional: what a viewer draws for `state` (see the family's viewer)."""
+        raise NotImplementedError(f"{type(self).__name__} has no renderer")
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def __repr__(self) -> str:
+        s = self.spec
+        return f"{type(self).__name__}({s.name!r}, agents={s.num_agents}, actions={s.action_space})"

@@ -1,0 +1,94 @@
+"""Registry of environments (and later learners): `make`, `register`, `list_envs`.
+
+Ids are `family/scenario`. Built-in entries are import paths resolved on first use, so importing
+`marl` stays cheap and one broken family never hides the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from marl.env import MultiAgentEnv
+
+EnvFactory = Callable[..., MultiAgentEnv]
+
+_P = "marl.envs.particle.scenarios"
+_ENVS: dict[str, str | EnvFactory] = {
+    "particle/simple": f"{_P}.simple:Simple",
+    "particle/spread": f"{_P}.spread:Spread",
+    "particle/adversary": f"{_P}.adversary:Adversary",
+    "particle/tag": f"{_P}.tag:Tag",
+    "particle/push": f"{_P}.push:Push",
+    "particle/reference": f"{_P}.reference:Reference",
+    "particle/speaker_listener": f"{_P}.speaker_listener:SpeakerListener",
+    "particle/crypto": f"{_P}.crypto:Crypto",
+    "particle/world_comm": f"{_P}.world_comm:WorldComm",
+}
+
+
+class RegistryError(ValueError):
+    """An unknown id or keyword; the message is one line naming the valid choices."""
+
+
+def register(env_id: str, factory: EnvFactory | str, *, overwrite: bool = False) -> None:
+    """Register an environment constructor (or a "module:attr" path) under `family/scenario`."""
+    if env_id.count("/") != 1 or not all(env_id.split("/")):
+        raise RegistryError(f"environment id {env_id!r} must look like 'family/scenario'")
+    if env_id in _ENVS and not overwrite:
+        raise RegistryError(f"environment {env_id!r} is already registered (overwrite=True)")
+    _ENVS[env_id] = factory
+
+
+def list_envs(family: str | None = None) -> list[str]:
+    """Registered environment ids, sorted; optionally only those of one family."""
+    ids = sorted(_ENVS)
+    return [i for i in ids if family is None or i.split("/")[0] == family]
+
+
+def _resolve(env_id: str) -> EnvFactory:
+    entry = _ENVS[env_id]
+    if isinstance(entry, str):
+        module, attr = entry.split(":")
+        entry = getattr(importlib.import_module(module), attr)
+        _ENVS[env_id] = entry
+    return entry
+
+
+def env_factory(env_id: str) -> EnvFactory:
+    """The constructor registered under `env_id` (raises RegistryError if unknown)."""
+    if env_id not in _ENVS:
+        raise RegistryError(f"unknown environment {env_id!r}; valid: {', '.join(list_envs())}")
+    return _resolve(env_id)
+
+
+def env_kwargs(env_id: str) -> dict[str, Any]:
+    """Constructor keywords of `env_id` with their defaults."""
+    params = inspect.signature(env_factory(env_id)).parameters
+    return {
+        k: (None if p.default is inspect.Parameter.empty else p.default)
+        for k, p in params.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
+def make(env_id: str, **kwargs: Any) -> MultiAgentEnv:
+    """Build the environment `env_id` (e.g. "particle/spread") with constructor keywords.
+
+    Returns the bare environment; wrap it with `marl.wrappers.AutoReset` /
+    `EpisodeStatistics` for training loops.
+    """
+    factory = env_factory(env_id)
+    valid = env_kwargs(env_id)
+    unknown = sorted(set(kwargs) - set(valid))
+    if unknown:
+        raise RegistryError(
+            f"{env_id} got unknown keyword(s) {', '.join(unknown)}; "
+            f"valid: {', '.join(f'{k}={v!r}' for k, v in valid.items())}"
+        )
+    env = factory(**kwargs)
+    if not getattr(env.spec, "name", ""):
+        raise RegistryError(f"{env_id} built an env without a spec name")
+    return env
