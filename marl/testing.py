@@ -91,7 +91,9 @@ def _assert_trees_equal(env: MultiAgentEnv, a: Any, b: Any, what: str) -> None:
     for x, y in zip(la, lb):
         if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
             x, y = jax.random.key_data(x), jax.random.key_data(y)
-        _check(env, np.array_equal(np.asarray(x), np.asarray(y)), f"{what}: not deterministic")
+        x, y = np.asarray(x), np.asarray(y)
+        same = np.array_equal(x, y, equal_nan=np.issubdtype(x.dtype, np.floating))
+        _check(env, same, f"{what}: not deterministic")
 
 
 def _assert_trees_close(env: MultiAgentEnv, one: Any, batched: Any, what: str) -> None:

@@ -1,0 +1,117 @@
+"""Every registered environment keeps the contract (`marl.testing.check_env`)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import marl
+from marl.testing import EnvCheckError, check_env
+
+# A fixed list, not a random pick: every id with non-default counts where it has them.
+ENV_CASES = [(env_id, {}) for env_id in marl.list_envs()] + [
+    ("particle/spread", {"num_agents": 1}),
+    ("particle/spread", {"num_agents": 7, "num_landmarks": 4}),
+    ("particle/adversary", {"num_good": 3}),
+    ("particle/tag", {"num_good": 3, "num_adversaries": 1, "num_obstacles": 0}),
+    ("particle/world_comm", {"num_good": 1, "num_adversaries": 2, "num_food": 1,
+                             "num_forests": 1, "num_obstacles": 0}),
+]
+
+
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("env_id,kwargs", ENV_CASES, ids=[f"{e}-{k}" for e, k in ENV_CASES])
+def test_check_env(env_id, kwargs, continuous):
+    if env_id.startswith("particle/"):
+        kwargs = {**kwargs, "continuous_actions": continuous}
+    elif continuous:
+        pytest.skip(f"{env_id} has discrete actions only")
+    report = check_env(marl.make(env_id, **kwargs), num_episodes=1)
+    assert report["steps"] >= 1
+
+
+def test_check_env_catches_a_broken_env():
+    """check_env must fail on an env that breaks the contract (here: NaN rewards)."""
+    env = marl.make("particle/simple")
+
+    class Broken(type(env)):
+        def rewards(self, s):
+            return super().rewards(s) * jnp.nan
+
+    with pytest.raises(EnvCheckError, match="NaN"):
+        check_env(Broken())
+
+
+def test_check_env_catches_wrong_episode_length():
+    env = marl.make("particle/spread", episode_limit=3)
+
+    class OffByOne(type(env)):
+        def step(self, key, state, actions):  # JaxMARL's defect: one step too many
+            state, ts = super().step(key, state, actions)
+            return state, ts.replace(truncated=state.t >= self.spec.episode_limit + 1)
+
+    with pytest.raises(EnvCheckError, match="limit"):
+        check_env(OffByOne(episode_limit=3), num_episodes=1)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    num_good=st.integers(1, 4),
+    num_adversaries=st.integers(1, 4),
+    num_obstacles=st.integers(0, 3),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_tag_invariants_over_counts_and_actions(num_good, num_adversaries, num_obstacles, seed):
+    """Hypothesis over constructor arguments and actions: shapes follow the counts, rewards of
+    adversaries are equal (shared catch reward) and agents never exceed their max speed."""
+    env = marl.make(
+        "particle/tag", num_good=num_good, num_adversaries=num_adversaries,
+        num_obstacles=num_obstacles,
+    )
+    n = num_good + num_adversaries
+    assert env.spec.num_agents == n
+    assert env.spec.obs_sizes[0] == 4 + 2 * num_obstacles + 2 * (n - 1) + 2 * num_good
+    key = jax.random.key(seed)
+    state, ts = env.reset(key)
+    actions = jax.random.randint(jax.random.fold_in(key, 1), (10, n), 0, 5)
+    for a in actions:
+        state, ts = env.step(key, state, a)
+        speed = np.linalg.norm(np.asarray(state.vel[:n]), axis=-1)
+        assert np.all(speed <= np.asarray(env.world.max_speed[:n]) + 1e-5)
+        r = np.asarray(ts.reward)
+        assert np.allclose(r[:num_adversaries], r[0])
+        assert np.all(np.isfinite(np.asarray(ts.obs)))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    num_agents=st.integers(1, 8),
+    local_ratio=st.floats(0.0, 1.0),
+    continuous=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_spread_invariants(num_agents, local_ratio, continuous, seed):
+    """Spread: rewards are never positive; the shared part is common to all agents; landmarks
+    never move; observation width follows the agent count."""
+    env = marl.make(
+        "particle/spread", num_agents=num_agents, local_ratio=local_ratio,
+        continuous_actions=continuous,
+    )
+    assert env.spec.obs_dim == 4 + 2 * num_agents + 4 * (num_agents - 1)
+    key = jax.random.key(seed)
+    state, ts = env.reset(key)
+    landmarks0 = np.asarray(state.pos[num_agents:])
+    for t in range(5):
+        a = marl.spaces.sample_actions(jax.random.fold_in(key, t), env.spec.action_space,
+                                       ts.avail_actions)
+        state, ts = env.step(key, state, a)
+        r = np.asarray(ts.reward)
+        assert np.all(r <= 1e-6)
+        # with no collisions every agent gets the same (shared) reward
+        if float(ts.metrics["collisions"]) == 0:
+            assert np.allclose(r, r[0], atol=1e-5)
+    assert np.array_equal(np.asarray(state.pos[num_agents:]), landmarks0)
