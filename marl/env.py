@@ -167,6 +167,8 @@ class MultiAgentEnv(Generic[StateT]):
     Episodes are then exactly `episode_limit` steps long unless they terminate earlier.
 
     Both methods are pure and jittable; `self` is static (hashable by identity).
+    Wrappers (`marl.wrappers`) keep this interface; a wrapper's state exposes the inner `t`,
+    and a wrapper may extend the spec (e.g. `EpisodeStatistics` adds `episode/*` metrics).
     """
 
     spec: EnvSpec

@@ -7,9 +7,41 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from gymnax.environments.spaces import Box, Discrete, Space
+import numpy as np
+from gymnax.environments import spaces as gymnax_spaces
+from gymnax.environments.spaces import Space
 
 __all__ = ["Box", "Discrete", "Space", "sample_actions", "actions_in_space"]
+
+
+class Discrete(gymnax_spaces.Discrete):
+    """gymnax's `Discrete`, with value equality (so equal specs compare equal)."""
+
+    def _key(self) -> tuple:
+        return ("Discrete", int(self.n), np.dtype(self.dtype).name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Discrete) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+class Box(gymnax_spaces.Box):
+    """gymnax's `Box`, with value equality (so equal specs compare equal)."""
+
+    def _key(self) -> tuple:
+        def bound(x):
+            return tuple(np.broadcast_to(np.asarray(x, np.float64), self.shape).ravel().tolist())
+
+        return ("Box", tuple(self.shape), bound(self.low), bound(self.high),
+                np.dtype(self.dtype).name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Box) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 def sample_actions(key: jax.Array, space: Space, avail_actions: jax.Array) -> jax.Array:
