@@ -34,8 +34,13 @@ class Box(gymnax_spaces.Box):
         def bound(x):
             return tuple(np.broadcast_to(np.asarray(x, np.float64), self.shape).ravel().tolist())
 
-        return ("Box", tuple(self.shape), bound(self.low), bound(self.high),
-                np.dtype(self.dtype).name)
+        return (
+            "Box",
+            tuple(self.shape),
+            bound(self.low),
+            bound(self.high),
+            np.dtype(self.dtype).name,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Box) and self._key() == other._key()
@@ -60,9 +65,7 @@ def sample_actions(key: jax.Array, space: Space, avail_actions: jax.Array) -> ja
         logits = jnp.where(avail_actions, 0.0, -jnp.inf)
         return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
     shape = (n, *space.shape)
-    return jax.random.uniform(key, shape, minval=space.low, maxval=space.high).astype(
-        space.dtype
-    )
+    return jax.random.uniform(key, shape, minval=space.low, maxval=space.high).astype(space.dtype)
 
 
 def actions_in_space(space: Space, actions: jax.Array, avail_actions: jax.Array) -> jax.Array:

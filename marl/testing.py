@@ -88,7 +88,7 @@ def check_timestep(env: MultiAgentEnv, ts: TimeStep, batch: tuple[int, ...] = ()
 def _assert_trees_equal(env: MultiAgentEnv, a: Any, b: Any, what: str) -> None:
     la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
     _check(env, len(la) == len(lb), f"{what}: different structure")
-    for x, y in zip(la, lb):
+    for x, y in zip(la, lb, strict=True):
         if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
             x, y = jax.random.key_data(x), jax.random.key_data(y)
         x, y = np.asarray(x), np.asarray(y)
@@ -97,7 +97,7 @@ def _assert_trees_equal(env: MultiAgentEnv, a: Any, b: Any, what: str) -> None:
 
 
 def _assert_trees_close(env: MultiAgentEnv, one: Any, batched: Any, what: str) -> None:
-    for x, y in zip(jax.tree.leaves(one), jax.tree.leaves(batched)):
+    for x, y in zip(jax.tree.leaves(one), jax.tree.leaves(batched), strict=True):
         ok = np.allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-5)
         _check(env, ok, f"{what} differs from the unbatched call")
 

@@ -23,7 +23,11 @@ REFERENCE = {
     "particle/adversary": ("simple_adversary_v3", {"num_good": "N"}),
     "particle/tag": (
         "simple_tag_v3",
-        {"num_good": "num_good", "num_adversaries": "num_adversaries", "num_obstacles": "num_obstacles"},
+        {
+            "num_good": "num_good",
+            "num_adversaries": "num_adversaries",
+            "num_obstacles": "num_obstacles",
+        },
     ),
     "particle/push": ("simple_push_v3", {}),
     "particle/reference": ("simple_reference_v3", {"local_ratio": "local_ratio"}),
@@ -102,7 +106,9 @@ def make_pair(env_id: str, continuous: bool, **kwargs):
     return ours, ref
 
 
-def play_episode(env_id: str, continuous: bool, seed: int, atol: float = 1e-5, **kwargs) -> Comparison:
+def play_episode(
+    env_id: str, continuous: bool, seed: int, atol: float = 1e-5, **kwargs
+) -> Comparison:
     """Play one whole episode in both and compare obs, rewards, terminations, truncations."""
     env, ref = make_pair(env_id, continuous, **kwargs)
     spec = env.spec
@@ -130,7 +136,9 @@ def play_episode(env_id: str, continuous: bool, seed: int, atol: float = 1e-5, *
             acts = rng.uniform(0, 1, size=(spec.num_agents, spec.action_dim)).astype(np.float32)
             ref_acts = {n: acts[i, : spec.action_sizes[i]] for i, n in enumerate(names)}
         else:
-            acts = np.array([rng.integers(spec.action_sizes[i]) for i in range(len(names))], np.int32)
+            acts = np.array(
+                [rng.integers(spec.action_sizes[i]) for i in range(len(names))], np.int32
+            )
             ref_acts = {n: int(acts[i]) for i, n in enumerate(names)}
         state, ts = step(jax.random.key(0), state, jnp.asarray(acts))
         ref_obs, ref_rew, ref_term, ref_trunc, _ = ref.step(ref_acts)

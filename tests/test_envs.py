@@ -18,8 +18,10 @@ ENV_CASES = [(env_id, {}) for env_id in marl.list_envs()] + [
     ("particle/spread", {"num_agents": 7, "num_landmarks": 4}),
     ("particle/adversary", {"num_good": 3}),
     ("particle/tag", {"num_good": 3, "num_adversaries": 1, "num_obstacles": 0}),
-    ("particle/world_comm", {"num_good": 1, "num_adversaries": 2, "num_food": 1,
-                             "num_forests": 1, "num_obstacles": 0}),
+    (
+        "particle/world_comm",
+        {"num_good": 1, "num_adversaries": 2, "num_food": 1, "num_forests": 1, "num_obstacles": 0},
+    ),
 ]
 
 
@@ -69,7 +71,9 @@ def test_tag_invariants_over_counts_and_actions(num_good, num_adversaries, num_o
     """Hypothesis over constructor arguments and actions: shapes follow the counts, rewards of
     adversaries are equal (shared catch reward) and agents never exceed their max speed."""
     env = marl.make(
-        "particle/tag", num_good=num_good, num_adversaries=num_adversaries,
+        "particle/tag",
+        num_good=num_good,
+        num_adversaries=num_adversaries,
         num_obstacles=num_obstacles,
     )
     n = num_good + num_adversaries
@@ -98,7 +102,9 @@ def test_spread_invariants(num_agents, local_ratio, continuous, seed):
     """Spread: rewards are never positive; the shared part is common to all agents; landmarks
     never move; observation width follows the agent count."""
     env = marl.make(
-        "particle/spread", num_agents=num_agents, local_ratio=local_ratio,
+        "particle/spread",
+        num_agents=num_agents,
+        local_ratio=local_ratio,
         continuous_actions=continuous,
     )
     assert env.spec.obs_dim == 4 + 2 * num_agents + 4 * (num_agents - 1)
@@ -106,8 +112,9 @@ def test_spread_invariants(num_agents, local_ratio, continuous, seed):
     state, ts = env.reset(key)
     landmarks0 = np.asarray(state.pos[num_agents:])
     for t in range(5):
-        a = marl.spaces.sample_actions(jax.random.fold_in(key, t), env.spec.action_space,
-                                       ts.avail_actions)
+        a = marl.spaces.sample_actions(
+            jax.random.fold_in(key, t), env.spec.action_space, ts.avail_actions
+        )
         state, ts = env.step(key, state, a)
         r = np.asarray(ts.reward)
         assert np.all(r <= 1e-6)

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MAPPING = {"marl": "marl", "envs": "marl/envs", "algorithms": "marl/algorithms",
-           "baselines": "marl/baselines"}
+MAPPING = {
+    "marl": "marl",
+    "envs": "marl/envs",
+    "algorithms": "marl/algorithms",
+    "baselines": "marl/baselines",
+}
 
 
 def source_modules() -> set[str]:
@@ -35,8 +39,18 @@ def wheel(tmp_path_factory) -> Path:
             shutil.copy(path, src / name)
     out = tmp_path_factory.mktemp("wheel")
     result = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(src)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     (whl,) = out.glob("marl-*.whl")

@@ -30,8 +30,10 @@ CASES = [
     ("particle/speaker_listener", {}),
     ("particle/crypto", {}),
     ("particle/world_comm", {}),
-    ("particle/world_comm", {"num_good": 3, "num_adversaries": 2, "num_obstacles": 2,
-                             "num_food": 3, "num_forests": 1}),
+    (
+        "particle/world_comm",
+        {"num_good": 3, "num_adversaries": 2, "num_obstacles": 2, "num_food": 3, "num_forests": 1},
+    ),
 ]
 SEEDS = (0, 1, 2)
 

@@ -7,8 +7,17 @@ import pytest
 import marl
 from marl.registry import RegistryError
 
-PARTICLE = ["simple", "spread", "adversary", "tag", "push", "reference", "speaker_listener",
-            "crypto", "world_comm"]
+PARTICLE = [
+    "simple",
+    "spread",
+    "adversary",
+    "tag",
+    "push",
+    "reference",
+    "speaker_listener",
+    "crypto",
+    "world_comm",
+]
 
 
 def test_all_particle_scenarios_registered():

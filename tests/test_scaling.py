@@ -13,8 +13,12 @@ def program_size(env) -> int:
     state, ts = env.reset(jax.random.key(0))
     actions = jnp.zeros(env.spec.action_shape, env.spec.action_space.dtype)
     jaxpr = jax.make_jaxpr(env.step)(jax.random.key(1), state, actions)
-    return len(jaxpr.eqns) + sum(len(e.params.get("jaxpr", jaxpr).eqns) if hasattr(
-        e.params.get("jaxpr", None), "eqns") else 0 for e in jaxpr.eqns)
+    return len(jaxpr.eqns) + sum(
+        len(e.params.get("jaxpr", jaxpr).eqns)
+        if hasattr(e.params.get("jaxpr", None), "eqns")
+        else 0
+        for e in jaxpr.eqns
+    )
 
 
 @pytest.mark.parametrize(

@@ -41,5 +41,7 @@ def stack_groups(parts: list[tuple[np.ndarray, jax.Array]], n: int, width: int) 
 def bound_penalty(pos: jax.Array) -> jax.Array:
     """[V] mpe2's out-of-arena penalty summed over both axes (tag, world_comm)."""
     x = jnp.abs(pos)
-    pen = jnp.where(x < 0.9, 0.0, jnp.where(x < 1.0, (x - 0.9) * 10, jnp.minimum(jnp.exp(2 * x - 2), 10)))
+    pen = jnp.where(
+        x < 0.9, 0.0, jnp.where(x < 1.0, (x - 0.9) * 10, jnp.minimum(jnp.exp(2 * x - 2), 10))
+    )
     return jnp.sum(pen, axis=-1)

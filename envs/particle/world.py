@@ -103,16 +103,20 @@ def make_world(
     )
 
 
-def decode_actions(world: World, actions: jax.Array, continuous: bool) -> tuple[jax.Array, jax.Array]:
+def decode_actions(
+    world: World, actions: jax.Array, continuous: bool
+) -> tuple[jax.Array, jax.Array]:
     """Joint action -> (movement force u [N, 2], communication vector [N, dim_c]).
 
     Discrete: int [N]; continuous: float [N, d] (clipped to [0, 1] as mpe2's wrapper does).
     """
+    float_dtype = jnp.result_type(float)  # float32, or float64 under x64
     movable = jnp.asarray(world.agent_movable)
     speaks = jnp.asarray(~world.silent)
     if continuous:
         a = jnp.clip(actions, 0.0, 1.0)
-        u = jnp.stack([a[:, 2] - a[:, 1], a[:, 4] - a[:, 3]], axis=-1)
+        # the difference in the action's precision, the scaling in the physics' (as mpe2)
+        u = jnp.stack([a[:, 2] - a[:, 1], a[:, 4] - a[:, 3]], axis=-1).astype(float_dtype)
         if world.dim_c:
             start = np.where(world.agent_movable, NUM_MOVES, 0)
             cols = start[:, None] + np.arange(world.dim_c)[None, :]
@@ -124,8 +128,8 @@ def decode_actions(world: World, actions: jax.Array, continuous: bool) -> tuple[
         a = actions.astype(jnp.int32)
         move = jnp.where(movable, a % NUM_MOVES, 0)
         word = jnp.where(movable, a // NUM_MOVES, a)
-        ux = (move == 2).astype(jnp.float32) - (move == 1).astype(jnp.float32)
-        uy = (move == 4).astype(jnp.float32) - (move == 3).astype(jnp.float32)
+        ux = (move == 2).astype(float_dtype) - (move == 1).astype(float_dtype)
+        uy = (move == 4).astype(float_dtype) - (move == 3).astype(float_dtype)
         u = jnp.stack([ux, uy], axis=-1)
         comm = jax.nn.one_hot(word, world.dim_c, dtype=jnp.float32)
     u = u * movable[:, None] * jnp.asarray(world.accel, u.dtype)[:, None]

@@ -35,18 +35,25 @@ class Adversary(ParticleEnv):
         n = num_good + 1
         m = num_good
         world = make_world(
-            agent_size=[0.15] * n, landmark_size=[0.08] * m,
-            agent_collide=False, landmark_collide=False, silent=True, dim_c=2,
+            agent_size=[0.15] * n,
+            landmark_size=[0.08] * m,
+            agent_collide=False,
+            landmark_collide=False,
+            silent=True,
+            dim_c=2,
         )
         self._good = np.arange(1, n)
         self._landmarks = np.arange(n, n + m)
         self._others = others(n)
         base = 2 * m + 2 * (n - 1)
         self._setup(
-            "particle/adversary", world,
+            "particle/adversary",
+            world,
             ["adversary_0"] + [f"agent_{i}" for i in range(num_good)],
             {"adversary": [0], "good": list(self._good)},
-            [base] + [base + 2] * num_good, continuous_actions, episode_limit,
+            [base] + [base + 2] * num_good,
+            continuous_actions,
+            episode_limit,
             ("good_distance", "adversary_distance"),
         )
 
@@ -62,7 +69,10 @@ class Adversary(ParticleEnv):
     def observations(self, s: ParticleState):
         n = self.world.num_agents
         views = jnp.concatenate(
-            [relative(s.pos, np.arange(n), self._landmarks), relative(s.pos, np.arange(n), self._others)],
+            [
+                relative(s.pos, np.arange(n), self._landmarks),
+                relative(s.pos, np.arange(n), self._others),
+            ],
             axis=-1,
         )
         goal_rel = self._goal_pos(s)[None] - s.pos[self._good]

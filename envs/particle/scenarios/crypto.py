@@ -24,15 +24,26 @@ class Crypto(ParticleEnv):
     Metrics: `bob_error`, `eve_error` (squared error of their last words).
     """
 
-    def __init__(self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT):
+    def __init__(
+        self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT
+    ):
         world = make_world(
-            agent_size=[0.05] * 3, landmark_size=[0.05] * NUM_LANDMARKS,
-            agent_collide=False, landmark_collide=False, agent_movable=False,
-            silent=False, dim_c=DIM_C,
+            agent_size=[0.05] * 3,
+            landmark_size=[0.05] * NUM_LANDMARKS,
+            agent_collide=False,
+            landmark_collide=False,
+            agent_movable=False,
+            silent=False,
+            dim_c=DIM_C,
         )
         self._setup(
-            "particle/crypto", world, ["eve_0", "bob_0", "alice_0"],
-            {"adversary": [0], "good": [1, 2]}, [4, 8, 8], continuous_actions, episode_limit,
+            "particle/crypto",
+            world,
+            ["eve_0", "bob_0", "alice_0"],
+            {"adversary": [0], "good": [1, 2]},
+            [4, 8, 8],
+            continuous_actions,
+            episode_limit,
             ("bob_error", "eve_error"),
         )
 

@@ -9,8 +9,8 @@ import numpy as np
 from ..env import DEFAULT_EPISODE_LIMIT, ParticleEnv, ParticleState
 from ..world import make_world
 
-LANDMARK_BASE = 0.1   # landmark i colour: 0.1 everywhere, +0.8 on channel i + 1 (mpe2)
-AGENT_BASE = 0.25     # good agent colour: 0.25 everywhere, +0.5 on channel goal + 1
+LANDMARK_BASE = 0.1  # landmark i colour: 0.1 everywhere, +0.8 on channel i + 1 (mpe2)
+AGENT_BASE = 0.25  # good agent colour: 0.25 everywhere, +0.5 on channel goal + 1
 
 
 class Push(ParticleEnv):
@@ -24,17 +24,28 @@ class Push(ParticleEnv):
     Metrics: `agent_distance`, `adversary_distance` (to the goal).
     """
 
-    def __init__(self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT):
+    def __init__(
+        self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT
+    ):
         world = make_world(
-            agent_size=[0.05, 0.05], landmark_size=[0.05, 0.05],
-            agent_collide=True, landmark_collide=False, silent=True, dim_c=2,
+            agent_size=[0.05, 0.05],
+            landmark_size=[0.05, 0.05],
+            agent_collide=True,
+            landmark_collide=False,
+            silent=True,
+            dim_c=2,
         )
         colours = np.full((2, 3), LANDMARK_BASE)
         colours[[0, 1], [1, 2]] += 0.8
         self._landmark_colours = colours
         self._setup(
-            "particle/push", world, ["adversary_0", "agent_0"],
-            {"adversary": [0], "good": [1]}, [8, 19], continuous_actions, episode_limit,
+            "particle/push",
+            world,
+            ["adversary_0", "agent_0"],
+            {"adversary": [0], "good": [1]},
+            [8, 19],
+            continuous_actions,
+            episode_limit,
             ("agent_distance", "adversary_distance"),
         )
 
@@ -49,10 +60,16 @@ class Push(ParticleEnv):
         pos, vel = s.pos, s.vel
         landmarks = pos[2:4]
         colour = jnp.full(3, AGENT_BASE, pos.dtype).at[goal + 1].add(0.5)
-        agent = jnp.concatenate([
-            vel[1], landmarks[goal] - pos[1], colour, (landmarks - pos[1]).reshape(-1),
-            jnp.asarray(self._landmark_colours.reshape(-1), pos.dtype), pos[0] - pos[1],
-        ])
+        agent = jnp.concatenate(
+            [
+                vel[1],
+                landmarks[goal] - pos[1],
+                colour,
+                (landmarks - pos[1]).reshape(-1),
+                jnp.asarray(self._landmark_colours.reshape(-1), pos.dtype),
+                pos[0] - pos[1],
+            ]
+        )
         adversary = jnp.concatenate([vel[0], (landmarks - pos[0]).reshape(-1), pos[1] - pos[0]])
         return jnp.stack([jnp.pad(adversary, (0, 11)), agent])
 

@@ -34,12 +34,22 @@ class Reference(ParticleEnv):
             raise ValueError(f"local_ratio must be in [0, 1], got {local_ratio}")
         self.local_ratio = float(local_ratio)
         world = make_world(
-            agent_size=[0.05, 0.05], landmark_size=[0.05] * 3,
-            agent_collide=False, landmark_collide=False, silent=False, dim_c=DIM_C,
+            agent_size=[0.05, 0.05],
+            landmark_size=[0.05] * 3,
+            agent_collide=False,
+            landmark_collide=False,
+            silent=False,
+            dim_c=DIM_C,
         )
         self._setup(
-            "particle/reference", world, ["agent_0", "agent_1"], {"agent": [0, 1]},
-            [21, 21], continuous_actions, episode_limit, ("distance",),
+            "particle/reference",
+            world,
+            ["agent_0", "agent_1"],
+            {"agent": [0, 1]},
+            [21, 21],
+            continuous_actions,
+            episode_limit,
+            ("distance",),
         )
 
     def sample(self, key):

@@ -17,13 +17,21 @@ class Simple(ParticleEnv):
     Reward: -|p_agent - p_landmark|^2. Metric `distance`: |p_agent - p_landmark|.
     """
 
-    def __init__(self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT):
+    def __init__(
+        self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT
+    ):
         world = make_world(
             agent_size=[0.05], landmark_size=[0.05], agent_collide=False, landmark_collide=False
         )
         self._setup(
-            "particle/simple", world, ["agent_0"], {"agent": [0]}, [4],
-            continuous_actions, episode_limit, ("distance",),
+            "particle/simple",
+            world,
+            ["agent_0"],
+            {"agent": [0]},
+            [4],
+            continuous_actions,
+            episode_limit,
+            ("distance",),
         )
 
     def sample(self, key):

@@ -24,15 +24,26 @@ class SpeakerListener(ParticleEnv):
     Reward (shared): `-d(listener, goal)^2`. Metric `distance`: `d(listener, goal)`.
     """
 
-    def __init__(self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT):
+    def __init__(
+        self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT
+    ):
         world = make_world(
-            agent_size=[0.075, 0.075], landmark_size=[0.04] * 3,
-            agent_collide=False, landmark_collide=False,
-            agent_movable=[False, True], silent=[False, True], dim_c=DIM_C,
+            agent_size=[0.075, 0.075],
+            landmark_size=[0.04] * 3,
+            agent_collide=False,
+            landmark_collide=False,
+            agent_movable=[False, True],
+            silent=[False, True],
+            dim_c=DIM_C,
         )
         self._setup(
-            "particle/speaker_listener", world, ["speaker_0", "listener_0"],
-            {"speaker": [0], "listener": [1]}, [3, 11], continuous_actions, episode_limit,
+            "particle/speaker_listener",
+            world,
+            ["speaker_0", "listener_0"],
+            {"speaker": [0], "listener": [1]},
+            [3, 11],
+            continuous_actions,
+            episode_limit,
             ("distance",),
         )
 

@@ -43,15 +43,24 @@ class Spread(ParticleEnv):
             raise ValueError(f"num_landmarks must be >= 1, got {m}")
         self.local_ratio = float(local_ratio)
         world = make_world(
-            agent_size=[0.15] * n, landmark_size=[0.05] * m,
-            agent_collide=True, landmark_collide=False, silent=True, dim_c=2,
+            agent_size=[0.15] * n,
+            landmark_size=[0.05] * m,
+            agent_collide=True,
+            landmark_collide=False,
+            silent=True,
+            dim_c=2,
         )
         self._agents = np.arange(n)
         self._landmarks = np.arange(n, n + m)
         self._others = others(n)
         self._setup(
-            "particle/spread", world, [f"agent_{i}" for i in range(n)], {"agent": list(range(n))},
-            [4 + 2 * m + 4 * (n - 1)] * n, continuous_actions, episode_limit,
+            "particle/spread",
+            world,
+            [f"agent_{i}" for i in range(n)],
+            {"agent": list(range(n))},
+            [4 + 2 * m + 4 * (n - 1)] * n,
+            continuous_actions,
+            episode_limit,
             ("collisions", "occupied", "landmark_distance"),
         )
 

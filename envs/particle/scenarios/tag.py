@@ -79,9 +79,14 @@ class Tag(ParticleEnv):
         obs_sizes = [base + 2 * g] * a + [base + 2 * (g - 1)] * g
         names = [f"adversary_{i}" for i in range(a)] + [f"agent_{i}" for i in range(g)]
         self._setup(
-            "particle/tag", world, names,
+            "particle/tag",
+            world,
+            names,
             {"adversary": self._adv.tolist(), "good": self._good.tolist()},
-            obs_sizes, continuous_actions, episode_limit, ("catches",),
+            obs_sizes,
+            continuous_actions,
+            episode_limit,
+            ("catches",),
         )
 
     def sample(self, key):
