@@ -27,7 +27,8 @@ class TimeStep(struct.PyTreeNode):
     Fields (N agents):
         obs:           [N, obs_dim] float32, zero-padded past each agent's `obs_sizes[i]`.
         state:         [state_dim] float32, global state for centralised critics and mixers.
-        avail_actions: [N, num_actions] bool for discrete actions ([N, 1] True for continuous).
+        avail_actions: [N, A] bool: available discrete actions, or the real action dims of each
+                       agent for continuous actions (padding False).
         reward:        [N] float32, reward of the transition that led here (0 after reset).
         terminated:    [] bool, the task ended (win, loss, goal): do not bootstrap.
         truncated:     [] bool, the time limit ended it: bootstrap from `final_obs`.

@@ -46,7 +46,7 @@ def check_timestep(env: MultiAgentEnv, ts: TimeStep, batch: tuple[int, ...] = ()
     """Shapes, dtypes, padding, finiteness and mask sanity of one (possibly batched) TimeStep."""
     spec = env.spec
     n = spec.num_agents
-    a = spec.action_dim if spec.discrete else spec.action_dim
+    a = spec.action_dim
     expected = {
         "obs": ((*batch, n, spec.obs_dim), jnp.float32),
         "state": ((*batch, spec.state_dim), jnp.float32),

@@ -1,8 +1,9 @@
 """Draw particle worlds with matplotlib (Agg, no display needed) and save them as GIFs.
 
 A frame is `ParticleEnv.render_frame(state)`: `pos` [E, 2], `size` [E], `num_agents` N and
-`agent_group` [N]. Agents are coloured by group, landmarks are grey; circles have the entities'
-radii. The view is the arena [-1.2, 1.2]^2, widened to fit every frame if something leaves it.
+`agent_group` [N]. Agents are coloured by group, landmarks are grey, unless the frame carries an
+optional `colour` [E, 3] (RGB in [0, 1]); circles have the entities' radii. The view is the arena
+[-1.2, 1.2]^2, widened to fit every frame if something leaves it.
 """
 
 from __future__ import annotations
@@ -52,11 +53,15 @@ def draw_frame(ax: Axes, frame: dict[str, Any], half_width: float = ARENA, title
     size = np.asarray(frame["size"])
     n = int(frame["num_agents"])
     groups = np.asarray(frame.get("agent_group", np.zeros(n, int)))
+    colours = frame.get("colour")
     # landmarks first, so agents are drawn on top
     for e in range(n, len(pos)):
-        ax.add_patch(Circle(pos[e], size[e], color=LANDMARK_COLOUR, alpha=0.8, zorder=1))
+        colour = LANDMARK_COLOUR if colours is None else np.clip(colours[e], 0, 1)
+        ax.add_patch(Circle(pos[e], size[e], color=colour, alpha=0.8, zorder=1))
     for i in range(n):
         colour = GROUP_COLOURS[int(groups[i]) % len(GROUP_COLOURS)]
+        if colours is not None:
+            colour = np.clip(colours[i], 0, 1)
         ax.add_patch(Circle(pos[i], size[i], color=colour, alpha=0.85, zorder=2))
         ax.annotate(str(i), pos[i], ha="center", va="center", fontsize=7, zorder=3)
 

@@ -1,0 +1,305 @@
+"""Environment throughput: marl envs and their JaxMARL counterparts, measured the same way.
+
+The method (both sides, same process): `jax.jit` of a function that runs `lax.scan` over
+`steps` steps of `jax.vmap(env.step)` on `num_envs` parallel environments, with uniformly random
+valid actions and auto-reset. The first call (tracing, compilation and one run) is reported as
+`compile_s`; the throughput comes from the best of `repeats` further calls, each timed to
+`block_until_ready`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from marl.env import MultiAgentEnv, TimeStep
+from marl.registry import make
+from marl.spaces import sample_actions
+
+__all__ = [
+    "JAXMARL_KEYWORDS",
+    "JAXMARL_NAMES",
+    "bench_env",
+    "bench_jaxmarl",
+    "jaxmarl_kwargs",
+    "jaxmarl_name",
+]
+
+# marl id -> JaxMARL registry name of the same task.
+JAXMARL_NAMES = {
+    "particle/simple": "MPE_simple_v3",
+    "particle/spread": "MPE_simple_spread_v3",
+    "particle/adversary": "MPE_simple_adversary_v3",
+    "particle/tag": "MPE_simple_tag_v3",
+    "particle/push": "MPE_simple_push_v3",
+    "particle/reference": "MPE_simple_reference_v3",
+    "particle/speaker_listener": "MPE_simple_speaker_listener_v4",
+    "particle/crypto": "MPE_simple_crypto_v3",
+    "particle/world_comm": "MPE_simple_world_comm_v3",
+}
+
+
+class _AutoReset(MultiAgentEnv):
+    """Minimal auto-reset used when `marl.wrappers.AutoReset` is not available."""
+
+    def __init__(self, env: MultiAgentEnv):
+        self.env = env
+        self.spec = env.spec
+
+    def reset(self, key: jax.Array) -> tuple[Any, TimeStep]:
+        return self.env.reset(key)
+
+    def step_env(self, key: jax.Array, state: Any, actions: jax.Array) -> tuple[Any, TimeStep]:
+        return self.env.step_env(key, state, actions)
+
+    def step(self, key: jax.Array, state: Any, actions: jax.Array) -> tuple[Any, TimeStep]:
+        key_step, key_reset = jax.random.split(key)
+        state, ts = self.env.step(key_step, state, actions)
+        reset_state, reset_ts = self.env.reset(key_reset)
+        done = ts.done
+
+        def pick(a: jax.Array, b: jax.Array) -> jax.Array:
+            return jnp.where(done, a, b)
+
+        state = jax.tree.map(pick, reset_state, state)
+        return state, ts.replace(
+            obs=pick(reset_ts.obs, ts.obs),
+            state=pick(reset_ts.state, ts.state),
+            avail_actions=pick(reset_ts.avail_actions, ts.avail_actions),
+            alive=pick(reset_ts.alive, ts.alive),
+            final_obs=ts.obs,
+            final_state=ts.state,
+        )
+
+
+def _auto_reset(env: MultiAgentEnv) -> MultiAgentEnv:
+    """`marl.wrappers.AutoReset(env)` if that wrapper exists, else the local minimal one."""
+    try:
+        from marl.wrappers import AutoReset  # type: ignore[attr-defined]
+    except ImportError:
+        return _AutoReset(env)
+    return AutoReset(env)
+
+
+def _with_final(ts: TimeStep) -> TimeStep:
+    """`ts` with `final_obs`/`final_state` filled, so a scan carry keeps one structure."""
+    if ts.final_obs is None:
+        ts = ts.replace(final_obs=ts.obs)
+    if ts.final_state is None:
+        ts = ts.replace(final_state=ts.state)
+    return ts
+
+
+def _time(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
+    """(first call seconds, best of `repeats` further calls), each to `block_until_ready`."""
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn())
+    first = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(max(repeats, 1)):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - t0)
+    return first, best
+
+
+def _record(
+    name: str, num_agents: int, num_envs: int, steps: int, first: float, best: float
+) -> dict[str, Any]:
+    sps = num_envs * steps / best
+    return {
+        "env": name,
+        "num_envs": num_envs,
+        "steps": steps,
+        "num_agents": num_agents,
+        "compile_s": first,
+        "run_s": best,
+        "steps_per_s": sps,
+        "agent_steps_per_s": sps * num_agents,
+        "device": jax.devices()[0].platform,
+    }
+
+
+def bench_env(
+    env: str | MultiAgentEnv,
+    num_envs: int = 64,
+    steps: int = 1000,
+    seed: int = 0,
+    *,
+    repeats: int = 3,
+    **env_kwargs: Any,
+) -> dict[str, Any]:
+    """Throughput of a marl environment (an id built with `env_kwargs`, or an env).
+
+    Returns a dict: env, num_envs, steps, num_agents, compile_s (first call), run_s (best
+    timed call), steps_per_s (= num_envs * steps / run_s), agent_steps_per_s, device.
+    """
+    if isinstance(env, str):
+        env = make(env, **env_kwargs)
+    elif env_kwargs:
+        raise TypeError("env_kwargs apply only when `env` is an id")
+    spec = env.spec
+    wrapped = _auto_reset(env)
+    v_reset = jax.vmap(wrapped.reset)
+    v_step = jax.vmap(wrapped.step)
+    v_sample = jax.vmap(lambda k, avail: sample_actions(k, spec.action_space, avail))
+
+    def body(carry, _):
+        state, ts, key = carry
+        key, key_act, key_step = jax.random.split(key, 3)
+        actions = v_sample(jax.random.split(key_act, num_envs), ts.avail_actions)
+        state, ts = v_step(jax.random.split(key_step, num_envs), state, actions)
+        return (state, _with_final(ts), key), None
+
+    @jax.jit
+    def run(state, ts, key):  # the whole TimeStep is carried, so no output is dead code
+        carry, _ = jax.lax.scan(body, (state, ts, key), None, length=steps)
+        return carry
+
+    key_reset, key_run = jax.random.split(jax.random.PRNGKey(seed))
+    state, ts = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
+    ts = _with_final(ts)
+    jax.block_until_ready((state, ts))
+    first, best = _time(lambda: run(state, ts, key_run), repeats)
+    return _record(spec.name, spec.num_agents, num_envs, steps, first, best)
+
+
+def jaxmarl_name(name: str) -> str:
+    """JaxMARL's registry name for a marl id (JaxMARL names pass through)."""
+    if "/" not in name:
+        return name
+    if name not in JAXMARL_NAMES:
+        raise KeyError(
+            f"no JaxMARL counterpart for {name!r}; known: {', '.join(sorted(JAXMARL_NAMES))}"
+        )
+    return JAXMARL_NAMES[name]
+
+
+def _import_jaxmarl() -> Any:
+    """Import JaxMARL without its import-time chatter.
+
+    JaxMARL prints on import, and its MABrax module points `sys.stdout`/`sys.stderr` back at
+    the process's own streams; both are silenced at the file-descriptor level and restored.
+    """
+    if "jaxmarl" in sys.modules:
+        return sys.modules["jaxmarl"]
+    out, err = sys.stdout, sys.stderr
+    out.flush()
+    if sys.__stdout__ is not None:
+        sys.__stdout__.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        with contextlib.redirect_stdout(io.StringIO()):
+            import jaxmarl
+    finally:
+        if sys.__stdout__ is not None:
+            sys.__stdout__.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+        sys.stdout, sys.stderr = out, err
+    return jaxmarl
+
+
+# marl keyword -> JaxMARL MPE keyword, where the names differ
+JAXMARL_KEYWORDS = {
+    "num_good": "num_good_agents",
+    "num_obstacles": "num_obs",
+    "episode_limit": "max_steps",
+}
+
+
+def jaxmarl_kwargs(name: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Translate marl constructor keywords to those of JaxMARL's `name` (or a marl id's peer).
+
+    Actions are discrete unless `continuous_actions=True` (JaxMARL's `action_type`, set
+    explicitly since some JaxMARL MPE envs default to continuous). Other keywords are renamed by
+    `JAXMARL_KEYWORDS` or passed through when JaxMARL's constructor has the same name; a keyword
+    with no counterpart raises ValueError.
+    """
+    jaxmarl = _import_jaxmarl()
+    name = jaxmarl_name(name)
+    accepted = set()
+    for klass in type(jaxmarl.make(name)).__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            accepted |= set(inspect.signature(init).parameters) - {"self", "args", "kwargs"}
+    out: dict[str, Any] = {}
+    continuous = bool(env_kwargs.get("continuous_actions", False))
+    if "action_type" in accepted:
+        out["action_type"] = "Continuous" if continuous else "Discrete"
+    elif continuous:
+        raise ValueError(f"JaxMARL's {name} has no action_type keyword")
+    for key, value in env_kwargs.items():
+        if key == "continuous_actions":
+            continue
+        target = JAXMARL_KEYWORDS.get(key, key)
+        if target not in accepted:
+            raise ValueError(f"JaxMARL's {name} has no counterpart of the keyword {key!r}")
+        out[target] = value
+    return out
+
+
+def bench_jaxmarl(
+    name: str,
+    num_envs: int = 64,
+    steps: int = 1000,
+    seed: int = 0,
+    *,
+    repeats: int = 3,
+    **env_kwargs: Any,
+) -> dict[str, Any]:
+    """Throughput of JaxMARL's env `name` (or of the counterpart of a marl id), same method.
+
+    JaxMARL's `step` auto-resets by itself; actions are dicts sampled per agent from its
+    action spaces. `env_kwargs` use marl's names (`continuous_actions`, `episode_limit`, or
+    keywords the JaxMARL constructor shares). Returns the same dict as `bench_env`.
+    """
+    jaxmarl = _import_jaxmarl()
+    jm_name = jaxmarl_name(name)
+    env = jaxmarl.make(jm_name, **jaxmarl_kwargs(jm_name, env_kwargs))
+    agents = list(env.agents)
+    spaces = [env.action_space(a) for a in agents]
+    v_reset = jax.vmap(env.reset)
+    v_step = jax.vmap(env.step)
+
+    def sample(key):
+        keys = jax.random.split(key, len(agents))
+        return {a: s.sample(k) for a, s, k in zip(agents, spaces, keys, strict=True)}
+
+    v_sample = jax.vmap(sample)
+
+    def body(carry, _):
+        obs, state, _, _, _, key = carry
+        key, key_act, key_step = jax.random.split(key, 3)
+        actions = v_sample(jax.random.split(key_act, num_envs))
+        out = v_step(jax.random.split(key_step, num_envs), state, actions)
+        return (*out, key), None
+
+    @jax.jit
+    def run(carry):
+        carry, _ = jax.lax.scan(body, carry, None, length=steps)
+        return carry
+
+    key_reset, key_run = jax.random.split(jax.random.PRNGKey(seed))
+    obs, state = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
+    # rewards, dones and infos start as zeros shaped like a step's, so the whole step output
+    # is carried (nothing it computes is dropped as dead code, as on the marl side).
+    keys = jax.random.split(key_run, num_envs)
+    shapes = jax.eval_shape(v_step, keys, state, v_sample(keys))
+    zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes[2:])
+    carry = (obs, state, *zeros, key_run)
+    jax.block_until_ready(carry)
+    first, best = _time(lambda: run(carry), repeats)
+    return _record(jm_name, len(agents), num_envs, steps, first, best)

@@ -1,0 +1,268 @@
+"""The `marl` command line: `marl list | bench | render`.
+
+Errors a user can fix (an unknown id or keyword, a missing optional package) are printed as one
+line on stderr with exit code 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from marl import __version__
+from marl.registry import RegistryError, list_envs, make
+
+PEERS = ("jaxmarl",)
+DEFAULT_NUM_ENVS = "1,64,1024,4096"
+
+
+class UsageError(Exception):
+    """A mistake on the command line; printed as one line, exit code 2."""
+
+
+# --- argument helpers -------------------------------------------------------------------------
+def parse_value(text: str) -> Any:
+    """A `--set` value: a Python literal (3, 0.5, [1, 2], 'a'), true/false/none, or the text."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_sets(items: Sequence[str] | None) -> dict[str, Any]:
+    """`["k=v", ...]` -> `{k: parse_value(v)}`."""
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set expects key=value, got {item!r}")
+        out[key.strip()] = parse_value(value)
+    return out
+
+
+def parse_ints(text: str) -> list[int]:
+    """`"1,64,1024"` -> `[1, 64, 1024]` (each >= 1)."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise UsageError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def describe_space(space: Any) -> str:
+    """Short text of an action space: `Discrete(5)` or `Box(0.0, 1.0, (5,))`."""
+    if hasattr(space, "n"):
+        return f"Discrete({int(space.n)})"
+    if hasattr(space, "low") and hasattr(space, "shape"):
+        low, high = np.min(space.low), np.max(space.high)
+        return f"Box({low:g}, {high:g}, {tuple(space.shape)})"
+    return str(space)
+
+
+def build_env(env_id: str, kwargs: dict[str, Any]) -> Any:
+    """`marl.make` with its failures turned into one-line usage errors."""
+    try:
+        return make(env_id, **kwargs)
+    except RegistryError as e:
+        raise UsageError(str(e)) from None
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{env_id}: {e}") from None
+    except ImportError as e:
+        raise UsageError(f"{env_id} is registered but cannot be imported: {e}") from None
+
+
+def format_row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    """One table line: the first cell left-aligned, the others right-aligned."""
+    first, *rest = (str(c) for c in cells)
+    parts = [first.ljust(widths[0])]
+    parts += [c.rjust(w) for c, w in zip(rest, widths[1:], strict=True)]
+    return "  ".join(parts).rstrip()
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Plain text table with a rule under the headers; columns as wide as their cells."""
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
+    lines = [format_row(headers, widths), format_row(["-" * w for w in widths], widths)]
+    return "\n".join(lines + [format_row(r, widths) for r in rows])
+
+
+# --- commands ---------------------------------------------------------------------------------
+def cmd_list(args: argparse.Namespace) -> int:
+    """Registered environment ids with agent count, action space and episode limit."""
+    rows = []
+    for env_id in list_envs(args.family):
+        try:
+            spec = make(env_id).spec
+        except Exception as e:  # one broken family must not hide the rest
+            rows.append((env_id, "-", f"unavailable: {type(e).__name__}", "-"))
+            continue
+        rows.append(
+            (
+                env_id,
+                str(spec.num_agents),
+                describe_space(spec.action_space),
+                str(spec.episode_limit),
+            )
+        )
+    print(format_table(("id", "agents", "actions", "episode_limit"), rows))
+    return 0
+
+
+def peer_installed(peer: str) -> bool:
+    """True when the peer package can be imported."""
+    return importlib.util.find_spec(peer) is not None
+
+
+def _check_peer(peer: str) -> None:
+    if peer not in PEERS:
+        raise UsageError(f"unknown peer {peer!r}; valid: {', '.join(PEERS)}")
+    if not peer_installed(peer):
+        raise UsageError(f'--vs {peer} needs {peer} installed: pip install -e ".[peers]"')
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Env steps per second at each `--num-envs`, optionally side by side with a peer."""
+    from marl import bench
+
+    kwargs = parse_sets(args.set)
+    sizes = parse_ints(args.num_envs)
+    if args.steps < 1 or args.repeats < 1:
+        raise UsageError("--steps and --repeats must be >= 1")
+    env = build_env(args.env_id, kwargs)
+    if args.vs:
+        _check_peer(args.vs)
+        try:
+            peer_name = bench.jaxmarl_name(args.env_id)
+            bench.jaxmarl_kwargs(peer_name, kwargs)
+        except KeyError as e:
+            raise UsageError(e.args[0]) from None
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    import jax
+
+    spec = env.spec
+    head = f"{spec.name}: {spec.num_agents} agents, {describe_space(spec.action_space)}"
+    head += f", {args.steps} steps per env, best of {args.repeats}"
+    head += f"; jax {jax.__version__} on {jax.devices()[0].platform}"
+    if args.vs:
+        head += f"; vs {args.vs} {peer_name}"
+    print(head, flush=True)
+    headers = ["num_envs", "marl steps/s", "marl agent-steps/s", "compile s"]
+    if args.vs:
+        headers += [f"{args.vs} steps/s", f"{args.vs} compile s", f"marl/{args.vs}"]
+    widths = [max(len(h), 10) for h in headers]
+    print(format_row(headers, widths))
+    print(format_row(["-" * w for w in widths], widths), flush=True)
+    records = []
+    for n in sizes:
+        mine = bench.bench_env(env, n, args.steps, args.seed, repeats=args.repeats)
+        row = [
+            str(n),
+            f"{mine['steps_per_s']:,.0f}",
+            f"{mine['agent_steps_per_s']:,.0f}",
+            f"{mine['compile_s']:.2f}",
+        ]
+        record = {"marl": mine}
+        if args.vs:
+            peer = bench.bench_jaxmarl(
+                args.env_id, n, args.steps, args.seed, repeats=args.repeats, **kwargs
+            )
+            ratio = mine["steps_per_s"] / peer["steps_per_s"]
+            row += [f"{peer['steps_per_s']:,.0f}", f"{peer['compile_s']:.2f}", f"{ratio:.2f}"]
+            record[args.vs] = peer
+        print(format_row(row, widths), flush=True)
+        records.append(record)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=2)
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """Play one episode with random valid actions and write it as a GIF."""
+    import jax
+
+    from marl.render import render_episode, save_gif, viewer
+
+    env = build_env(args.env_id, parse_sets(args.set))
+    try:
+        viewer(env)
+    except NotImplementedError as e:
+        raise UsageError(str(e)) from None
+    if args.steps is not None and args.steps < 1:
+        raise UsageError("--steps must be >= 1")
+    states = render_episode(env, jax.random.PRNGKey(args.seed), steps=args.steps)
+    path = save_gif(env, states, args.out, fps=args.fps)
+    print(f"wrote {path} ({len(states)} frames)")
+    return 0
+
+
+# --- parser -----------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of `marl`."""
+    parser = argparse.ArgumentParser(
+        prog="marl", description="JAX benchmark suite for classical multi-agent RL."
+    )
+    parser.add_argument("--version", action="version", version=f"marl {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list registered environments")
+    p.add_argument("--family", help="only this family (e.g. particle)")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("bench", help="measure environment steps per second")
+    p.add_argument("env_id", help="environment id, e.g. particle/spread")
+    p.add_argument(
+        "--num-envs",
+        default=DEFAULT_NUM_ENVS,
+        help=f"parallel envs, comma-separated (default {DEFAULT_NUM_ENVS})",
+    )
+    p.add_argument("--steps", type=int, default=1000, help="steps per env per timed call")
+    p.add_argument("--repeats", type=int, default=3, help="timed calls; the best is kept")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--vs", choices=PEERS, help="also run the peer's version of the env")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env keyword (repeatable)")
+    p.add_argument("--json", metavar="FILE", help="also write the records as JSON")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("render", help="write a GIF of one episode with random valid actions")
+    p.add_argument("env_id", help="environment id, e.g. particle/spread")
+    p.add_argument("--out", required=True, metavar="FILE.gif", help="output GIF path")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, help="steps to play (default: the episode limit)")
+    p.add_argument("--fps", type=int, default=10)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env keyword (repeatable)")
+    p.set_defaults(func=cmd_render)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `marl` command line; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        print(f"marl: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `marl list | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Play an episode and save it as a GIF with the environment family's viewer.
+
+`render_episode` is generic; `save_gif` dispatches to `marl.envs.<family>.viewer` (particle
+only for now).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from marl.env import MultiAgentEnv, TimeStep
+from marl.spaces import sample_actions
+
+__all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer"]
+
+# (key, timestep) -> joint action (int32 [N] or float32 [N, d])
+Policy = Callable[[jax.Array, TimeStep], jax.Array]
+
+VIEWERS = {"particle": "marl.envs.particle.viewer"}
+
+
+def random_policy(env: MultiAgentEnv) -> Policy:
+    """Uniformly random valid actions."""
+    space = env.spec.action_space
+    return lambda key, ts: sample_actions(key, space, ts.avail_actions)
+
+
+def render_episode(
+    env: MultiAgentEnv,
+    key: jax.Array,
+    policy: Policy | None = None,
+    steps: int | None = None,
+) -> list[Any]:
+    """States of one episode: the reset state, then one per step.
+
+    Plays `steps` steps (default `spec.episode_limit`) or until the episode ends, whichever
+    comes first, with `policy` (default: random valid actions).
+    """
+    policy = random_policy(env) if policy is None else policy
+    steps = env.spec.episode_limit if steps is None else steps
+
+    @jax.jit
+    def step(key, state, ts):
+        key_act, key_step = jax.random.split(key)
+        return env.step(key_step, state, policy(key_act, ts))
+
+    key, key_reset = jax.random.split(key)
+    state, ts = jax.jit(env.reset)(key_reset)
+    states = [state]
+    for _ in range(steps):
+        key, key_step = jax.random.split(key)
+        state, ts = step(key_step, state, ts)
+        states.append(state)
+        if bool(ts.done):
+            break
+    return states
+
+
+def viewer(env: MultiAgentEnv) -> Any:
+    """The viewer module of `env`'s family."""
+    from marl.envs.particle import ParticleEnv
+
+    family = "particle" if isinstance(env, ParticleEnv) else env.spec.name.split("/")[0]
+    if family not in VIEWERS:
+        raise NotImplementedError(
+            f"no viewer for {env.spec.name!r}; rendering supports: {', '.join(sorted(VIEWERS))}"
+        )
+    return importlib.import_module(VIEWERS[family])
+
+
+def save_gif(env: MultiAgentEnv, states: list[Any], path: str | Path, fps: int = 10) -> Path:
+    """Draw `states` (e.g. from `render_episode`) with the family viewer into a GIF at `path`."""
+    view = viewer(env)
+    frames = [env.render_frame(s) for s in states]
+    titles = [f"{env.spec.name}  t={k}" for k in range(len(states))]
+    return view.save_gif(frames, path, fps=fps, titles=titles)

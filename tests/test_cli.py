@@ -1,0 +1,156 @@
+"""The `marl` command line: list, bench, render, errors, and the installed entry point."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from marl import cli
+
+
+def table_rows(out: str, first_col: str) -> list[list[str]]:
+    """Rows of a printed table (split on 2+ spaces) below the header starting `first_col`."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first_col))
+    rows = []
+    for line in lines[start + 2 :]:  # header, rule
+        if not line.strip():
+            break
+        rows.append(line.split())
+    return rows
+
+
+def test_list_shows_spread_with_agents_and_actions(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    rows = {r[0]: r for r in table_rows(out, "id")}
+    assert "particle/spread" in rows
+    assert rows["particle/spread"][1:] == ["3", "Discrete(5)", "25"]
+
+
+def test_bench_prints_positive_throughput(capsys):
+    argv = ["bench", "particle/spread", "--num-envs", "1,4", "--steps", "20", "--repeats", "1"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    rows = table_rows(out, "num_envs")
+    assert [r[0] for r in rows] == ["1", "4"]
+    for row in rows:
+        steps_per_s = float(row[1].replace(",", ""))
+        agent_steps_per_s = float(row[2].replace(",", ""))
+        assert steps_per_s > 0
+        assert agent_steps_per_s == pytest.approx(3 * steps_per_s, rel=0.01)
+
+
+def test_bench_set_passes_env_keywords(capsys, tmp_path):
+    out_json = tmp_path / "bench.json"
+    argv = ["bench", "particle/spread", "--num-envs", "2", "--steps", "5", "--repeats", "1",
+            "--set", "num_agents=4", "--json", str(out_json)]  # fmt: skip
+    assert cli.main(argv) == 0
+    assert "4 agents" in capsys.readouterr().out
+    assert '"num_agents": 4' in out_json.read_text()
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["bench", "particle/nope"], "particle/spread"),
+        (["render", "nope/nope", "--out", "x.gif"], "particle/spread"),
+        (["bench", "particle/spread", "--set", "bogus=1"], "num_agents"),
+        (["bench", "particle/spread", "--set", "num_agents"], "key=value"),
+        (["bench", "particle/spread", "--num-envs", "0"], "positive"),
+    ],
+)
+def test_user_errors_are_one_line_exit_2(capsys, argv, needle):
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("marl: error:")
+    assert needle in err
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_vs_without_peer_says_how_to_install(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "peer_installed", lambda name: False)
+    assert cli.main(["bench", "particle/spread", "--vs", "jaxmarl"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert 'pip install -e ".[peers]"' in err
+
+
+def test_render_writes_gif(tmp_path, capsys):
+    out = tmp_path / "spread.gif"
+    assert cli.main(["render", "particle/spread", "--out", str(out), "--steps", "5"]) == 0
+    assert "6 frames" in capsys.readouterr().out
+    with Image.open(out) as gif:
+        assert gif.format == "GIF"
+        assert gif.n_frames >= 5
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"marl {cli.__version__}"
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("3", 3), ("0.5", 0.5), ("true", True), ("False", False), ("none", None), ("abc", "abc"),
+     ("[1, 2]", [1, 2])],
+)  # fmt: skip
+def test_parse_value(text, value):
+    assert cli.parse_value(text) == value
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).with_name("marl")
+    found = str(script) if script.exists() else shutil.which("marl")
+    assert found, "the `marl` console script is not installed (pip install -e .)"
+    proc = subprocess.run(
+        [found, "bench", "particle/nope"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("marl: error: unknown environment 'particle/nope'")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# not pytest.importorskip: importing jaxmarl directly points sys.stdout at the process's own
+# stream (its MABrax module does), which breaks capsys; marl.bench imports it safely.
+needs_jaxmarl = pytest.mark.skipif(not cli.peer_installed("jaxmarl"), reason="needs jaxmarl")
+
+
+@needs_jaxmarl
+def test_bench_vs_jaxmarl_adds_peer_columns(capsys):
+    argv = ["bench", "particle/spread", "--num-envs", "2", "--steps", "10", "--repeats", "1",
+            "--vs", "jaxmarl"]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "MPE_simple_spread_v3" in out
+    assert "Importing" not in out  # JaxMARL's import chatter is silenced
+    (row,) = table_rows(out, "num_envs")
+    marl_sps, peer_sps, ratio = (float(row[i].replace(",", "")) for i in (1, 4, 6))
+    assert marl_sps > 0 and peer_sps > 0
+    assert ratio == pytest.approx(marl_sps / peer_sps, rel=0.02, abs=0.006)
+
+
+@needs_jaxmarl
+def test_jaxmarl_keywords_are_translated():
+    from marl.bench import jaxmarl_kwargs
+
+    # discrete by default, even where JaxMARL defaults to continuous (world_comm)
+    assert jaxmarl_kwargs("particle/world_comm", {}) == {"action_type": "Discrete"}
+    assert jaxmarl_kwargs("particle/tag", {"num_good": 2, "episode_limit": 10}) == {
+        "action_type": "Discrete", "num_good_agents": 2, "max_steps": 10,
+    }  # fmt: skip
+    assert jaxmarl_kwargs("particle/spread", {"continuous_actions": True}) == {
+        "action_type": "Continuous"
+    }
+    with pytest.raises(ValueError, match="bogus"):
+        jaxmarl_kwargs("particle/spread", {"bogus": 1})

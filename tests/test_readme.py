@@ -1,0 +1,76 @@
+"""The README stays true: its set-up commands, its example environment and its env table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import marl
+from marl.cli import describe_space
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+INSTALL_AND_BENCH = (
+    "python -m venv .venv && . .venv/bin/activate && pip install -e . "
+    "&& marl bench particle/spread --num-envs 1,64,1024"
+)
+INSTALL_AND_TEST = 'pip install -e ".[test]" && pytest -q -n 2'
+
+
+def section(title: str) -> str:
+    """Text of the `## title` section, up to the next `## ` heading."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", README, re.M | re.S)
+    assert match, f"README has no '## {title}' section"
+    return match.group(1)
+
+
+def code_blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.M | re.S)
+
+
+def test_quick_start_first_two_commands():
+    blocks = code_blocks(section("Quick start"), "bash")
+    assert blocks, "Quick start has no ```bash block"
+    commands = [
+        line.strip()
+        for block in blocks
+        for line in block.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    assert commands[:2] == [INSTALL_AND_BENCH, INSTALL_AND_TEST]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    install, test = (part.strip() for part in INSTALL_AND_TEST.split("&&"))
+    assert install in ci
+    assert test in ci
+
+
+def test_add_your_own_environment_example_runs():
+    blocks = code_blocks(section("Add your own environment"), "python")
+    assert blocks, "'Add your own environment' has no ```python block"
+    namespace: dict = {"__name__": "readme_example"}
+    try:
+        exec(compile(blocks[0], "README.md:add-your-own-environment", "exec"), namespace)
+        env = namespace["env"]
+        assert env.spec.name == "mine/guess"
+        assert env.spec.num_agents == 3
+    finally:
+        marl.registry._ENVS.pop("mine/guess", None)
+
+
+def test_environment_table_matches_registry():
+    pattern = r"^\| `([^`]+)` \| (\d+) \| ([^|]+) \| (\d+) \|"
+    rows = re.findall(pattern, section("Environments"), re.M)
+    documented = {env_id: (int(n), acts.strip(), int(limit)) for env_id, n, acts, limit in rows}
+    assert documented, "no environment rows found in the README table"
+    # every registered id of a documented family is in the table (other tests may register
+    # ids of their own families in this process)
+    for family in {env_id.split("/")[0] for env_id in documented}:
+        assert sorted(i for i in documented if i.startswith(f"{family}/")) == marl.list_envs(family)
+    for env_id, expected in documented.items():
+        spec = marl.make(env_id).spec
+        actual = (spec.num_agents, describe_space(spec.action_space), spec.episode_limit)
+        assert actual == expected, env_id
