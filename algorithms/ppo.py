@@ -1,0 +1,449 @@
+"""Multi-agent PPO: IPPO (critic on each agent's observation) and MAPPO (critic on the global
+state). The two differ only in the critic's input (`PPOConfig.critic`).
+
+One update: collect `rollout_length` steps in `num_envs` auto-resetting environments, compute
+GAE (bootstrapping truncated episodes from their true final observation), then `epochs` passes
+of `num_minibatches` minibatches (split over environments, whole sequences, so recurrent
+networks replay from their stored initial hidden state).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+
+from marl.env import MultiAgentEnv
+from marl.learner import Policy, Train
+from marl.networks import Actor, AgentParams, Critic, agent_ids
+from marl.wrappers import AutoReset, EpisodeStatistics
+
+from .onpolicy import (
+    ValueNorm,
+    clipped_surrogate,
+    gae,
+    masked_mean,
+    minibatch_indices,
+    normalize_advantages,
+    take_envs,
+    value_loss,
+)
+
+Array = jax.Array
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Hyperparameters of IPPO / MAPPO / HAPPO (every one is a config value)."""
+
+    critic: str = "central"  # "local" (IPPO: own observation) or "central" (global state)
+    num_envs: int = 16  # parallel environments per seed
+    rollout_length: int = 128  # steps per environment per update
+    epochs: int = 4  # passes over the rollout per update
+    num_minibatches: int = 4  # minibatches per epoch (split over environments)
+    lr: float = 5e-4  # actor learning rate (Adam)
+    critic_lr: float = 5e-4  # critic learning rate (Adam)
+    anneal_lr: bool = False  # linear decay to 0 over the run (needs total_updates)
+    gamma: float = 0.99  # discount
+    gae_lambda: float = 0.95  # GAE lambda
+    clip_eps: float = 0.2  # PPO ratio clip
+    value_clip_eps: float | None = 0.2  # value clip around the old prediction (None: off)
+    ent_coef: float = 0.01  # entropy bonus
+    max_grad_norm: float = 10.0  # global gradient clip per network
+    value_norm: bool = True  # normalise value targets (running mean/std)
+    huber_delta: float | None = 10.0  # Huber value loss (None: squared error)
+    hidden: tuple[int, ...] = (128, 128)  # MLP widths (first is the GRU's input encoder)
+    activation: str = "relu"
+    recurrent: bool = False  # GRU torso in actor and critic
+    gru_hidden: int = 128
+    layer_norm: bool = False
+    parameter_sharing: str = "group"  # "all", "group" (per agent group) or "none"
+    agent_id: bool = True  # append a one-hot agent id to network inputs
+    reward_scale: float = 1.0
+    advantage_norm: bool = True
+
+    @classmethod
+    def from_dict(cls, cfg: dict[str, Any] | None) -> PPOConfig:
+        """Build from a (Hydra) mapping, rejecting unknown keys with the valid ones named."""
+        cfg = dict(cfg or {})
+        cfg.pop("name", None)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(cfg) - fields)
+        if unknown:
+            raise ValueError(
+                f"unknown {cls.__name__} key(s) {', '.join(unknown)}; "
+                f"valid: {', '.join(sorted(fields))}"
+            )
+        if "hidden" in cfg:
+            cfg["hidden"] = tuple(int(h) for h in cfg["hidden"])
+        return cls(**cfg)
+
+
+class Rollout(struct.PyTreeNode):
+    """One update's experience, leaves [T, B, N, ...] (per agent) or [T, B] (per env)."""
+
+    actor_in: Array  # [T, B, N, Da]
+    critic_in: Array  # [T, B, N, Dc]
+    avail: Array  # [T, B, N, A]
+    action: Array  # [T, B, N] or [T, B, N, d] (unclipped sample)
+    log_prob: Array  # [T, B, N]
+    value: Array  # [T, B, N] critic output (normalised space)
+    next_value: Array  # [T, B, N] critic output on the true next observation
+    reward: Array  # [T, B, N]
+    alive: Array  # [T, B, N]
+    start: Array  # [T, B] obs at t begins an episode (recurrent reset)
+    terminated: Array  # [T, B]
+    done: Array  # [T, B]
+
+
+class PPOState(struct.PyTreeNode):
+    actor_params: Any
+    critic_params: Any
+    actor_opt: Any
+    critic_opt: Any
+    value_norm: ValueNorm
+    env_state: Any
+    timestep: Any
+    start: Array  # [B]
+    actor_carry: Array  # [B, N, H]
+    critic_carry: Array  # [B, N, H]
+    key: Array
+    updates: Array
+
+
+class Networks:
+    """Actor and critic modules with their parameter sets, and how inputs are built."""
+
+    def __init__(self, env: MultiAgentEnv, cfg: PPOConfig, actor_sharing: str | None = None):
+        spec = env.spec
+        self.spec, self.cfg = spec, cfg
+        n = spec.num_agents
+        self.id_dim = n if cfg.agent_id else 0
+        self.actor = Actor(
+            spec.action_dim,
+            spec.discrete,
+            cfg.hidden,
+            cfg.activation,
+            cfg.recurrent,
+            cfg.gru_hidden,
+            cfg.layer_norm,
+        )
+        self.critic = Critic(
+            cfg.hidden, cfg.activation, cfg.recurrent, cfg.gru_hidden, cfg.layer_norm
+        )
+        groups = spec.agent_group
+        self.actor_sets = AgentParams.sharing(actor_sharing or cfg.parameter_sharing, groups)
+        # the critic is shared by all agents (agent ids tell them apart), as in MAPPO
+        self.critic_sets = AgentParams.sharing("all", groups)
+        self.actor_dim = spec.obs_dim + self.id_dim
+        base = spec.state_dim if cfg.critic == "central" else spec.obs_dim
+        if cfg.critic not in ("central", "local"):
+            raise ValueError(f"critic {cfg.critic!r} unknown; valid: central, local")
+        self.critic_dim = base + self.id_dim
+        self.hidden_dim = cfg.gru_hidden if cfg.recurrent else 1
+
+    # inputs -----------------------------------------------------------------------------
+    def actor_input(self, obs: Array) -> Array:
+        """[..., N, obs_dim] -> [..., N, obs_dim + id]."""
+        if not self.id_dim:
+            return obs
+        ids = agent_ids(self.spec.num_agents, obs.shape[:-1], obs.ndim - 2)
+        return jnp.concatenate([obs, ids], axis=-1)
+
+    def critic_input(self, obs: Array, state: Array) -> Array:
+        """Central: global state [..., S] broadcast to agents; local: own observation."""
+        n = self.spec.num_agents
+        if self.cfg.critic == "central":
+            x = jnp.broadcast_to(state[..., None, :], (*state.shape[:-1], n, state.shape[-1]))
+        else:
+            x = obs
+        return self.actor_input(x) if self.id_dim else x
+
+    # init -------------------------------------------------------------------------------
+    def init(self, key: Array) -> tuple[Any, Any]:
+        ka, kc = jax.random.split(key)
+        h = jnp.zeros((1, self.hidden_dim))
+        resets = jnp.zeros((1, 1), bool)
+        avail = jnp.ones((1, 1, self.spec.action_dim), bool)
+
+        def init_actor(k):
+            return self.actor.init(k, h, jnp.zeros((1, 1, self.actor_dim)), resets, avail)
+
+        def init_critic(k):
+            return self.critic.init(k, h, jnp.zeros((1, 1, self.critic_dim)), resets)
+
+        return self.actor_sets.init(init_actor, ka), self.critic_sets.init(init_critic, kc)
+
+    # apply over agents: inputs [T, B, N, ...], carries [B, N, H] -------------------------
+    def actor_apply(self, params, carry, x, resets, avail):
+        """-> (carry [B, N, H], dist with leaves [T, B, N, ...])."""
+        return self.actor_sets.apply(
+            self.actor.apply,
+            params,
+            carry,
+            x,
+            resets,
+            avail,
+            in_axes=(1, 2, None, 2),
+            out_axes=(1, 2),
+        )
+
+    def critic_apply(self, params, carry, x, resets):
+        """-> (carry [B, N, H], value [T, B, N])."""
+        return self.critic_sets.apply(
+            self.critic.apply, params, carry, x, resets, in_axes=(1, 2, None), out_axes=(1, 2)
+        )
+
+
+def wrap_env(env: MultiAgentEnv) -> MultiAgentEnv:
+    """Training view of an env: auto-reset (true final obs kept) and episode statistics."""
+    return EpisodeStatistics(AutoReset(env))
+
+
+def env_actions(spec, actions: Array) -> Array:
+    """Clip continuous samples into the action space's bounds (discrete: unchanged)."""
+    if spec.discrete:
+        return actions
+    return jnp.clip(actions, spec.action_space.low, spec.action_space.high)
+
+
+def make_policy(nets: Networks) -> Policy:
+    """Acting in one environment from actor parameters."""
+    n = nets.spec.num_agents
+
+    def initial_carry():
+        return jnp.zeros((n, nets.hidden_dim))
+
+    def act(params, obs, avail, carry, start, key, greedy):
+        x = nets.actor_input(obs)[None, None]  # [1, 1, N, D]
+        carry, dist = nets.actor_apply(
+            params, carry[None], x, jnp.reshape(start, (1, 1)), avail[None, None]
+        )
+        sample = jax.lax.cond(greedy, lambda: dist.mode(), lambda: dist.sample(key))
+        return env_actions(nets.spec, sample[0, 0]), carry[0]
+
+    return Policy(initial_carry, act)
+
+
+def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState):
+    """Run `rollout_length` steps of every parallel env. Returns (state, Rollout, metrics)."""
+    spec = nets.spec
+
+    def body(carry, _):
+        env_state, ts, start, a_h, c_h, key = carry
+        key, k_act, k_env = jax.random.split(key, 3)
+        actor_in = nets.actor_input(ts.obs)
+        critic_in = nets.critic_input(ts.obs, ts.state)
+        resets = start[None]
+        a_h, dist = nets.actor_apply(
+            state.actor_params, a_h, actor_in[None], resets, ts.avail_actions[None]
+        )
+        c_h, value = nets.critic_apply(state.critic_params, c_h, critic_in[None], resets)
+        action = dist.sample(k_act)[0]
+        log_prob = dist.log_prob(action[None])[0]
+        env_keys = jax.random.split(k_env, cfg.num_envs)
+        env_state, nts = jax.vmap(wrap.step)(env_keys, env_state, env_actions(spec, action))
+        final_in = nets.critic_input(nts.final_obs, nts.final_state)
+        _, next_value = nets.critic_apply(
+            state.critic_params, c_h, final_in[None], jnp.zeros_like(resets)
+        )
+        step = Rollout(
+            actor_in=actor_in,
+            critic_in=critic_in,
+            avail=ts.avail_actions,
+            action=action,
+            log_prob=log_prob,
+            value=value[0],
+            next_value=next_value[0],
+            reward=nts.reward * cfg.reward_scale,
+            alive=ts.alive,
+            start=start,
+            terminated=nts.terminated,
+            done=nts.done,
+        )
+        return (env_state, nts, nts.done, a_h, c_h, key), (step, nts.metrics)
+
+    wrap = env
+    init = (
+        state.env_state,
+        state.timestep,
+        state.start,
+        state.actor_carry,
+        state.critic_carry,
+        state.key,
+    )
+    (env_state, ts, start, a_h, c_h, key), (rollout, metrics) = jax.lax.scan(
+        body, init, None, length=cfg.rollout_length
+    )
+    state = state.replace(
+        env_state=env_state, timestep=ts, start=start, actor_carry=a_h, critic_carry=c_h, key=key
+    )
+    return state, rollout, episode_metrics(metrics)
+
+
+def episode_metrics(metrics: dict[str, Array]) -> dict[str, Array]:
+    """Average `episode/*` statistics over the episodes that ended in a rollout."""
+    done = metrics["episode/done"]
+    count = jnp.sum(done)
+    out = {"train/episodes": count}
+    for k, v in metrics.items():
+        if k != "episode/done":
+            out[f"train/{k.removeprefix('episode/')}"] = jnp.sum(v * done) / jnp.maximum(count, 1)
+    return out
+
+
+def advantages_and_targets(nets: Networks, cfg: PPOConfig, vn: ValueNorm, ro: Rollout):
+    """Denormalised values -> GAE -> (advantages, value targets) [T, B, N]."""
+    denorm = vn.denormalize if cfg.value_norm else (lambda x: x)
+    adv, targets = gae(
+        ro.reward,
+        denorm(ro.value),
+        denorm(ro.next_value),
+        ro.terminated,
+        ro.done,
+        cfg.gamma,
+        cfg.gae_lambda,
+    )
+    return adv, targets
+
+
+def make_optimizer(cfg: PPOConfig, lr: float, total_steps: int | None):
+    if cfg.anneal_lr and total_steps:
+        lr = optax.linear_schedule(lr, 0.0, total_steps)
+    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+
+def critic_update(nets, cfg, critic_opt_tx, state: PPOState, ro: Rollout, targets, c_h0, key):
+    """`epochs x num_minibatches` critic steps; returns (params, opt_state, metrics)."""
+    vn = state.value_norm
+    norm_targets = vn.normalize(targets) if cfg.value_norm else targets
+
+    def loss_fn(params, mb, mb_targets, h0):
+        _, v = nets.critic_apply(params, h0, mb.critic_in, mb.start)
+        return value_loss(v, mb.value, mb_targets, mb.alive, cfg.value_clip_eps, cfg.huber_delta)
+
+    def epoch(carry, k):
+        params, opt = carry
+        idx = minibatch_indices(k, cfg.num_envs, cfg.num_minibatches)
+
+        def minibatch(carry, i):
+            params, opt = carry
+            mb = take_envs(ro, i, axis=1)
+            loss, grads = jax.value_and_grad(loss_fn)(
+                params, mb, jnp.take(norm_targets, i, axis=1), jnp.take(c_h0, i, axis=0)
+            )
+            updates, opt = critic_opt_tx.update(grads, opt, params)
+            return (optax.apply_updates(params, updates), opt), loss
+
+        (params, opt), losses = jax.lax.scan(minibatch, (params, opt), idx)
+        return (params, opt), losses
+
+    (params, opt), losses = jax.lax.scan(
+        epoch, (state.critic_params, state.critic_opt), jax.random.split(key, cfg.epochs)
+    )
+    return params, opt, {"loss/value": jnp.mean(losses)}
+
+
+def actor_loss(nets, cfg, params, mb: Rollout, adv, h0, weight=None):
+    """PPO actor loss on a minibatch; returns (loss, (metrics, new log-probs))."""
+    _, dist = nets.actor_apply(params, h0, mb.actor_in, mb.start, mb.avail)
+    log_prob = dist.log_prob(mb.action)
+    loss, metrics = clipped_surrogate(log_prob, mb.log_prob, adv, cfg.clip_eps, mb.alive, weight)
+    entropy = masked_mean(dist.entropy(), mb.alive)
+    metrics = {**metrics, "entropy": entropy}
+    return loss - cfg.ent_coef * entropy, (metrics, log_prob)
+
+
+def make_train(
+    env: MultiAgentEnv, cfg: PPOConfig | dict | None = None, total_updates: int | None = None
+) -> Train:
+    """IPPO / MAPPO learner on `env` (see module docstring)."""
+    cfg = cfg if isinstance(cfg, PPOConfig) else PPOConfig.from_dict(cfg)
+    nets = Networks(env, cfg)
+    wrapped = wrap_env(env)
+    grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
+    actor_tx = make_optimizer(cfg, cfg.lr, grad_steps)
+    critic_tx = make_optimizer(cfg, cfg.critic_lr, grad_steps)
+    n = env.spec.num_agents
+
+    def init(key: Array) -> PPOState:
+        k_net, k_env, key = jax.random.split(key, 3)
+        actor_params, critic_params = nets.init(k_net)
+        env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, cfg.num_envs))
+        h = jnp.zeros((cfg.num_envs, n, nets.hidden_dim))
+        return PPOState(
+            actor_params=actor_params,
+            critic_params=critic_params,
+            actor_opt=actor_tx.init(actor_params),
+            critic_opt=critic_tx.init(critic_params),
+            value_norm=ValueNorm.create(),
+            env_state=env_state,
+            timestep=ts,
+            start=jnp.ones((cfg.num_envs,), bool),
+            actor_carry=h,
+            critic_carry=h,
+            key=key,
+            updates=jnp.zeros((), jnp.int32),
+        )
+
+    def step(state: PPOState) -> tuple[PPOState, dict[str, Array]]:
+        a_h0, c_h0 = state.actor_carry, state.critic_carry
+        state, ro, metrics = collect(nets, wrapped, cfg, state)
+        adv, targets = advantages_and_targets(nets, cfg, state.value_norm, ro)
+        if cfg.value_norm:
+            state = state.replace(value_norm=state.value_norm.update(targets, ro.alive))
+        if cfg.advantage_norm:
+            adv = normalize_advantages(adv, ro.alive)
+        key, k_actor, k_critic = jax.random.split(state.key, 3)
+
+        def epoch(carry, k):
+            params, opt = carry
+            idx = minibatch_indices(k, cfg.num_envs, cfg.num_minibatches)
+
+            def minibatch(carry, i):
+                params, opt = carry
+                mb = take_envs(ro, i, axis=1)
+                grads, (m, _) = jax.grad(
+                    lambda p: actor_loss(
+                        nets, cfg, p, mb, jnp.take(adv, i, axis=1), jnp.take(a_h0, i, axis=0)
+                    ),
+                    has_aux=True,
+                )(params)
+                updates, opt = actor_tx.update(grads, opt, params)
+                return (optax.apply_updates(params, updates), opt), m
+
+            return jax.lax.scan(minibatch, (params, opt), idx)
+
+        (actor_params, actor_opt), am = jax.lax.scan(
+            epoch, (state.actor_params, state.actor_opt), jax.random.split(k_actor, cfg.epochs)
+        )
+        critic_params, critic_opt, cm = critic_update(
+            nets, cfg, critic_tx, state, ro, targets, c_h0, k_critic
+        )
+        state = state.replace(
+            actor_params=actor_params,
+            actor_opt=actor_opt,
+            critic_params=critic_params,
+            critic_opt=critic_opt,
+            key=key,
+            updates=state.updates + 1,
+        )
+        metrics = {**metrics, **cm, **{f"loss/{k}": jnp.mean(v) for k, v in am.items()}}
+        return state, metrics
+
+    return Train(
+        init=init,
+        step=step,
+        params=lambda s: s.actor_params,
+        policy=make_policy(nets),
+        steps_per_update=cfg.num_envs * cfg.rollout_length,
+    )
+
+
+__all__ = ["PPOConfig", "make_train", "Networks", "Rollout", "PPOState", "np"]

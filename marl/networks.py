@@ -1,0 +1,276 @@
+"""Networks shared by the learners: MLP and GRU torsos, policy and value heads, action
+distributions with masks, and per-agent parameter sets.
+
+Every module maps inputs with a leading time axis `[T, B, ...]` (T = 1 when acting) and a
+recurrent carry `[B, H]`; feed-forward torsos pass the carry through unchanged, so a learner is
+written once for both. `resets [T, B]` marks the steps that start an episode: a GRU zeroes its
+hidden state there before reading the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import distrax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+Array = jax.Array
+
+ACTIVATIONS = {"relu": nn.relu, "tanh": nn.tanh, "gelu": nn.gelu, "elu": nn.elu}
+NEG_INF = -1e9  # logit of an unavailable action
+
+
+def ortho(scale: float = np.sqrt(2)):
+    return nn.initializers.orthogonal(scale)
+
+
+class MLP(nn.Module):
+    """Dense layers with orthogonal init; applies to the last axis."""
+
+    hidden: Sequence[int]
+    activation: str = "relu"
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        act = ACTIVATIONS[self.activation]
+        for width in self.hidden:
+            x = nn.Dense(width, kernel_init=ortho(), bias_init=nn.initializers.zeros)(x)
+            if self.layer_norm:
+                x = nn.LayerNorm()(x)
+            x = act(x)
+        return x
+
+
+class ResetGRU(nn.Module):
+    """A GRU cell scanned over time, zeroing the hidden state where `resets` is True.
+
+    Call: `(carry [B, H], (x [T, B, D], resets [T, B])) -> (carry [B, H], y [T, B, H])`.
+    """
+
+    hidden: int
+
+    @nn.compact
+    def __call__(self, carry: Array, inputs: tuple[Array, Array]) -> tuple[Array, Array]:
+        cell = nn.GRUCell(self.hidden, kernel_init=ortho(1.0), recurrent_kernel_init=ortho(1.0))
+
+        def body(cell, h, xs):
+            x, reset = xs
+            h = jnp.where(reset[:, None], jnp.zeros_like(h), h)
+            h, y = cell(h, x)
+            return h, y
+
+        scan = nn.scan(body, variable_broadcast="params", split_rngs={"params": False})
+        return scan(cell, carry, inputs)
+
+
+class Torso(nn.Module):
+    """Encoder MLP, optionally followed by a GRU: `(carry, x [T,B,D], resets) -> (carry, h)`."""
+
+    hidden: Sequence[int]
+    activation: str = "relu"
+    recurrent: bool = False
+    gru_hidden: int = 128
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
+        h = MLP(
+            self.hidden[:1] if self.recurrent else self.hidden, self.activation, self.layer_norm
+        )(x)
+        if self.recurrent:
+            carry, h = ResetGRU(self.gru_hidden)(carry, (h, resets))
+            if len(self.hidden) > 1:
+                h = MLP(self.hidden[1:], self.activation, self.layer_norm)(h)
+        return carry, h
+
+    def initial_carry(self, batch: int) -> Array:
+        """[B, H] zeros (H = gru_hidden, or 1 for a feed-forward torso)."""
+        return jnp.zeros((batch, self.gru_hidden if self.recurrent else 1), jnp.float32)
+
+
+# --- action distributions ---------------------------------------------------------------------
+
+
+class MaskedCategorical(struct.PyTreeNode):
+    """Categorical over `[..., A]` logits; unavailable actions already hold `NEG_INF`.
+
+    Build with `MaskedCategorical.create(logits, avail)`. A pytree, so vmap can return it.
+    """
+
+    logits: Array
+
+    @classmethod
+    def create(cls, logits: Array, avail: Array) -> MaskedCategorical:
+        return cls(jnp.where(avail, logits, NEG_INF))
+
+    def sample(self, key: Array) -> Array:
+        return jax.random.categorical(key, self.logits, axis=-1).astype(jnp.int32)
+
+    def mode(self) -> Array:
+        return jnp.argmax(self.logits, axis=-1).astype(jnp.int32)
+
+    def log_prob(self, action: Array) -> Array:
+        logp = jax.nn.log_softmax(self.logits, axis=-1)
+        return jnp.take_along_axis(logp, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+    def entropy(self) -> Array:
+        p = jax.nn.softmax(self.logits, axis=-1)
+        logp = jax.nn.log_softmax(self.logits, axis=-1)
+        return -jnp.sum(jnp.where(p > 0, p * logp, 0.0), axis=-1)
+
+
+class MaskedDiagGaussian(struct.PyTreeNode):
+    """Diagonal Gaussian over `[..., d]`; dims where `mask` is False are ignored (padding)."""
+
+    mean: Array
+    log_std: Array
+    mask: Array
+
+    @classmethod
+    def create(cls, mean: Array, log_std: Array, mask: Array) -> MaskedDiagGaussian:
+        return cls(mean, jnp.broadcast_to(log_std, mean.shape), mask)
+
+    def _normal(self) -> distrax.Normal:
+        return distrax.Normal(self.mean, jnp.exp(self.log_std))
+
+    def sample(self, key: Array) -> Array:
+        return jnp.where(self.mask, self._normal().sample(seed=key), 0.0)
+
+    def mode(self) -> Array:
+        return jnp.where(self.mask, self.mean, 0.0)
+
+    def log_prob(self, action: Array) -> Array:
+        return jnp.sum(jnp.where(self.mask, self._normal().log_prob(action), 0.0), axis=-1)
+
+    def entropy(self) -> Array:
+        return jnp.sum(jnp.where(self.mask, self._normal().entropy(), 0.0), axis=-1)
+
+
+Distribution = MaskedCategorical | MaskedDiagGaussian
+
+
+# --- heads ------------------------------------------------------------------------------------
+
+
+class Actor(nn.Module):
+    """Policy network: `(carry, obs [T,B,D], resets [T,B], avail [T,B,A]) -> (carry, dist)`.
+
+    Discrete: masked categorical over A logits. Continuous: diagonal Gaussian with a learned
+    state-independent log std; `avail` masks padded action dims.
+    """
+
+    action_dim: int
+    discrete: bool
+    hidden: Sequence[int] = (128, 128)
+    activation: str = "relu"
+    recurrent: bool = False
+    gru_hidden: int = 128
+    layer_norm: bool = False
+    init_log_std: float = -0.5
+
+    def setup(self) -> None:
+        self.torso = Torso(
+            self.hidden, self.activation, self.recurrent, self.gru_hidden, self.layer_norm
+        )
+        self.head = nn.Dense(
+            self.action_dim, kernel_init=ortho(0.01), bias_init=nn.initializers.zeros
+        )
+        if not self.discrete:
+            self.log_std = self.param(
+                "log_std", nn.initializers.constant(self.init_log_std), (self.action_dim,)
+            )
+
+    def __call__(self, carry: Array, obs: Array, resets: Array, avail: Array):
+        carry, h = self.torso(carry, obs, resets)
+        out = self.head(h)
+        if self.discrete:
+            return carry, MaskedCategorical.create(out, avail)
+        return carry, MaskedDiagGaussian.create(out, self.log_std, avail)
+
+
+class Critic(nn.Module):
+    """Value network: `(carry, x [T,B,D], resets [T,B]) -> (carry, value [T,B])`."""
+
+    hidden: Sequence[int] = (128, 128)
+    activation: str = "relu"
+    recurrent: bool = False
+    gru_hidden: int = 128
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
+        carry, h = Torso(
+            self.hidden, self.activation, self.recurrent, self.gru_hidden, self.layer_norm
+        )(carry, x, resets)
+        v = nn.Dense(1, kernel_init=ortho(1.0), bias_init=nn.initializers.zeros)(h)
+        return carry, v[..., 0]
+
+
+# --- per-agent parameter sets -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class AgentParams:
+    """Which parameter set each agent uses: `index[i]` in `0 .. num_sets - 1`.
+
+    Parameters of a module are stacked on a leading axis of size `num_sets`. Agents that share
+    a set are batched together; with one set the agents are simply folded into the batch.
+    """
+
+    index: np.ndarray  # [N] int
+
+    @property
+    def num_sets(self) -> int:
+        return int(self.index.max()) + 1
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.index)
+
+    @classmethod
+    def sharing(cls, mode: str, groups: np.ndarray) -> AgentParams:
+        """`mode`: "all" (one set), "group" (one per agent group, `groups` [N]), "none"."""
+        n = len(groups)
+        if mode == "all":
+            return cls(np.zeros(n, np.int32))
+        if mode == "group":
+            _, idx = np.unique(np.asarray(groups), return_inverse=True)
+            return cls(idx.astype(np.int32))
+        if mode == "none":
+            return cls(np.arange(n, dtype=np.int32))
+        raise ValueError(f"parameter sharing {mode!r} unknown; valid: all, group, none")
+
+    def init(self, init_fn, key: Array) -> Any:
+        """Stacked parameters: `init_fn(key)` for each set, on a leading axis."""
+        return jax.vmap(init_fn)(jax.random.split(key, self.num_sets))
+
+    def apply(self, fn, params: Any, *args: Any, in_axes: tuple, out_axes: Any) -> Any:
+        """`fn(params_i, *args_i)` for every agent i, as `jax.vmap` over the agent axis.
+
+        `in_axes` gives the agent axis of each arg (None: shared), `out_axes` of the outputs.
+        One set: shared parameters, agents batched (no parameter copies). Identity index: the
+        set axis is the agent axis. Otherwise each agent's set is gathered first.
+        """
+        n = self.num_agents
+        if self.num_sets == 1:
+            one = jax.tree.map(lambda p: p[0], params)
+            return jax.vmap(lambda *a: fn(one, *a), in_axes=in_axes, out_axes=out_axes)(*args)
+        if not (self.num_sets == n and np.array_equal(self.index, np.arange(n))):
+            params = jax.tree.map(lambda p: p[self.index], params)
+        return jax.vmap(fn, in_axes=(0, *in_axes), out_axes=out_axes)(params, *args)
+
+
+def agent_ids(num_agents: int, shape: tuple[int, ...], agent_axis: int) -> Array:
+    """One-hot agent ids broadcast to `shape` (with `[..., N, ...]` at `agent_axis`) + [N]."""
+    eye = jnp.eye(num_agents, dtype=jnp.float32)
+    lead = [1] * len(shape)
+    lead[agent_axis] = num_agents
+    eye = eye.reshape(*lead, num_agents)
+    return jnp.broadcast_to(eye, (*shape, num_agents))
