@@ -1,7 +1,15 @@
 """marl: a JAX benchmark suite for classical multi-agent reinforcement learning."""
 
 from marl.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
-from marl.registry import RegistryError, list_envs, make, register
+from marl.registry import (
+    RegistryError,
+    algorithm,
+    list_algorithms,
+    list_envs,
+    make,
+    register,
+    register_algorithm,
+)
 
 __version__ = "0.1.0"
 
@@ -11,6 +19,9 @@ __all__ = [
     "MultiAgentEnv",
     "RegistryError",
     "TimeStep",
+    "algorithm",
+    "list_algorithms",
+    "register_algorithm",
     "list_envs",
     "make",
     "register",

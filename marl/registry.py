@@ -29,6 +29,14 @@ _ENVS: dict[str, str | EnvFactory] = {
 }
 
 
+_A = "marl.algorithms"
+_ALGORITHMS: dict[str, str | Callable[..., Any]] = {
+    "ippo": f"{_A}.ippo:make_train",
+    "mappo": f"{_A}.mappo:make_train",
+    "happo": f"{_A}.happo:make_train",
+}
+
+
 class RegistryError(ValueError):
     """An unknown id or keyword; the message is one line naming the valid choices."""
 
@@ -92,3 +100,27 @@ def make(env_id: str, **kwargs: Any) -> MultiAgentEnv:
     if not getattr(env.spec, "name", ""):
         raise RegistryError(f"{env_id} built an env without a spec name")
     return env
+
+
+def list_algorithms() -> list[str]:
+    """Registered learner names, sorted."""
+    return sorted(_ALGORITHMS)
+
+
+def register_algorithm(name: str, make_train: Callable[..., Any] | str, *, overwrite: bool = False):
+    """Register a learner's `make_train(env, cfg, total_updates=None)` under `name`."""
+    if name in _ALGORITHMS and not overwrite:
+        raise RegistryError(f"algorithm {name!r} is already registered (overwrite=True)")
+    _ALGORITHMS[name] = make_train
+
+
+def algorithm(name: str) -> Callable[..., Any]:
+    """The `make_train` of learner `name` (raises RegistryError naming the valid ones)."""
+    if name not in _ALGORITHMS:
+        raise RegistryError(f"unknown algorithm {name!r}; valid: {', '.join(list_algorithms())}")
+    entry = _ALGORITHMS[name]
+    if isinstance(entry, str):
+        module, attr = entry.split(":")
+        entry = getattr(importlib.import_module(module), attr)
+        _ALGORITHMS[name] = entry
+    return entry
