@@ -1,0 +1,125 @@
+"""Shared on-policy pieces: GAE against a plain NumPy reference, losses, value normalisation,
+masked action distributions."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from marl.algorithms.onpolicy import ValueNorm, clipped_surrogate, gae, value_loss
+from marl.networks import MaskedCategorical, MaskedDiagGaussian
+
+
+def numpy_gae(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """Textbook GAE, one env, one step at a time (no vectorisation)."""
+    T = len(rewards)
+    adv = np.zeros(T)
+    last = 0.0
+    for t in reversed(range(T)):
+        bootstrap = 0.0 if terminated[t] else gamma * next_values[t]
+        delta = rewards[t] + bootstrap - values[t]
+        ended = terminated[t] or truncated[t]
+        last = delta + (0.0 if ended else gamma * lam * last)
+        adv[t] = last
+    return adv, adv + values
+
+
+def test_gae_truncation_bootstraps_from_the_true_final_value():
+    # episode 1 truncated at t=1 (final obs value 5.0), episode 2 terminates at t=3
+    rewards = np.array([1.0, 1.0, 1.0, 1.0, 1.0])
+    values = np.array([0.5, 0.6, 0.7, 0.8, 0.9])
+    next_values = np.array([0.6, 5.0, 0.8, 0.9, 2.0])  # t=1: V(true final obs) = 5
+    terminated = np.array([0, 0, 0, 1, 0], bool)
+    truncated = np.array([0, 1, 0, 0, 0], bool)
+    gamma, lam = 0.9, 0.8
+    adv, ret = gae(
+        jnp.asarray(rewards)[:, None], jnp.asarray(values)[:, None],
+        jnp.asarray(next_values)[:, None], jnp.asarray(terminated)[:, None],
+        jnp.asarray(terminated | truncated)[:, None], gamma, lam,
+    )
+    # by hand at the truncation: delta = 1 + 0.9 * 5 - 0.6 = 4.9, no recursion past it
+    assert np.isclose(float(adv[1, 0]), 4.9)
+    # at the termination: delta = 1 + 0 - 0.8 = 0.2
+    assert np.isclose(float(adv[3, 0]), 0.2)
+    ref_adv, ref_ret = numpy_gae(rewards, values, next_values, terminated, truncated, gamma, lam)
+    np.testing.assert_allclose(np.asarray(adv[:, 0]), ref_adv, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ret[:, 0]), ref_ret, rtol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), T=st.integers(1, 40), gamma=st.floats(0.5, 1.0),
+       lam=st.floats(0.0, 1.0))
+def test_gae_matches_numpy_reference(seed, T, gamma, lam):
+    rng = np.random.default_rng(seed)
+    B, N = 3, 2
+    r = rng.normal(size=(T, B, N))
+    v = rng.normal(size=(T, B, N))
+    nv = rng.normal(size=(T, B, N))
+    term = rng.random((T, B)) < 0.1
+    trunc = (rng.random((T, B)) < 0.1) & ~term
+    adv, ret = gae(jnp.asarray(r), jnp.asarray(v), jnp.asarray(nv), jnp.asarray(term),
+                   jnp.asarray(term | trunc), gamma, lam)
+    for b in range(B):
+        for n in range(N):
+            ra, rr = numpy_gae(r[:, b, n], v[:, b, n], nv[:, b, n], term[:, b], trunc[:, b],
+                               gamma, lam)
+            np.testing.assert_allclose(np.asarray(adv[:, b, n]), ra, rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(np.asarray(ret[:, b, n]), rr, rtol=1e-4, atol=1e-4)
+
+
+def test_clipped_surrogate_by_hand():
+    logp = jnp.log(jnp.array([1.5, 0.5, 1.0]))  # ratios 1.5, 0.5, 1.0 against old log 0
+    old = jnp.zeros(3)
+    adv = jnp.array([1.0, -1.0, 2.0])
+    loss, m = clipped_surrogate(logp, old, adv, 0.2, jnp.ones(3, bool))
+    # min(1.5*1, 1.2*1) = 1.2; min(0.5*-1, 0.8*-1) = -0.8; 2.0 -> mean 0.8
+    assert np.isclose(float(loss), -(1.2 - 0.8 + 2.0) / 3)
+    assert np.isclose(float(m["clip_frac"]), 2 / 3)
+    weighted, _ = clipped_surrogate(logp, old, adv, 0.2, jnp.ones(3, bool), jnp.full(3, 2.0))
+    assert np.isclose(float(weighted), 2 * float(loss))
+
+
+def test_value_loss_clipping_and_mask():
+    values, old, targets = jnp.array([1.0, 0.0]), jnp.array([0.0, 0.0]), jnp.array([2.0, 9.0])
+    mask = jnp.array([True, False])
+    # unclipped 0.5*(2-1)^2 = 0.5; clipped pred 0.2 -> 0.5*1.8^2 = 1.62 -> max 1.62
+    got = value_loss(values, old, targets, mask, clip_eps=0.2, huber_delta=None)
+    assert np.isclose(float(got), 1.62)
+
+
+def test_value_norm_tracks_mean_and_std():
+    vn = ValueNorm.create()
+    x = jnp.asarray(np.random.default_rng(0).normal(3.0, 2.0, size=4096))
+    for _ in range(3):
+        vn = vn.update(x, jnp.ones_like(x), beta=0.9)
+    mean, std = vn.stats()
+    assert abs(float(mean) - 3.0) < 0.1 and abs(float(std) - 2.0) < 0.1
+    np.testing.assert_allclose(np.asarray(vn.denormalize(vn.normalize(x))), np.asarray(x),
+                               rtol=1e-5, atol=1e-4)
+
+
+def test_masked_categorical_never_samples_unavailable_actions():
+    logits = jnp.array([[5.0, 0.0, 0.0, 9.0]] * 3)
+    avail = jnp.array([[False, True, True, False], [True, False, False, False],
+                       [False, False, False, True]])
+    dist = MaskedCategorical.create(logits, avail)
+    samples = jax.vmap(dist.sample)(jax.random.split(jax.random.key(0), 2000))  # [2000, 3]
+    chosen = np.asarray(avail)[np.arange(3)[None, :], np.asarray(samples)]
+    assert chosen.all()
+    assert list(np.asarray(dist.mode())) == [1, 0, 3]
+    assert np.all(np.isfinite(np.asarray(dist.entropy())))
+    assert np.isclose(float(dist.entropy()[1]), 0.0)
+
+
+def test_masked_gaussian_ignores_padded_dims():
+    mean = jnp.zeros((2, 3))
+    mask = jnp.array([[True, True, True], [True, False, False]])
+    dist = MaskedDiagGaussian.create(mean, jnp.zeros(3), mask)
+    a = dist.sample(jax.random.key(0))
+    assert np.all(np.asarray(a)[1, 1:] == 0)
+    lp = np.asarray(dist.log_prob(a))
+    one_dim = -0.5 * np.log(2 * np.pi) - 0.5 * float(a[1, 0]) ** 2
+    assert np.isclose(lp[1], one_dim, atol=1e-5)
