@@ -232,7 +232,7 @@ def make_policy(nets: Networks) -> Policy:
 
 
 def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState):
-    """Run `rollout_length` steps of every parallel env. Returns (state, Rollout, metrics)."""
+    """Run `rollout_length` steps of every parallel (wrapped) env -> (state, Rollout, metrics)."""
     spec = nets.spec
 
     def body(carry, _):
@@ -248,7 +248,7 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
         action = dist.sample(k_act)[0]
         log_prob = dist.log_prob(action[None])[0]
         env_keys = jax.random.split(k_env, cfg.num_envs)
-        env_state, nts = jax.vmap(wrap.step)(env_keys, env_state, env_actions(spec, action))
+        env_state, nts = jax.vmap(env.step)(env_keys, env_state, env_actions(spec, action))
         final_in = nets.critic_input(nts.final_obs, nts.final_state)
         _, next_value = nets.critic_apply(
             state.critic_params, c_h, final_in[None], jnp.zeros_like(resets)
@@ -269,7 +269,6 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
         )
         return (env_state, nts, nts.done, a_h, c_h, key), (step, nts.metrics)
 
-    wrap = env
     init = (
         state.env_state,
         state.timestep,

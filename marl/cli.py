@@ -1,4 +1,4 @@
-"""The `marl` command line: `marl list | bench | render`.
+"""The `marl` command line: `marl train | list | bench | render`.
 
 Errors a user can fix (an unknown id or keyword, a missing optional package) are printed as one
 line on stderr with exit code 2, never as a traceback.
@@ -12,13 +12,14 @@ import importlib.util
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from marl import __version__
-from marl.registry import RegistryError, list_envs, make
+from marl.registry import RegistryError, algorithm, list_algorithms, list_envs, make
 
 PEERS = ("jaxmarl",)
 DEFAULT_NUM_ENVS = "1,64,1024,4096"
@@ -120,6 +121,75 @@ def cmd_list(args: argparse.Namespace) -> int:
             )
         )
     print(format_table(("id", "agents", "actions", "episode_limit"), rows))
+    print("\nalgorithms:")
+    names = list_algorithms()
+    width = max(map(len, names), default=0)
+    for name in names:
+        print(f"  {name.ljust(width)}  {describe_algorithm(name, 96 - width)}")
+    return 0
+
+
+def describe_algorithm(name: str, width: int = 90) -> str:
+    """First line of a learner module's docstring, or why it cannot be imported."""
+    try:
+        make_train = algorithm(name)
+    except Exception as e:  # one broken learner must not hide the rest
+        return f"unavailable: {type(e).__name__}"
+    module = sys.modules.get(make_train.__module__)
+    doc = (getattr(module, "__doc__", None) or make_train.__doc__ or "").strip()
+    first_paragraph = " ".join(doc.split("\n\n")[0].split())
+    return textwrap.shorten(first_paragraph, width=width, placeholder=" ...")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Compose and validate the config, train every seed, write the run directory."""
+    from marl import config
+    from marl.rundir import RunDir
+    from marl.training import run as run_training
+
+    try:
+        run = config.resolve(config.compose(args.overrides), command=args.overrides)
+    except config.ConfigError as e:
+        raise UsageError(str(e)) from None
+    s = run.settings
+    plan = (
+        f"{run.env_id} with {run.algo}: {s.seeds} seeds x {run.env_steps:,} env steps, "
+        f"{run.total_updates} updates of {run.steps_per_update:,} steps, "
+        f"{run.num_segments + 1} evaluations of {s.eval_episodes} episodes"
+    )
+    if args.dry_run:
+        from omegaconf import OmegaConf
+
+        print(OmegaConf.to_yaml(OmegaConf.create(run.to_dict())), end="")
+        print(plan)
+        return 0
+    try:
+        run_dir = RunDir(run)
+    except FileExistsError as e:
+        raise UsageError(f"run directory exists, choose another name=: {e.filename or e}") from None
+    except OSError as e:
+        raise UsageError(f"cannot create the run directory under {run.out}: {e}") from None
+    print(f"{plan}\nrun directory: {run_dir.path}", flush=True)
+    env, train = config.build(run)
+    try:
+        result = run_training(
+            env,
+            train,
+            run.settings,
+            log=lambda line: print(line, flush=True),
+            on_evaluation=run_dir.on_evaluation,
+        )
+    except KeyboardInterrupt:
+        print(f"interrupted; the evaluations so far are in {run_dir.path}", file=sys.stderr)
+        return 130
+    final = run_dir.finish(result)
+    print(f"wrote {run_dir.path}")
+    print(
+        f"final return {final['return_mean']:.3f} ± {final['return_std']:.3f} "
+        f"(mean ± std over {s.seeds} seeds) after {final['env_steps']:,} steps; "
+        f"{final['wall_time']:.0f}s wall, {final['compile_time']:.0f}s compile, "
+        f"{final['steps_per_second']:,.0f} steps/s"
+    )
     return 0
 
 
@@ -213,6 +283,20 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 # --- parser -----------------------------------------------------------------------------------
+class TrainHelp(argparse.Action):
+    """`marl train --help`: the usual help plus the config groups, options and keys."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
+        from marl.config import describe
+
+        parser.epilog = describe()
+        parser.print_help()
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of `marl`."""
     parser = argparse.ArgumentParser(
@@ -221,7 +305,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"marl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("list", help="list registered environments")
+    p = sub.add_parser(
+        "train",
+        help="train a learner on an environment over several seeds (Hydra overrides)",
+        description="Train a learner on an environment for `budget` env steps per seed, all seeds\n"
+        "in one program, evaluating every budget/20 steps. The arguments are Hydra overrides of\n"
+        "the config tree marl/conf/; the run is written to <out>/<env>/<algo>/<name>/.",
+        usage="marl train [-h] [--dry-run] [KEY=VALUE ...]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+    )
+    p.add_argument("-h", "--help", action=TrainHelp, help="show this help (and the config options)")
+    p.add_argument("--dry-run", action="store_true", help="print the resolved config and exit")
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Hydra overrides, e.g. algo=ippo budget=1e6",
+    )
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("list", help="list registered environments and algorithms")
     p.add_argument("--family", help="only this family (e.g. particle)")
     p.set_defaults(func=cmd_list)
 

@@ -1,0 +1,286 @@
+"""`marl train`: the Hydra config tree, its validation, the run directory, and `marl list`."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import math
+import re
+import sys
+import types
+
+import numpy as np
+import pytest
+import yaml
+from flax import serialization
+
+from marl import cli, registry
+from marl.algorithms.ppo import PPOConfig
+from marl.config import ConfigError, compose, group_options, resolve
+from marl.registry import env_kwargs, list_algorithms, list_envs
+
+TINY = [
+    "env=particle/simple",
+    "algo=ippo",
+    "seeds=2",
+    "budget=4096",
+    "algo.num_envs=4",
+    "algo.rollout_length=16",
+    "protocol.eval_episodes=4",
+]
+PPO_FIELDS = {f.name for f in dataclasses.fields(PPOConfig)}
+CONF = cli.__file__.replace("cli.py", "conf")
+
+
+def read_conf(relative: str) -> str:
+    with open(f"{CONF}/{relative}") as f:
+        return f.read()
+
+
+# --- the config tree --------------------------------------------------------------------------
+def test_defaults_compose_and_resolve():
+    run = resolve(compose([]))
+    assert (run.env_id, run.algo) == ("particle/spread", "mappo")
+    s = run.settings
+    assert (s.seeds, s.budget, s.seed, s.eval_interval, s.eval_episodes) == (
+        10,
+        2_000_000,
+        0,
+        None,
+        32,
+    )
+    assert isinstance(s.budget, int)
+    assert run.env_kwargs == {} and run.name is None and str(run.out) == "runs"
+    assert run.algo_cfg["critic"] == "central" and run.algo_cfg["recurrent"] is False
+    assert run.env_steps >= s.budget and run.num_segments in (20, 21)
+
+
+def test_overrides_reach_env_learner_and_settings():
+    overrides = ["env=particle/spread", "algo=ippo", "seeds=3", "budget=2.5e4", "algo.lr=1e-3"]
+    overrides += ["env.kwargs.num_agents=5", "protocol.eval_interval=5000", "name=mine"]
+    cfg = compose(overrides)
+    assert cfg.algo.lr == pytest.approx(1e-3) and cfg.env.kwargs.num_agents == 5
+    run = resolve(cfg)
+    assert run.env_kwargs == {"num_agents": 5}
+    assert run.algo == "ippo" and run.algo_cfg["critic"] == "local"
+    assert run.algo_cfg["lr"] == pytest.approx(1e-3)
+    assert (run.settings.seeds, run.settings.budget, run.settings.eval_interval) == (
+        3,
+        25_000,
+        5000,
+    )
+    assert run.name == "mine"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.algo = "mappo"  # derived values live in a frozen object
+
+
+@pytest.mark.parametrize("algo", ["ippo", "mappo", "happo"])
+def test_algo_yaml_sets_every_ppo_field_with_a_comment(algo):
+    text = read_conf(f"algo/{algo}.yaml")
+    data = yaml.safe_load(text)
+    assert data["name"] == algo
+    assert set(data) - {"name"} == PPO_FIELDS
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
+
+
+def test_mappo_defaults_are_jaxmarl_mpe_but_feed_forward():
+    m = yaml.safe_load(read_conf("algo/mappo.yaml"))
+    assert (m["lr"], m["num_envs"], m["rollout_length"]) == (2e-3, 16, 128)
+    assert (m["epochs"], m["num_minibatches"], m["clip_eps"], m["ent_coef"]) == (4, 4, 0.2, 0.01)
+    assert m["recurrent"] is False
+    i = yaml.safe_load(read_conf("algo/ippo.yaml"))
+    assert {k: v for k, v in i.items() if m[k] != v} == {"name": "ippo", "critic": "local"}
+    h = yaml.safe_load(read_conf("algo/happo.yaml"))
+    assert (h["lr"], h["epochs"], h["num_minibatches"], h["ent_coef"]) == (5e-4, 5, 1, 0.01)
+    assert (h["huber_delta"], h["max_grad_norm"], h["parameter_sharing"]) == (10.0, 10.0, "none")
+
+
+def test_env_yaml_for_every_particle_scenario_documents_its_defaults():
+    assert group_options("env") == list_envs("particle")
+    for env_id in list_envs("particle"):
+        text = read_conf(f"env/{env_id}.yaml")
+        assert yaml.safe_load(text) == {"id": env_id, "kwargs": {}}
+        documented = {
+            m.group(1): yaml.safe_load(m.group(2))
+            for m in re.finditer(r"^#\s+(\w+): (\S+)\s+#", text, re.M)
+        }
+        assert documented == env_kwargs(env_id), env_id
+
+
+def test_every_top_level_and_protocol_key_has_a_comment():
+    for name in ("config.yaml", "protocol/default.yaml"):
+        for line in read_conf(name).splitlines():
+            if re.match(r"^\w+:", line) and not line.startswith("defaults:"):
+                assert re.search(r"\S\s+#\s+\S", line), f"{name}: no comment on {line!r}"
+
+
+# --- errors: one line naming the valid choices, exit code 2, nothing compiled -----------------
+@pytest.mark.parametrize(
+    "override, needles",
+    [
+        ("env=particle/nope", ["unknown environment 'particle/nope'", "particle/spread"]),
+        ("algo=nope", ["unknown algorithm 'nope'", "ippo, mappo"]),
+        ("algo.lrr=1e-3", ["lrr", "valid:", "critic_lr", "num_envs"]),
+        ("env.kwargs.num_agent=5", ["num_agent", "valid:", "num_agents=3"]),
+        ("protocol=nope", ["unknown protocol 'nope'", "default"]),
+        ("protocol.eval_intreval=5", ["protocol.eval_intreval", "protocol.eval_interval"]),
+        ("sedd=3", ["'sedd'", "seeds", "budget"]),
+        ("budget=0", ["budget must be a positive integer"]),
+        ("budget=1.5", ["budget must be a positive integer"]),
+        ("seeds=-2", ["seeds must be a positive integer"]),
+        ("protocol.eval_episodes=0", ["protocol.eval_episodes must be a positive integer"]),
+        ("algo.critic=nope", ["critic 'nope'", "central, local"]),
+        ("env.kwargs.num_agents=0", ["num_agents must be >= 1"]),
+        ("name=a/b", ["name must be one directory name"]),
+    ],
+)
+def test_mistakes_exit_2_with_one_line(override, needles, capsys, tmp_path):
+    code = cli.main(["train", "env=particle/spread", override, f"out={tmp_path}"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err.startswith("marl: error: ") and err.count("\n") == 1, err
+    for needle in needles:
+        assert needle in err
+    assert not any(tmp_path.iterdir()), "no run directory for a rejected config"
+
+
+def test_value_based_learner_on_continuous_actions_is_refused(monkeypatch):
+    module = types.ModuleType("fake_value_based")
+    module.ACTION_KINDS = ("discrete",)
+
+    def make_train(env, cfg=None, total_updates=None):
+        raise AssertionError("never built: rejected before")
+
+    make_train.__module__ = module.__name__
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(registry._ALGORITHMS, "fakeq", make_train)
+    with pytest.raises(ConfigError, match="fakeq acts only in discrete action spaces.*continuous"):
+        resolve(compose(["algo=fakeq", "env.kwargs.continuous_actions=true"]))
+
+
+def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
+    assert cli.main(["train", "--dry-run", *TINY, "budget=1e4", f"out={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    printed = yaml.safe_load(out.rsplit("\n", 2)[0])
+    assert printed["budget"] == 10_000 and printed["algo"]["num_envs"] == 4
+    assert printed["derived"]["steps_per_update"] == 64
+    assert "particle/simple with ippo: 2 seeds" in out
+    assert not any(tmp_path.iterdir())
+
+
+def test_existing_run_name_is_refused_before_training(capsys, tmp_path):
+    (tmp_path / "particle" / "simple" / "ippo" / "taken").mkdir(parents=True)
+    assert cli.main(["train", *TINY, f"out={tmp_path}", "name=taken"]) == 2
+    assert "run directory exists" in capsys.readouterr().err
+
+
+# --- help and list ----------------------------------------------------------------------------
+def test_train_help_lists_groups_options_and_keys(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["train", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for needle in ["env=particle/spread", "particle/world_comm", "algo=mappo", "happo, ippo"]:
+        assert needle in out
+    for needle in ["seeds=10", "budget=2e6", "protocol.eval_episodes=32", "env.kwargs.", "lr"]:
+        assert needle in out
+
+
+def test_list_adds_an_algorithms_section(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    table, _, algos = out.partition("\nalgorithms:\n")
+    assert "particle/spread" in table
+    names = [line.split()[0] for line in algos.splitlines() if line.strip()]
+    assert names == list_algorithms()
+    assert "IPPO" in algos and "MAPPO" in algos
+
+
+# --- a tiny end-to-end run --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The tiny run twice (same seed), sharing a persistent compilation cache so the second
+    one does not compile again: (stdout of the first, run directories)."""
+    import jax
+    from jax._src import compilation_cache
+
+    root = tmp_path_factory.mktemp("runs")
+    names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
+    saved = {n: getattr(jax.config, n) for n in names}
+    jax.config.update(names[0], str(root / "xla-cache"))
+    jax.config.update(names[1], 0.0)
+    compilation_cache.reset_cache()
+    outputs, dirs = [], []
+    try:
+        for k in range(2):
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                assert cli.main(["train", *TINY, f"out={root / str(k)}"]) == 0
+            outputs.append(out.getvalue())
+            (run_dir,) = (root / str(k) / "particle" / "simple" / "ippo").iterdir()
+            dirs.append(run_dir)
+    finally:
+        for n, v in saved.items():
+            jax.config.update(n, v)
+        compilation_cache.reset_cache()
+    return outputs[0], dirs
+
+
+def test_run_writes_the_run_directory(runs):
+    out, (run_dir, _) = runs
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "config.yaml",
+        "curve.json",
+        "final.json",
+        "params.msgpack",
+    ]
+    assert str(run_dir) in out and "final return" in out
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert config["env"]["id"] == "particle/simple" and config["algo"]["name"] == "ippo"
+    assert config["budget"] == 4096 and config["algo"]["rollout_length"] == 16
+    derived = config["derived"]
+
+    curve = json.loads((run_dir / "curve.json").read_text())
+    steps = [e["step"] for e in curve["evaluations"]]
+    assert steps[0] == 0 and steps == sorted(set(steps))
+    assert len(steps) == derived["evaluations"] and steps[-1] == derived["env_steps"]
+    for entry in curve["evaluations"]:
+        ret = entry["metrics"]["return"]
+        assert np.asarray(ret["episodes"]).shape == (2, 4)
+        np.testing.assert_allclose(ret["mean"], np.mean(ret["episodes"], axis=1), rtol=1e-6)
+    assert all("train" in e for e in curve["evaluations"][1:])
+
+    final = json.loads((run_dir / "final.json").read_text())
+    assert math.isfinite(final["return_mean"]) and math.isfinite(final["return_std"])
+    assert final["final"]["return"] == curve["evaluations"][-1]["metrics"]["return"]["mean"]
+    assert final["return_mean"] == pytest.approx(np.mean(final["final"]["return"]))
+    assert final["env_steps"] == derived["env_steps"]
+    assert final["wall_time"] > 0 and final["steps_per_second"] > 0
+    assert final["versions"]["jax"] and final["device"]["platform"]
+
+    params = serialization.msgpack_restore((run_dir / "params.msgpack").read_bytes())
+    leaves = [np.asarray(x) for x in _leaves(params)]
+    assert leaves and all(x.shape[0] == 2 and np.isfinite(x).all() for x in leaves)
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        for value in tree.values():
+            yield from _leaves(value)
+    else:
+        yield tree
+
+
+def test_run_is_deterministic(runs):
+    _, (first, second) = runs
+
+    def returns(run_dir):
+        curve = json.loads((run_dir / "curve.json").read_text())
+        return [e["metrics"]["return"]["episodes"] for e in curve["evaluations"]]
+
+    assert returns(first) == returns(second)
+    final = [json.loads((d / "final.json").read_text()) for d in (first, second)]
+    assert final[0]["final"] == final[1]["final"]
