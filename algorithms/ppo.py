@@ -84,6 +84,26 @@ class PPOConfig:
             cfg["hidden"] = tuple(int(h) for h in cfg["hidden"])
         return cls(**cfg)
 
+    def __post_init__(self) -> None:
+        from marl.networks import ACTIVATIONS
+
+        checks = {
+            "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
+            "critic": (self.critic in ("central", "local"), "central or local"),
+            "parameter_sharing": (
+                self.parameter_sharing in ("all", "group", "none"), "all, group or none"
+            ),
+            "num_envs": (self.num_envs >= 1, "a positive integer"),
+            "rollout_length": (self.rollout_length >= 1, "a positive integer"),
+            "num_minibatches": (
+                self.num_minibatches >= 1 and self.num_envs % self.num_minibatches == 0,
+                f"a divisor of num_envs ({self.num_envs})",
+            ),
+        }
+        for key, (ok, valid) in checks.items():
+            if not ok:
+                raise ValueError(f"PPOConfig.{key}={getattr(self, key)!r} invalid; must be {valid}")
+
 
 class Rollout(struct.PyTreeNode):
     """One update's experience, leaves [T, B, N, ...] (per agent) or [T, B] (per env)."""

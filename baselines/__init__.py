@@ -1,0 +1,46 @@
+"""Non-learned reference policies (random, scripted) and the anchor scores that normalise
+per-task results: `normalised = (score - random) / (scripted - random)`."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from marl.env import MultiAgentEnv
+from marl.evaluation import evaluate
+
+from .particle import Gains, NoScriptedPolicy, scripted_ids, scripted_policy
+from .random import random_policy
+
+__all__ = [
+    "Gains",
+    "NoScriptedPolicy",
+    "anchor_scores",
+    "random_policy",
+    "scripted_ids",
+    "scripted_policy",
+]
+
+
+def anchor_scores(
+    env: MultiAgentEnv, num_episodes: int = 320, key: jax.Array | None = None
+) -> dict[str, float | None]:
+    """Mean team return of the random and the scripted policy over `num_episodes` episodes
+    (`marl.evaluation.evaluate`, jitted; both on the same episode keys).
+
+    Returns {"random": float, "scripted": float, or None when `env` has no scripted policy}.
+    """
+    key = jax.random.key(0) if key is None else key
+
+    def mean_return(policy) -> float:
+        run = jax.jit(lambda k: jnp.mean(evaluate(env, policy, None, k, num_episodes)["return"]))
+        return float(run(key))
+
+    try:
+        scripted = scripted_policy(env)
+    except NoScriptedPolicy:
+        scripted = None
+    return {
+        "random": mean_return(random_policy(env)),
+        "scripted": None if scripted is None else mean_return(scripted),
+    }

@@ -240,10 +240,8 @@ def _run_name(value: Any) -> str | None:
 
 
 def schedule(settings: RunSettings, steps_per_update: int) -> tuple[int, int]:
-    """(updates per segment, segments), computed exactly as `marl.training.run` does."""
-    per_segment = max(1, round(settings.interval() / steps_per_update))
-    num_segments = max(1, math.ceil(settings.budget / (per_segment * steps_per_update)))
-    return per_segment, num_segments
+    """(updates per segment, segments), as `marl.training.run` computes them."""
+    return settings.schedule(steps_per_update)
 
 
 def _make_env(env_id: str, kwargs: dict[str, Any]) -> MultiAgentEnv:

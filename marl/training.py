@@ -42,6 +42,13 @@ class RunSettings:
     def interval(self) -> int:
         return int(self.eval_interval or max(1, self.budget // 20))
 
+    def schedule(self, steps_per_update: int) -> tuple[int, int]:
+        """(updates per segment, segments): evaluation every `interval()` env steps rounded to
+        whole updates; the budget rounded up to whole segments."""
+        per_segment = max(1, round(self.interval() / steps_per_update))
+        num_segments = max(1, math.ceil(self.budget / (per_segment * steps_per_update)))
+        return per_segment, num_segments
+
 
 @dataclass
 class RunResult:
@@ -53,7 +60,7 @@ class RunResult:
     final_state: Any = None
     params: Any = None  # acting parameters at the end, [seeds, ...]
     wall_time: float = 0.0
-    compile_time: float = 0.0
+    compile_time: float = 0.0  # start-up: init, first evaluation and segment compilation
     steps_per_second: float = 0.0  # env steps per second over all seeds, excluding compile
 
     def curve(self, metric: str = "return") -> np.ndarray:
@@ -79,8 +86,7 @@ def run(
     to whole updates; the budget is rounded up to whole segments).
     """
     spu = train.steps_per_update
-    per_segment = max(1, round(settings.interval() / spu))
-    num_segments = max(1, math.ceil(settings.budget / (per_segment * spu)))
+    per_segment, num_segments = settings.schedule(spu)
     root = jax.random.key(settings.seed)
     init_keys = jax.random.split(root, settings.seeds)
     eval_key = jax.random.fold_in(root, EVAL_SALT)
@@ -111,9 +117,8 @@ def run(
     result.evaluations.append(first)
     if on_evaluation:
         on_evaluation(0, first)
-    compile_start = time.perf_counter()
     compiled = segment_j.lower(state).compile()
-    result.compile_time = time.perf_counter() - compile_start
+    result.compile_time = time.perf_counter() - t0  # init, first evaluation, segment
     say(
         f"{env.spec.name}: {settings.seeds} seeds x {num_segments * per_segment * spu:,} steps, "
         f"{num_segments} segments of {per_segment} updates x {spu} steps "
@@ -121,6 +126,7 @@ def run(
         f"{first['return'].mean():.3f}"
     )
     train_time = 0.0
+    loop_start = time.perf_counter()
     for k in range(1, num_segments + 1):
         start = time.perf_counter()
         state, metrics = compiled(state)
@@ -134,7 +140,7 @@ def run(
         if on_evaluation:
             on_evaluation(steps, evals)
         sps = steps * settings.seeds / max(train_time, 1e-9)
-        eta = (num_segments - k) * (time.perf_counter() - t0) / k
+        eta = (num_segments - k) * (time.perf_counter() - loop_start) / k
         ret = evals["return"].mean(axis=-1)
         say(
             f"[{k:>3}/{num_segments}] {steps:>11,} steps  {sps:>10,.0f} steps/s  "

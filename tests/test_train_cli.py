@@ -133,7 +133,7 @@ def test_every_top_level_and_protocol_key_has_a_comment():
         ("budget=1.5", ["budget must be a positive integer"]),
         ("seeds=-2", ["seeds must be a positive integer"]),
         ("protocol.eval_episodes=0", ["protocol.eval_episodes must be a positive integer"]),
-        ("algo.critic=nope", ["critic 'nope'", "central, local"]),
+        ("algo.critic=nope", ["critic='nope'", "central or local"]),
         ("env.kwargs.num_agents=0", ["num_agents must be >= 1"]),
         ("name=a/b", ["name must be one directory name"]),
     ],
