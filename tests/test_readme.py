@@ -13,7 +13,7 @@ README = (ROOT / "README.md").read_text()
 
 INSTALL_AND_BENCH = (
     "python -m venv .venv && . .venv/bin/activate && pip install -e . "
-    "&& marl bench particle/spread --num-envs 1,64,1024"
+    "&& marl train env=particle/spread algo=mappo seeds=10 budget=2e5"
 )
 INSTALL_AND_TEST = 'pip install -e ".[test]" && pytest -q -n 2'
 
