@@ -20,6 +20,7 @@ import numpy as np
 
 from marl import __version__
 from marl.registry import RegistryError, algorithm, list_algorithms, list_envs, make
+from marl.runtime import configure_xla
 
 PEERS = ("jaxmarl",)
 DEFAULT_NUM_ENVS = "1,64,1024,4096"
@@ -357,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `marl` command line; returns the exit code."""
+    configure_xla()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

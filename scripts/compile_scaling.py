@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 import marl
+from marl.runtime import configure_xla
 
 
 def compile_seconds(env_id: str, num_agents: int, num_envs: int, repeats: int = 3) -> float:
@@ -36,6 +37,7 @@ def compile_seconds(env_id: str, num_agents: int, num_envs: int, repeats: int = 
 
 
 def main() -> None:
+    configure_xla()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="particle/spread")
     parser.add_argument("--agents", default="3,10,50,200")

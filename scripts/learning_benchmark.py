@@ -25,6 +25,7 @@ import marl
 from marl import cli
 from marl.baselines import anchor_scores
 from marl.rundir import atomic_write, write_json
+from marl.runtime import configure_xla
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,6 +59,7 @@ def run_one(env_id: str, algo: str, seeds: int, budget: float, out: Path, extra:
 
 
 def main() -> None:
+    configure_xla()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="particle/spread")
     parser.add_argument("--algos", default="ippo,mappo,happo")

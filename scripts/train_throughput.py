@@ -17,6 +17,7 @@ import jax
 
 from marl import config
 from marl.bench import bench_env
+from marl.runtime import configure_xla
 
 
 def train_steps_per_second(overrides: list[str], updates: int, repeats: int = 2):
@@ -46,6 +47,7 @@ def train_steps_per_second(overrides: list[str], updates: int, repeats: int = 2)
 
 
 def main() -> None:
+    configure_xla()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="particle/spread")
     parser.add_argument("--algos", default="ippo,mappo,happo")
