@@ -1,7 +1,12 @@
 """marl: a JAX benchmark suite for classical multi-agent reinforcement learning."""
 
-from marl.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
-from marl.registry import (
+# Before anything initialises a JAX backend (gymnax does on import): see marl/runtime.py.
+from marl.runtime import configure_xla
+
+configure_xla()
+
+from marl.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep  # noqa: E402
+from marl.registry import (  # noqa: E402
     RegistryError,
     algorithm,
     list_algorithms,
