@@ -111,7 +111,9 @@ def run(
     say = log or (lambda _: None)
 
     t0 = time.perf_counter()
-    state = jax.jit(jax.vmap(train.init))(init_keys)
+    # Wait for init before dispatching anything that reads its result: on the CPU backend a
+    # program queued behind a still-running one sometimes never starts (seen as a hang here).
+    state = jax.block_until_ready(jax.jit(jax.vmap(train.init))(init_keys))
     first = jax.device_get(evaluate_j(state))
     result.steps.append(0)
     result.evaluations.append(first)
