@@ -248,8 +248,12 @@ class AgentParams:
         raise ValueError(f"parameter sharing {mode!r} unknown; valid: all, group, none")
 
     def init(self, init_fn, key: Array) -> Any:
-        """Stacked parameters: `init_fn(key)` for each set, on a leading axis."""
-        return jax.vmap(init_fn)(jax.random.split(key, self.num_sets))
+        """Stacked parameters: `init_fn(key)` for each set, on a leading axis.
+
+        `lax.map`, not `vmap`: batched QR (the orthogonal initialiser) can deadlock on XLA's
+        CPU backend; init runs once, so the sequential loop costs nothing that matters.
+        """
+        return jax.lax.map(init_fn, jax.random.split(key, self.num_sets))
 
     def apply(self, fn, params: Any, *args: Any, in_axes: tuple, out_axes: Any) -> Any:
         """`fn(params_i, *args_i)` for every agent i, as `jax.vmap` over the agent axis.

@@ -1,7 +1,7 @@
 """The run loop: seeds vmapped in one program, updates scanned in segments, evaluation between.
 
 ```
-init:     jit(vmap(train.init))(seed keys)                       once
+init:     jit(lax.map(train.init))(seed keys)                    once
 segment:  jit(scan(vmap(train.step)))  `updates_per_segment` updates, state donated
 evaluate: jit(vmap(evaluate))(params)  greedy episodes on fixed keys, after every segment
 ```
@@ -111,9 +111,9 @@ def run(
     say = log or (lambda _: None)
 
     t0 = time.perf_counter()
-    # Wait for init before dispatching anything that reads its result: on the CPU backend a
-    # program queued behind a still-running one sometimes never starts (seen as a hang here).
-    state = jax.block_until_ready(jax.jit(jax.vmap(train.init))(init_keys))
+    # Seeds are initialised with lax.map, not vmap: batched QR (orthogonal init) can deadlock
+    # on XLA's CPU backend. Wait for init before dispatching anything that reads its result.
+    state = jax.block_until_ready(jax.jit(lambda k: jax.lax.map(train.init, k))(init_keys))
     first = jax.device_get(evaluate_j(state))
     result.steps.append(0)
     result.evaluations.append(first)

@@ -25,7 +25,7 @@ def train_steps_per_second(overrides: list[str], updates: int, repeats: int = 2)
     env, train = config.build(run)
     seeds = run.settings.seeds
     keys = jax.random.split(jax.random.key(0), seeds)
-    state = jax.jit(jax.vmap(train.init))(keys)
+    state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)  # no batched QR: see training.py
 
     def many(s):
         def body(s, _):

@@ -1,0 +1,348 @@
+"""HAPPO (Kuba et al. 2022, "Trust Region Policy Optimisation in Multi-Agent Reinforcement
+Learning"; as HARL's `happo`): heterogeneous-agent PPO with a sequential update.
+
+What differs from MAPPO (`ppo.py`, whose config, networks, rollout, critic update, actor loss,
+initial state and policy are reused):
+
+- every agent has its own actor parameters (`parameter_sharing="none"`, forced);
+- one shared advantage per environment step from a centralised team value `V(s)` (HARL's "EP"
+  state type): the critic reads the global state WITHOUT an agent id (`agent_id=False`,
+  forced), so its N per-agent outputs are one value; the team reward is the mean over agents
+  of the rewards (the shared reward itself when all agents receive the same one, as HARL
+  assumes: it stores `rewards[:, 0]`);
+- each update draws a random agent order (`jax.random.permutation`) and updates the agents
+  one after another (`lax.scan` over the order, dynamic indexing into the stacked `[N, ...]`
+  actor parameters and per-agent optimiser states). Agent `i_m` runs `epochs x
+  num_minibatches` steps of `-mean(factor * min(r A, clip(r, 1 +- eps) A)) - ent_coef * H`
+  on its own log-probs, where `factor` (per sample, a constant for the gradient) is the
+  product of `pi_new / pi_old` of the agents updated before it; after its epochs,
+  `factor *= exp(new_log_prob_i - old_log_prob_i)` over the whole rollout with its updated
+  parameters (agents not alive at a step contribute a ratio of 1 there);
+- the critic is updated as in MAPPO (`ppo.critic_update`) on the team value targets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from marl.env import MultiAgentEnv
+from marl.learner import Train
+
+from .onpolicy import ValueNorm, gae, minibatch_indices, normalize_advantages, take_envs
+from .ppo import (
+    Networks,
+    PPOConfig,
+    PPOState,
+    Rollout,
+    actor_loss,
+    collect,
+    critic_update,
+    make_optimizer,
+    make_policy,
+    wrap_env,
+)
+from .ppo import make_train as _make_ppo
+
+Array = jax.Array
+
+# HARL's happo.yaml (harl/configs/algos_cfgs/happo.yaml) where PPOConfig has the knob.
+# num_envs / rollout_length keep PPOConfig's 16 x 128 (HARL: 20 threads x 200 steps).
+DEFAULTS: dict[str, Any] = {
+    "critic": "central",  # centralised V on the global state (HARL "EP")
+    "parameter_sharing": "none",  # HARL share_param False; forced
+    "agent_id": False,  # no id: one team value per state, and ids are moot without sharing
+    "epochs": 5,  # HARL ppo_epoch 5 and critic_epoch 5 (one knob here)
+    "num_minibatches": 1,  # HARL actor_num_mini_batch 1 and critic_num_mini_batch 1
+    "lr": 5e-4,  # HARL lr (actor, Adam eps 1e-5 as opti_eps)
+    "critic_lr": 5e-4,  # HARL critic_lr
+    "clip_eps": 0.2,  # HARL clip_param
+    "value_clip_eps": 0.2,  # HARL use_clipped_value_loss True (with clip_param)
+    "ent_coef": 0.01,  # HARL entropy_coef
+    "gamma": 0.99,  # HARL gamma
+    "gae_lambda": 0.95,  # HARL gae_lambda
+    "value_norm": True,  # HARL use_valuenorm
+    "huber_delta": 10.0,  # HARL use_huber_loss True, huber_delta 10
+    "max_grad_norm": 10.0,  # HARL max_grad_norm (per agent's actor, and the critic)
+    "hidden": (128, 128),  # HARL hidden_sizes
+    "activation": "relu",  # HARL activation_func
+    "advantage_norm": True,  # HARL normalises the advantages over active samples
+}
+# values HAPPO cannot run without; a config asking for others is rejected
+FORCED: dict[str, Any] = {"critic": "central", "parameter_sharing": "none", "agent_id": False}
+
+
+def config(cfg: PPOConfig | dict[str, Any] | None) -> PPOConfig:
+    """HAPPO's config: `DEFAULTS` overridden by a mapping; a PPOConfig gets `FORCED` set."""
+    if isinstance(cfg, PPOConfig):
+        return dataclasses.replace(cfg, **FORCED)
+    cfg = dict(cfg or {})
+    for k, v in FORCED.items():
+        if k in cfg and cfg[k] != v:
+            raise ValueError(f"happo needs {k}={v!r} (got {cfg[k]!r})")
+    return PPOConfig.from_dict({**DEFAULTS, **cfg})
+
+
+# --- the compounded ratio ---------------------------------------------------------------------
+
+
+def next_factor(factor: Array, new_log_prob: Array, old_log_prob: Array, alive: Array) -> Array:
+    """`factor * pi_new / pi_old` of one agent; a ratio of 1 where the agent is not alive."""
+    return factor * jnp.exp(jnp.where(alive, new_log_prob - old_log_prob, 0.0))
+
+
+def compound_factor(
+    old_log_probs: Array, new_log_probs: Array, order: Array, alive: Array | None = None
+) -> Array:
+    """The weight each position of `order` sees: the product of the ratios before it.
+
+    Args:
+        old_log_probs, new_log_probs: [N, ...] per agent (agent-major).
+        order: [N] the agents in update order.
+        alive: [N, ...] bool (default all True).
+    Returns:
+        [N, ...] `out[k] = prod_{j < k} exp(new[order[j]] - old[order[j]])` (`out[0] = 1`).
+    """
+    alive = jnp.ones(old_log_probs.shape, bool) if alive is None else alive
+
+    def body(factor, agent):
+        nxt = next_factor(factor, new_log_probs[agent], old_log_probs[agent], alive[agent])
+        return nxt, factor
+
+    _, out = jax.lax.scan(body, jnp.ones(old_log_probs.shape[1:]), order)
+    return out
+
+
+def agent_order(key: Array, num_agents: int) -> Array:
+    """[N] int32 a random permutation of the agents (the update order)."""
+    return jax.random.permutation(key, num_agents).astype(jnp.int32)
+
+
+def split_keys(key: Array) -> tuple[Array, Array, Array, Array]:
+    """(next state key, order key, actor key, critic key) of one update."""
+    key, k_order, k_actor, k_critic = jax.random.split(key, 4)
+    return key, k_order, k_actor, k_critic
+
+
+# --- one agent, then all in sequence ----------------------------------------------------------
+
+# Rollout fields with an agent axis (the others are per environment: start, terminated, done)
+_PER_AGENT = (
+    "actor_in",
+    "critic_in",
+    "avail",
+    "action",
+    "log_prob",
+    "value",
+    "next_value",
+    "reward",
+    "alive",
+)
+
+
+def agent_rollout(ro: Rollout, agent: Array) -> Rollout:
+    """The rollout of one (traced) agent, its agent axis kept with size 1: [T, B, 1, ...]."""
+    return ro.replace(
+        **{f: jax.lax.dynamic_slice_in_dim(getattr(ro, f), agent, 1, axis=2) for f in _PER_AGENT}
+    )
+
+
+def update_agent(
+    nets: Networks,
+    cfg: PPOConfig,
+    tx: optax.GradientTransformation,
+    params: Any,
+    opt: Any,
+    ro: Rollout,
+    adv: Array,
+    h0: Array,
+    factor: Array,
+    agent: Array,
+    key: Array,
+) -> tuple[Any, Any, Array, dict[str, Array]]:
+    """`epochs x num_minibatches` steps of agent `agent`'s factor-weighted PPO loss.
+
+    Args:
+        params, opt: stacked actor parameters / per-agent optimiser states, leaves [N, ...].
+        ro: the rollout [T, B, N, ...]; adv [T, B, N]; h0 [B, N, H] the actor carry at t=0.
+        factor: [T, B] the compounded ratio of the agents updated before (no gradient).
+    Returns:
+        (params, opt) with only `agent`'s slice changed, its new log-probs on the whole
+        rollout [T, B], and metrics averaged over its gradient steps.
+    """
+    own = agent_rollout(ro, agent)
+    own_adv = jax.lax.dynamic_slice_in_dim(adv, agent, 1, axis=2)
+    own_h0 = jax.lax.dynamic_slice_in_dim(h0, agent, 1, axis=1)
+    weight = jax.lax.stop_gradient(factor)[..., None]
+    p0 = jax.tree.map(lambda x: x[agent], params)
+    o0 = jax.tree.map(lambda x: x[agent], opt)
+
+    def as_set(p):  # one agent's parameters as a stack of one set, for `nets.actor_apply`
+        return jax.tree.map(lambda x: x[None], p)
+
+    def epoch(carry, k):
+        def minibatch(carry, i):
+            p, o = carry
+            grads, (m, _) = jax.grad(
+                lambda p: actor_loss(
+                    nets,
+                    cfg,
+                    as_set(p),
+                    take_envs(own, i, axis=1),
+                    jnp.take(own_adv, i, axis=1),
+                    jnp.take(own_h0, i, axis=0),
+                    jnp.take(weight, i, axis=1),
+                ),
+                has_aux=True,
+            )(p)
+            updates, o = tx.update(grads, o, p)
+            return (optax.apply_updates(p, updates), o), m
+
+        return jax.lax.scan(
+            minibatch, carry, minibatch_indices(k, cfg.num_envs, cfg.num_minibatches)
+        )
+
+    (p, o), metrics = jax.lax.scan(epoch, (p0, o0), jax.random.split(key, cfg.epochs))
+    _, dist = nets.actor_apply(as_set(p), own_h0, own.actor_in, own.start, own.avail)
+    new_log_prob = dist.log_prob(own.action)[:, :, 0]
+    params = jax.tree.map(lambda full, one: full.at[agent].set(one), params, p)
+    opt = jax.tree.map(lambda full, one: full.at[agent].set(one), opt, o)
+    return params, opt, new_log_prob, jax.tree.map(jnp.mean, metrics)
+
+
+def sequential_update(
+    nets: Networks,
+    cfg: PPOConfig,
+    tx: optax.GradientTransformation,
+    params: Any,
+    opt: Any,
+    ro: Rollout,
+    adv: Array,
+    h0: Array,
+    order: Array,
+    key: Array,
+) -> tuple[Any, Any, Array, dict[str, Array]]:
+    """Update the agents one by one in `order` (see `update_agent` for the arguments).
+
+    Returns (params, opt, factors [N, T, B] the weight used at each position, metrics [N]).
+    """
+    t, b = ro.log_prob.shape[:2]
+
+    def stage(carry, xs):
+        params, opt, factor = carry
+        agent, k = xs
+        params, opt, new_log_prob, metrics = update_agent(
+            nets, cfg, tx, params, opt, ro, adv, h0, factor, agent, k
+        )
+        old = jax.lax.dynamic_index_in_dim(ro.log_prob, agent, axis=2, keepdims=False)
+        alive = jax.lax.dynamic_index_in_dim(ro.alive, agent, axis=2, keepdims=False)
+        return (params, opt, next_factor(factor, new_log_prob, old, alive)), (factor, metrics)
+
+    keys = jax.random.split(key, order.shape[0])
+    (params, opt, _), (factors, metrics) = jax.lax.scan(
+        stage, (params, opt, jnp.ones((t, b))), (order, keys)
+    )
+    return params, opt, factors, metrics
+
+
+# --- team value -------------------------------------------------------------------------------
+
+
+def team_advantages(cfg: PPOConfig, vn: ValueNorm, ro: Rollout) -> tuple[Array, Array]:
+    """GAE on the team reward (mean over agents) and the team value -> ([T, B], [T, B]).
+
+    The critic's N outputs are equal (no agent id, shared critic, the global state for every
+    agent); their mean is the team value.
+    """
+    denorm = vn.denormalize if cfg.value_norm else (lambda x: x)
+    return gae(
+        jnp.mean(ro.reward, axis=-1),
+        denorm(jnp.mean(ro.value, axis=-1)),
+        denorm(jnp.mean(ro.next_value, axis=-1)),
+        ro.terminated,
+        ro.done,
+        cfg.gamma,
+        cfg.gae_lambda,
+    )
+
+
+def make_train(
+    env: MultiAgentEnv,
+    cfg: PPOConfig | dict[str, Any] | None = None,
+    total_updates: int | None = None,
+) -> Train:
+    """HAPPO on `env`; `cfg` overrides `DEFAULTS` (PPOConfig fields; `FORCED` ones fixed)."""
+    cfg = config(cfg)
+    base = _make_ppo(env, cfg, total_updates)  # initial state, policy, steps per update
+    nets = Networks(env, cfg, actor_sharing="none")
+    wrapped = wrap_env(env)
+    n = env.spec.num_agents
+    grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
+    actor_tx = make_optimizer(cfg, cfg.lr, grad_steps)  # one optimiser state per agent
+    critic_tx = make_optimizer(cfg, cfg.critic_lr, grad_steps)
+
+    def init(key: Array) -> PPOState:
+        state = base.init(key)
+        return state.replace(actor_opt=jax.vmap(actor_tx.init)(state.actor_params))
+
+    def step(state: PPOState) -> tuple[PPOState, dict[str, Array]]:
+        a_h0, c_h0 = state.actor_carry, state.critic_carry
+        state, ro, metrics = collect(nets, wrapped, cfg, state)
+        adv, targets = team_advantages(cfg, state.value_norm, ro)
+        adv = jnp.broadcast_to(adv[..., None], ro.alive.shape)
+        targets = jnp.broadcast_to(targets[..., None], ro.alive.shape)
+        if cfg.value_norm:
+            state = state.replace(value_norm=state.value_norm.update(targets, ro.alive))
+        if cfg.advantage_norm:
+            adv = normalize_advantages(adv, ro.alive)
+        key, k_order, k_actor, k_critic = split_keys(state.key)
+        order = agent_order(k_order, n)
+        actor_params, actor_opt, factors, am = sequential_update(
+            nets, cfg, actor_tx, state.actor_params, state.actor_opt, ro, adv, a_h0, order, k_actor
+        )
+        critic_params, critic_opt, cm = critic_update(
+            nets, cfg, critic_tx, state, ro, targets, c_h0, k_critic
+        )
+        state = state.replace(
+            actor_params=actor_params,
+            actor_opt=actor_opt,
+            critic_params=critic_params,
+            critic_opt=critic_opt,
+            key=key,
+            updates=state.updates + 1,
+        )
+        last = factors[-1]  # the weight of the last agent in the order
+        metrics = {
+            **metrics,
+            **cm,
+            **{f"loss/{k}": jnp.mean(v) for k, v in am.items()},
+            "loss/factor_mean": jnp.mean(last),
+            "loss/factor_std": jnp.std(last),
+        }
+        return state, metrics
+
+    return Train(
+        init=init,
+        step=step,
+        params=base.params,
+        policy=make_policy(nets),
+        steps_per_update=base.steps_per_update,
+    )
+
+
+__all__ = [
+    "DEFAULTS",
+    "FORCED",
+    "agent_order",
+    "compound_factor",
+    "config",
+    "make_train",
+    "next_factor",
+    "sequential_update",
+    "team_advantages",
+    "update_agent",
+]

@@ -1,0 +1,194 @@
+"""HAPPO: the compounded ratio, the agent order, the sequential update, a short run."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import marl
+from marl.algorithms import happo
+from marl.algorithms.ppo import Networks, collect, make_optimizer, wrap_env
+from marl.training import RunSettings, run
+
+TINY = {"num_envs": 8, "rollout_length": 25, "hidden": (16, 16), "epochs": 2}
+
+
+def short_run(seed: int = 0, budget: int = 20_000):
+    """HAPPO on spread through the runner: 2 seeds, `budget` env steps each, 3 evaluations."""
+    env = marl.make("particle/spread")
+    train = happo.make_train(env, TINY)
+    settings = RunSettings(
+        seeds=2, budget=budget, eval_interval=budget // 2, eval_episodes=8, seed=seed
+    )
+    return run(env, train, settings, log=None)
+
+
+def leaves_of(params, agent):
+    return [np.asarray(x[agent]) for x in jax.tree.leaves(params)]
+
+
+def same(a, b):
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+# --- the compounded ratio ---------------------------------------------------------------------
+
+
+def test_compound_factor_hand_example():
+    # 3 agents, 2 samples; ratios pi_new/pi_old per agent and sample:
+    #   agent 0: 2.0, 0.5    agent 1: 0.5, 4.0    agent 2: 1.5, 1.0
+    ratios = np.array([[2.0, 0.5], [0.5, 4.0], [1.5, 1.0]], np.float32)
+    old = np.log(np.array([[0.1, 0.4], [0.6, 0.2], [0.2, 0.5]], np.float32))
+    new = old + np.log(ratios)
+    order = jnp.array([2, 0, 1])
+    out = np.asarray(happo.compound_factor(jnp.asarray(old), jnp.asarray(new), order))
+    # position 0 (agent 2): nobody before -> 1
+    # position 1 (agent 0): agent 2 before -> 1.5, 1.0
+    # position 2 (agent 1): agents 2, 0 before -> 1.5 * 2.0 = 3.0, 1.0 * 0.5 = 0.5
+    np.testing.assert_allclose(out, [[1.0, 1.0], [1.5, 1.0], [3.0, 0.5]], rtol=1e-6)
+
+
+def test_compound_factor_ignores_dead_agents():
+    old = jnp.zeros((2, 3))
+    new = jnp.log(jnp.array([[2.0, 3.0, 4.0], [5.0, 5.0, 5.0]]))
+    alive = jnp.array([[True, False, True], [True, True, True]])
+    out = np.asarray(happo.compound_factor(old, new, jnp.array([0, 1]), alive))
+    # agent 0's ratio counts only where it is alive (samples 0 and 2)
+    np.testing.assert_allclose(out, [[1.0, 1.0, 1.0], [2.0, 1.0, 4.0]], rtol=1e-6)
+
+
+def test_next_factor_compounds_one_agent():
+    f = happo.next_factor(
+        jnp.array([2.0]), jnp.log(jnp.array([0.3])), jnp.log(jnp.array([0.6])), jnp.array([True])
+    )
+    np.testing.assert_allclose(np.asarray(f), [1.0], rtol=1e-6)
+
+
+# --- the agent order --------------------------------------------------------------------------
+
+
+def test_agent_order_is_a_permutation_changing_between_updates():
+    n = 5
+    key = jax.random.key(3)
+    orders = []
+    for _ in range(8):  # the keys successive updates use
+        key, k_order, _, _ = happo.split_keys(key)
+        order = np.asarray(happo.agent_order(k_order, n))
+        assert sorted(order.tolist()) == list(range(n))
+        orders.append(tuple(order.tolist()))
+    assert len(set(orders)) > 1
+    # the same key gives the same order
+    k = jax.random.key(11)
+    assert np.array_equal(happo.agent_order(k, n), happo.agent_order(k, n))
+
+
+# --- the sequential update --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A short run (2 seeds, 20k steps each) on spread, shared by the tests below."""
+    return short_run(seed=0)
+
+
+@pytest.fixture(scope="module")
+def setup(trained):
+    """Seed 0 of the short run after one more rollout: (nets, cfg, tx, state, rollout, adv)."""
+    env = marl.make("particle/spread")
+    cfg = happo.config(TINY)
+    nets = Networks(env, cfg, actor_sharing="none")
+    state = jax.tree.map(lambda x: x[0], trained.final_state)
+    state, ro, _ = jax.jit(lambda s: collect(nets, wrap_env(env), cfg, s))(state)
+    adv = jax.random.normal(jax.random.key(1), ro.alive.shape)
+    tx = make_optimizer(cfg, cfg.lr, None)
+    return nets, cfg, tx, state, ro, adv
+
+
+def test_config_forces_no_sharing_and_rejects_conflicts():
+    cfg = happo.config(None)
+    assert cfg.parameter_sharing == "none" and not cfg.agent_id and cfg.critic == "central"
+    assert (cfg.epochs, cfg.num_minibatches, cfg.lr, cfg.critic_lr) == (5, 1, 5e-4, 5e-4)
+    with pytest.raises(ValueError, match="parameter_sharing"):
+        happo.config({"parameter_sharing": "all"})
+
+
+def test_update_agent_changes_only_that_agent(setup):
+    nets, cfg, tx, state, ro, adv = setup
+    n = ro.alive.shape[2]
+    factor = jnp.ones(ro.alive.shape[:2])
+    update = jax.jit(
+        lambda agent: happo.update_agent(
+            nets,
+            cfg,
+            tx,
+            state.actor_params,
+            state.actor_opt,
+            ro,
+            adv,
+            state.actor_carry,
+            factor,
+            agent,
+            jax.random.key(2),
+        )
+    )
+    for k in range(n):
+        params, opt, new_log_prob, _ = update(jnp.int32(k))
+        assert new_log_prob.shape == ro.alive.shape[:2]
+        for j in range(n):
+            before = leaves_of(state.actor_params, j) + leaves_of(state.actor_opt, j)
+            after = leaves_of(params, j) + leaves_of(opt, j)
+            assert same(before, after) == (j != k), (k, j)
+
+
+def test_sequential_update_weights_by_the_agents_before(setup):
+    nets, cfg, tx, state, ro, adv = setup
+    n = ro.alive.shape[2]
+    order = jnp.array([2, 0, 1])
+    params, _, factors, metrics = jax.jit(
+        lambda: happo.sequential_update(
+            nets,
+            cfg,
+            tx,
+            state.actor_params,
+            state.actor_opt,
+            ro,
+            adv,
+            state.actor_carry,
+            order,
+            jax.random.key(2),
+        )
+    )()
+    for j in range(n):  # every agent was updated
+        assert not same(leaves_of(state.actor_params, j), leaves_of(params, j))
+    assert metrics["entropy"].shape == (n,)
+    # each agent's parameters are final once its turn is over, so the weights used equal the
+    # compounded ratios of the final policies over the rollout policies, in order
+    _, dist = nets.actor_apply(params, state.actor_carry, ro.actor_in, ro.start, ro.avail)
+    new = jnp.moveaxis(dist.log_prob(ro.action), 2, 0)
+    expected = happo.compound_factor(
+        jnp.moveaxis(ro.log_prob, 2, 0), new, order, jnp.moveaxis(ro.alive, 2, 0)
+    )
+    np.testing.assert_allclose(np.asarray(factors), np.asarray(expected), rtol=1e-4)
+    np.testing.assert_array_equal(np.asarray(factors[0]), 1.0)
+    assert float(jnp.max(jnp.abs(factors[-1] - 1.0))) > 1e-4  # the weights did move
+
+
+def test_short_run_on_spread_is_finite(trained):
+    result = trained
+    assert result.steps[-1] >= 20_000
+    curve = result.curve()
+    assert curve.shape == (3, 2) and np.all(np.isfinite(curve))
+    for m in result.train_metrics:
+        assert all(np.all(np.isfinite(v)) for v in m.values())
+    first = jax.tree.leaves(result.final_state.actor_params)[0]
+    assert first.shape[:2] == (2, 3)  # [seeds, agents, ...]: one parameter set per agent
+
+
+def test_same_seed_same_parameters(trained):
+    again = short_run(seed=0)  # traced and compiled anew
+    for x, y in zip(jax.tree.leaves(trained.params), jax.tree.leaves(again.params), strict=True):
+        np.testing.assert_array_equal(x, y)
+    first = jax.tree.leaves(trained.params)[0]
+    assert not np.array_equal(first[0], first[1])  # the two seeds differ
