@@ -87,10 +87,12 @@ def test_algo_yaml_sets_every_ppo_field_with_a_comment(algo):
             assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
 
 
-def test_mappo_defaults_are_jaxmarl_mpe_but_feed_forward():
+def test_mappo_defaults_are_the_documented_mpe_settings():
+    """JaxMARL's MPE MAPPO rollout and learning rate, MAPPO's MPE network width and epochs."""
     m = yaml.safe_load(read_conf("algo/mappo.yaml"))
     assert (m["lr"], m["num_envs"], m["rollout_length"]) == (2e-3, 16, 128)
-    assert (m["epochs"], m["num_minibatches"], m["clip_eps"], m["ent_coef"]) == (4, 4, 0.2, 0.01)
+    assert (m["epochs"], m["num_minibatches"], m["clip_eps"], m["ent_coef"]) == (10, 2, 0.2, 0.01)
+    assert m["hidden"] == [64, 64]
     assert m["recurrent"] is False
     i = yaml.safe_load(read_conf("algo/ippo.yaml"))
     assert {k: v for k, v in i.items() if m[k] != v} == {"name": "ippo", "critic": "local"}
