@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from marl import __version__
-from marl.registry import RegistryError, algorithm, list_algorithms, list_envs, make
+from marl.registry import algorithm, list_algorithms, list_envs, make
 from marl.runtime import configure_xla
 
 PEERS = ("jaxmarl",)
@@ -78,14 +78,12 @@ def describe_space(space: Any) -> str:
 
 def build_env(env_id: str, kwargs: dict[str, Any]) -> Any:
     """`marl.make` with its failures turned into one-line usage errors."""
+    from marl import config
+
     try:
-        return make(env_id, **kwargs)
-    except RegistryError as e:
+        return config.make_env(env_id, kwargs)
+    except config.ConfigError as e:
         raise UsageError(str(e)) from None
-    except (TypeError, ValueError) as e:
-        raise UsageError(f"{env_id}: {e}") from None
-    except ImportError as e:
-        raise UsageError(f"{env_id} is registered but cannot be imported: {e}") from None
 
 
 def format_row(cells: Sequence[str], widths: Sequence[int]) -> str:

@@ -244,7 +244,8 @@ def schedule(settings: RunSettings, steps_per_update: int) -> tuple[int, int]:
     return settings.schedule(steps_per_update)
 
 
-def _make_env(env_id: str, kwargs: dict[str, Any]) -> MultiAgentEnv:
+def make_env(env_id: str, kwargs: dict[str, Any]) -> MultiAgentEnv:
+    """`marl.make` with every failure a one-line ConfigError."""
     from marl.registry import RegistryError, make
 
     try:
@@ -325,7 +326,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
     if not isinstance(algo, str):
         raise ConfigError(f"algo.name must be a learner name, got {algo!r}")
 
-    env = _make_env(env_id, env_kwargs)
+    env = make_env(env_id, env_kwargs)
     make_train = _make_train_fn(algo)
     check_compatible(algo, make_train, env_id, env.spec)
     try:
@@ -351,7 +352,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
 
 def build(run: RunConfig) -> tuple[MultiAgentEnv, Train]:
     """The environment and the learner of a resolved run (`total_updates` set for annealing)."""
-    env = _make_env(run.env_id, dict(run.env_kwargs))
+    env = make_env(run.env_id, dict(run.env_kwargs))
     train = _make_train_fn(run.algo)(env, dict(run.algo_cfg), run.total_updates)
     return env, train
 
