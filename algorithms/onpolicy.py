@@ -9,6 +9,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import optax
 from flax import struct
 
 Array = jax.Array
@@ -160,3 +161,25 @@ def minibatch_indices(key: Array, num_envs: int, num_minibatches: int) -> Array:
 def take_envs(tree: Any, idx: Array, axis: int) -> Any:
     """Select environments `idx` along `axis` of every leaf."""
     return jax.tree.map(lambda x: jnp.take(x, idx, axis=axis), tree)
+
+
+def sgd_epochs(
+    loss_fn, tx, params: Any, opt: Any, key: Array, epochs: int, num_envs: int, num_minibatches: int
+):
+    """`epochs` passes of `num_minibatches` gradient steps over a random split of the envs.
+
+    `loss_fn(params, env_idx) -> (loss, aux)` builds its own minibatch from `env_idx`.
+    Returns (params, opt, (losses, aux)) with leading axes [epochs, num_minibatches].
+    """
+
+    def epoch(carry, k):
+        def minibatch(carry, idx):
+            params, opt = carry
+            (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, idx)
+            updates, opt = tx.update(grads, opt, params)
+            return (optax.apply_updates(params, updates), opt), (loss, aux)
+
+        return jax.lax.scan(minibatch, carry, minibatch_indices(k, num_envs, num_minibatches))
+
+    (params, opt), out = jax.lax.scan(epoch, (params, opt), jax.random.split(key, epochs))
+    return params, opt, out

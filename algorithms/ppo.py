@@ -29,8 +29,8 @@ from .onpolicy import (
     clipped_surrogate,
     gae,
     masked_mean,
-    minibatch_indices,
     normalize_advantages,
+    sgd_epochs,
     take_envs,
     value_loss,
 )
@@ -91,7 +91,8 @@ class PPOConfig:
             "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
             "critic": (self.critic in ("central", "local"), "central or local"),
             "parameter_sharing": (
-                self.parameter_sharing in ("all", "group", "none"), "all, group or none"
+                self.parameter_sharing in ("all", "group", "none"),
+                "all, group or none",
             ),
             "num_envs": (self.num_envs >= 1, "a positive integer"),
             "rollout_length": (self.rollout_length >= 1, "a positive integer"),
@@ -343,28 +344,23 @@ def critic_update(nets, cfg, critic_opt_tx, state: PPOState, ro: Rollout, target
     vn = state.value_norm
     norm_targets = vn.normalize(targets) if cfg.value_norm else targets
 
-    def loss_fn(params, mb, mb_targets, h0):
+    def loss_fn(params, idx):
+        mb = take_envs(ro, idx, axis=1)
+        h0 = jnp.take(c_h0, idx, axis=0)
         _, v = nets.critic_apply(params, h0, mb.critic_in, mb.start)
-        return value_loss(v, mb.value, mb_targets, mb.alive, cfg.value_clip_eps, cfg.huber_delta)
+        mb_targets = jnp.take(norm_targets, idx, axis=1)
+        loss = value_loss(v, mb.value, mb_targets, mb.alive, cfg.value_clip_eps, cfg.huber_delta)
+        return loss, None
 
-    def epoch(carry, k):
-        params, opt = carry
-        idx = minibatch_indices(k, cfg.num_envs, cfg.num_minibatches)
-
-        def minibatch(carry, i):
-            params, opt = carry
-            mb = take_envs(ro, i, axis=1)
-            loss, grads = jax.value_and_grad(loss_fn)(
-                params, mb, jnp.take(norm_targets, i, axis=1), jnp.take(c_h0, i, axis=0)
-            )
-            updates, opt = critic_opt_tx.update(grads, opt, params)
-            return (optax.apply_updates(params, updates), opt), loss
-
-        (params, opt), losses = jax.lax.scan(minibatch, (params, opt), idx)
-        return (params, opt), losses
-
-    (params, opt), losses = jax.lax.scan(
-        epoch, (state.critic_params, state.critic_opt), jax.random.split(key, cfg.epochs)
+    params, opt, (losses, _) = sgd_epochs(
+        loss_fn,
+        critic_opt_tx,
+        state.critic_params,
+        state.critic_opt,
+        key,
+        cfg.epochs,
+        cfg.num_envs,
+        cfg.num_minibatches,
     )
     return params, opt, {"loss/value": jnp.mean(losses)}
 
@@ -421,26 +417,21 @@ def make_train(
             adv = normalize_advantages(adv, ro.alive)
         key, k_actor, k_critic = jax.random.split(state.key, 3)
 
-        def epoch(carry, k):
-            params, opt = carry
-            idx = minibatch_indices(k, cfg.num_envs, cfg.num_minibatches)
+        def loss_fn(params, idx):
+            mb = take_envs(ro, idx, axis=1)
+            h0 = jnp.take(a_h0, idx, axis=0)
+            loss, (m, _) = actor_loss(nets, cfg, params, mb, jnp.take(adv, idx, axis=1), h0)
+            return loss, m
 
-            def minibatch(carry, i):
-                params, opt = carry
-                mb = take_envs(ro, i, axis=1)
-                grads, (m, _) = jax.grad(
-                    lambda p: actor_loss(
-                        nets, cfg, p, mb, jnp.take(adv, i, axis=1), jnp.take(a_h0, i, axis=0)
-                    ),
-                    has_aux=True,
-                )(params)
-                updates, opt = actor_tx.update(grads, opt, params)
-                return (optax.apply_updates(params, updates), opt), m
-
-            return jax.lax.scan(minibatch, (params, opt), idx)
-
-        (actor_params, actor_opt), am = jax.lax.scan(
-            epoch, (state.actor_params, state.actor_opt), jax.random.split(k_actor, cfg.epochs)
+        actor_params, actor_opt, (_, am) = sgd_epochs(
+            loss_fn,
+            actor_tx,
+            state.actor_params,
+            state.actor_opt,
+            k_actor,
+            cfg.epochs,
+            cfg.num_envs,
+            cfg.num_minibatches,
         )
         critic_params, critic_opt, cm = critic_update(
             nets, cfg, critic_tx, state, ro, targets, c_h0, k_critic
