@@ -6,8 +6,9 @@ anchors. Not part of the tests (it takes tens of minutes on a 2-core CPU).
 
 Each learner runs through `marl train` (same configs, same run directories); then the script
 computes, per learner, the IQM over seeds of the final greedy evaluation return (mean over the
-evaluation episodes) and the fraction of the random -> scripted gap it closes, and writes
-`results/learning/<env>.json` and `.md`.
+evaluation episodes) and the fraction of the random -> scripted gap it closes, and merges the
+rows into `results/learning/<env>.json` and `.md` (a learner's earlier row is replaced, the
+other learners' rows are kept; each row records its own seeds, budget and overrides).
 """
 
 from __future__ import annotations
@@ -33,6 +34,30 @@ ROOT = Path(__file__).resolve().parents[1]
 def iqm(x: np.ndarray) -> float:
     """Interquartile mean (25% trimmed mean), as rliable."""
     return float(trim_mean(np.asarray(x, np.float64), 0.25))
+
+
+def merge_rows(path: Path, rows: list[dict]) -> list[dict]:
+    """Rows of an earlier record at `path` for other learners, followed by `rows`."""
+    if not path.exists():
+        return rows
+    new = {r["algo"] for r in rows}
+    old = json.loads(path.read_text())
+    kept = []
+    for r in old.get("results", []):
+        if r["algo"] in new:
+            continue
+        r.setdefault("seeds", old.get("seeds"))
+        r.setdefault("budget", old.get("budget"))
+        if "command" not in r and old.get("budget") is not None:
+            r["command"] = (
+                f"python scripts/learning_benchmark.py --env {old['env']} --algos {r['algo']} "
+                f"--seeds {old.get('seeds')} --budget {old['budget']:g}"
+                + "".join(f" --set {s}" for s in old.get("overrides", []))
+            )
+        kept.append(r)
+    order = ["ippo", "mappo", "happo"]
+    merged = kept + rows
+    return sorted(merged, key=lambda r: order.index(r["algo"]) if r["algo"] in order else 99)
 
 
 def run_one(env_id: str, algo: str, seeds: int, budget: float, out: Path, extra: list[str]):
@@ -88,6 +113,9 @@ def main() -> None:
                 "iqm_return": score,
                 "gap_closed": gap,
                 "per_seed": per_seed.tolist(),
+                "seeds": args.seeds,
+                "budget": args.budget,
+                "overrides": args.set,
                 "wall_time_s": wall,
                 "steps_per_second": final.get("steps_per_second"),
                 "env_steps": final.get("env_steps"),
@@ -98,45 +126,42 @@ def main() -> None:
         )
         print(f"{algo}: IQM {score:.2f}, gap closed {gap}", flush=True)
 
-    record = {
-        "env": args.env,
-        "seeds": args.seeds,
-        "budget": args.budget,
-        "overrides": args.set,
-        "anchors": anchors,
-        "results": rows,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+        rows[-1]["command"] = (
+            f"python scripts/learning_benchmark.py --env {args.env} --algos {algo} "
+            f"--seeds {args.seeds} --budget {args.budget:g}"
+            + "".join(f" --set {s}" for s in args.set)
+        )
+        rows[-1]["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
     stem = args.env.replace("/", "_")
     out_dir = ROOT / "results" / "learning"
     out_dir.mkdir(parents=True, exist_ok=True)
+    rows = merge_rows(out_dir / f"{stem}.json", rows)
+    record = {"env": args.env, "anchors": anchors, "results": rows}
     write_json(out_dir / f"{stem}.json", record)
     lines = [
         f"# Learning benchmark: {args.env}",
         "",
-        f"{args.seeds} seeds x {int(args.budget):,} env steps each; greedy evaluation, 32 "
-        "episodes per seed at the end; team return (summed over agents). Anchors over 320 "
-        f"episodes: random {anchors['random']:.2f}, scripted "
+        "Greedy evaluation, 32 episodes per seed at the end of training; team return (summed "
+        "over agents); IQM over seeds. Anchors over 320 episodes: random "
+        f"{anchors['random']:.2f}, scripted "
         + ("n/a" if anchors["scripted"] is None else f"{anchors['scripted']:.2f}")
         + ".",
         "",
-        "| learner | IQM return | gap closed | env steps/s (all seeds) | wall time |",
-        "|---|---|---|---|---|",
+        "| learner | seeds | env steps | IQM return | gap closed | env steps/s (all seeds) "
+        "| wall time |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         gap = "n/a" if r["gap_closed"] is None else f"{100 * r['gap_closed']:.0f}%"
         sps = r["steps_per_second"] or 0
         lines.append(
-            f"| {r['algo']} | {r['iqm_return']:.2f} | {gap} | {sps:,.0f} | "
-            f"{r['wall_time_s'] / 60:.1f} min |"
+            f"| {r['algo']} | {r.get('seeds', '?')} | {int(r.get('budget', 0)):,} | "
+            f"{r['iqm_return']:.2f} | {gap} | {sps:,.0f} | {r['wall_time_s'] / 60:.1f} min |"
         )
-    lines += [
-        "",
-        f"Command: `python scripts/learning_benchmark.py --env {args.env} --algos "
-        f"{args.algos} --seeds {args.seeds} --budget {args.budget:g}`"
-        + "".join(f" --set {s}" for s in args.set),
-        "",
-    ]
+    lines += ["", "Commands:", ""]
+    lines += [f"- `{r['command']}`" for r in rows if r.get("command")]
+    lines.append("")
     atomic_write(out_dir / f"{stem}.md", "\n".join(lines))
     print("\n".join(lines))
 
