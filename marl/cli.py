@@ -181,7 +181,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"interrupted; the evaluations so far are in {run_dir.path}", file=sys.stderr)
         return 130
-    final = run_dir.finish(result)
+    anchors = None
+    if run.settings.metric == "return":
+        from marl.baselines import anchor_scores
+
+        episodes = max(run.settings.absolute_episodes, run.settings.eval_episodes)
+        anchors = {**anchor_scores(env, num_episodes=episodes), "episodes": episodes}
+    final = run_dir.finish(result, anchors)
     print(f"wrote {run_dir.path}")
     print(
         f"final return {final['return_mean']:.3f} ± {final['return_std']:.3f} "
@@ -189,6 +195,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"{final['wall_time']:.0f}s wall, {final['compile_time']:.0f}s compile, "
         f"{final['steps_per_second']:,.0f} steps/s"
     )
+    if "absolute_mean" in final:
+        print(
+            f"absolute {s.metric} {final['absolute_mean']:.3f} ± {final['absolute_std']:.3f} "
+            f"(each seed's best evaluated parameters, {s.absolute_episodes} episodes)"
+        )
     return 0
 
 

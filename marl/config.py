@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from marl.protocol import PROTOCOL_VERSION
 from marl.training import RunSettings
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class RunConfig:
     updates_per_segment: int  # updates between evaluations
     num_segments: int  # evaluations after the one at step 0
     command: tuple[str, ...] = field(default=())  # the overrides it was composed from
+    protocol_version: str = PROTOCOL_VERSION  # `protocol.version` of the config
 
     @property
     def total_updates(self) -> int:
@@ -77,7 +79,14 @@ class RunConfig:
         return {
             "env": {"id": self.env_id, "kwargs": dict(self.env_kwargs)},
             "algo": {"name": self.algo, **self.algo_cfg},
-            "protocol": {"eval_interval": s.eval_interval, "eval_episodes": s.eval_episodes},
+            "protocol": {
+                "version": self.protocol_version,
+                "eval_interval": s.eval_interval,
+                "num_evaluations": s.num_evaluations,
+                "eval_episodes": s.eval_episodes,
+                "absolute_episodes": s.absolute_episodes,
+                "metric": s.metric,
+            },
             "seeds": s.seeds,
             "budget": s.budget,
             "seed": s.seed,
@@ -221,13 +230,29 @@ def _int(key: str, value: Any, minimum: int) -> int:
 def _settings(data: dict[str, Any]) -> RunSettings:
     protocol = data.get("protocol") or {}
     interval = protocol.get("eval_interval")
+    metric = protocol.get("metric", "return")
+    if not isinstance(metric, str) or not metric:
+        raise ConfigError(f"protocol.metric must be a metric name, got {metric!r}")
     return RunSettings(
         seeds=_int("seeds", data.get("seeds"), 1),
         budget=_int("budget", data.get("budget"), 1),
         eval_interval=None if interval is None else _int("protocol.eval_interval", interval, 1),
         eval_episodes=_int("protocol.eval_episodes", protocol.get("eval_episodes"), 1),
         seed=_int("seed", data.get("seed"), 0),
+        num_evaluations=_int("protocol.num_evaluations", protocol.get("num_evaluations", 20), 1),
+        absolute_episodes=_int(
+            "protocol.absolute_episodes", protocol.get("absolute_episodes", 320), 0
+        ),
+        metric=metric,
     )
+
+
+def evaluation_metrics(spec: EnvSpec) -> list[str]:
+    """Names `marl.evaluation.evaluate` returns for an env with this spec."""
+    names = ["return", "length"]
+    if len(spec.groups) > 1:
+        names += [f"return/{g.name}" for g in spec.groups]
+    return names + list(spec.metric_names)
 
 
 def _run_name(value: Any) -> str | None:
@@ -327,6 +352,11 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         raise ConfigError(f"algo.name must be a learner name, got {algo!r}")
 
     env = make_env(env_id, env_kwargs)
+    if settings.metric not in evaluation_metrics(env.spec):
+        valid = ", ".join(evaluation_metrics(env.spec))
+        raise ConfigError(
+            f"protocol.metric {settings.metric!r} is not a metric of {env_id}; valid: {valid}"
+        )
     make_train = _make_train_fn(algo)
     check_compatible(algo, make_train, env_id, env.spec)
     try:
@@ -347,6 +377,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         updates_per_segment=per_segment,
         num_segments=num_segments,
         command=tuple(command),
+        protocol_version=str((data.get("protocol") or {}).get("version", PROTOCOL_VERSION)),
     )
 
 

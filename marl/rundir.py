@@ -1,17 +1,21 @@
 """Run directories: `<out>/<env id>/<algo>/<name or timestamp>/`.
 
 ```
-config.yaml     the resolved config (`RunConfig.to_dict`), written before training starts
-curve.json      every evaluation: step, per-seed mean and per-episode values of each metric,
-                and (once the run ends) the training metrics of the segment before it
-final.json      the last evaluation per seed, mean and std over seeds of the final return,
-                wall time, compile time, steps per second, package versions and device
-params.msgpack  final acting parameters of every seed, `flax.serialization.to_bytes`
-                (leaves [seeds, ...]; read back with `flax.serialization.msgpack_restore`)
+config.yaml          the resolved config (`RunConfig.to_dict`), written before training starts
+record.json          the run record in marl-eval's schema (`marl.protocol`): every evaluation's
+                     per-episode values per seed, and at the end the absolute metric
+meta.json            its sidecar: protocol, resolved config, anchors, versions, device, wall
+                     time, steps per second, training metrics per segment; `finished`
+final.json           summary: last evaluation and absolute metric per seed, mean and std over
+                     seeds, the step of each seed's best evaluation, timings
+params.msgpack       final acting parameters of every seed, `flax.serialization.to_bytes`
+                     (leaves [seeds, ...]; read back with `flax.serialization.msgpack_restore`)
+best_params.msgpack  each seed's best evaluated parameters (those the absolute metric scores)
 ```
 
 Every file is written atomically (a temporary file in the same directory, then `os.replace`),
-so a reader never sees half a file, and `curve.json` is rewritten after each evaluation.
+so a reader never sees half a file; `record.json` is rewritten after each evaluation and
+`meta.json` says `"finished": false` until the run ends.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from marl.config import RunConfig
+from marl.protocol import META, RECORD, record_metric, run_record
 from marl.training import RunResult
 
 STAMP = "%Y%m%d-%H%M%S"
@@ -103,15 +108,6 @@ def _floats(x: Any) -> Any:
     return np.asarray(x, dtype=np.float64).tolist()
 
 
-def evaluation_record(step: int, evals: dict[str, np.ndarray]) -> dict[str, Any]:
-    """One `curve.json` entry: per metric, `mean` [seeds] and `episodes` [seeds, episodes]."""
-    metrics = {}
-    for key, value in evals.items():
-        value = np.asarray(value)
-        metrics[key] = {"mean": _floats(value.mean(axis=-1)), "episodes": _floats(value)}
-    return {"step": int(step), "metrics": metrics}
-
-
 class RunDir:
     """A run directory being filled: config first, the curve as it grows, final files last."""
 
@@ -119,7 +115,8 @@ class RunDir:
         self.run = run
         self.created = now or datetime.now()
         self.path = _claim(run.out / run.env_id / run.algo, run.name, self.created)
-        self.evaluations: list[dict[str, Any]] = []
+        self.steps: list[int] = []
+        self.evaluations: list[dict[str, np.ndarray]] = []
         self.write_config()
 
     def write_config(self) -> None:
@@ -131,42 +128,78 @@ class RunDir:
         text = OmegaConf.to_yaml(OmegaConf.create(self.run.to_dict()))
         atomic_write(self.path / "config.yaml", f"{head}\n{text}")
 
-    def _curve(self) -> dict[str, Any]:
+    def meta(self, result: RunResult | None = None, anchors: dict | None = None) -> dict[str, Any]:
+        """The sidecar of `record.json` (`finished` once `result` is given)."""
         run = self.run
-        return {
+        cfg = run.to_dict()
+        out: dict[str, Any] = {
             "env": run.env_id,
             "algo": run.algo,
             "seeds": run.settings.seeds,
-            "eval_episodes": run.settings.eval_episodes,
-            "evaluations": self.evaluations,
+            "budget": run.settings.budget,
+            "env_steps": run.env_steps,
+            "protocol": {"name": "default", **cfg["protocol"]},
+            "config": cfg,
+            "created": self.created.isoformat(timespec="seconds"),
+            "finished": result is not None,
+            "versions": versions(),
+            "device": device(),
         }
+        if result is not None:
+            out.update(
+                wall_time=float(result.wall_time),
+                compile_time=float(result.compile_time),
+                steps_per_second=float(result.steps_per_second),
+                best_step=[int(s) for s in result.best_step],
+                train_metrics=[
+                    {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
+                    for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
+                ],
+            )
+        if anchors is not None:
+            out["anchors"] = {
+                "metric": record_metric(run.settings.metric),
+                "episodes": anchors.get("episodes"),
+                "random": anchors.get("random"),
+                "reference": anchors.get("scripted"),
+                "reference_policy": "scripted" if anchors.get("scripted") is not None else None,
+            }
+        return out
 
     def on_evaluation(self, step: int, evals: dict[str, np.ndarray]) -> None:
-        """Append one evaluation and rewrite `curve.json` (pass as `training.run`'s hook)."""
-        self.evaluations.append(evaluation_record(step, evals))
-        write_json(self.path / "curve.json", self._curve(), indent=None)
+        """Add one evaluation to `record.json` (pass as `training.run`'s hook)."""
+        self.steps.append(int(step))
+        self.evaluations.append(evals)
+        if len(self.steps) == 1:
+            write_json(self.path / META, self.meta())
+        record = run_record(self.run.env_id, self.run.algo, self.steps, self.evaluations)
+        write_json(self.path / RECORD, record, indent=None)
 
-    def finish(self, result: RunResult) -> dict[str, Any]:
-        """Write the full curve, `final.json` and `params.msgpack`; returns the final record."""
+    def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
+        """Write the full record with the absolute metric, the sidecar, `final.json` and the
+        parameters; returns the final summary."""
         from flax import serialization
 
-        self.evaluations = [
-            evaluation_record(step, evals)
-            for step, evals in zip(result.steps, result.evaluations, strict=True)
-        ]
-        for entry, metrics in zip(self.evaluations[1:], result.train_metrics, strict=True):
-            entry["train"] = {k: _floats(v) for k, v in metrics.items()}
-        write_json(self.path / "curve.json", self._curve(), indent=None)
+        record = run_record(
+            self.run.env_id, self.run.algo, result.steps, result.evaluations, result.absolute
+        )
+        write_json(self.path / RECORD, record, indent=None)
+        if result.params is not None:
+            atomic_write(self.path / "params.msgpack", serialization.to_bytes(result.params))
+        if result.best_params is not None:
+            atomic_write(
+                self.path / "best_params.msgpack", serialization.to_bytes(result.best_params)
+            )
         final = final_record(self.run, result)
         final["created"] = self.created.isoformat(timespec="seconds")
         write_json(self.path / "final.json", final)
-        if result.params is not None:
-            atomic_write(self.path / "params.msgpack", serialization.to_bytes(result.params))
+        write_json(self.path / META, self.meta(result, anchors))
         return final
 
 
 def final_record(run: RunConfig, result: RunResult) -> dict[str, Any]:
-    """Scores of the last evaluation per seed and over seeds, timings, versions, device.
+    """Scores of the last evaluation and the absolute metric per seed and over seeds, timings,
+    versions, device.
 
     `return` is the team return (summed over agents and steps), averaged over the evaluation
     episodes of each seed; `std` is the sample standard deviation over seeds (ddof=1).
@@ -175,6 +208,14 @@ def final_record(run: RunConfig, result: RunResult) -> dict[str, Any]:
     per_seed = {k: np.asarray(v).mean(axis=-1) for k, v in last.items()}
     returns = per_seed["return"]
     ddof = 1 if len(returns) > 1 else 0
+    extra: dict[str, Any] = {}
+    if result.absolute is not None:
+        absolute = {k: np.asarray(v).mean(axis=-1) for k, v in result.absolute.items()}
+        extra["absolute"] = {k: _floats(v) for k, v in absolute.items()}
+        extra["absolute_mean"] = float(np.mean(absolute[run.settings.metric]))
+        extra["absolute_std"] = float(np.std(absolute[run.settings.metric], ddof=ddof))
+    if result.best_step is not None:
+        extra["best_step"] = [int(s) for s in result.best_step]
     return {
         "env": run.env_id,
         "algo": run.algo,
@@ -184,6 +225,7 @@ def final_record(run: RunConfig, result: RunResult) -> dict[str, Any]:
         "return_mean": float(np.mean(returns)),
         "return_std": float(np.std(returns, ddof=ddof)),
         "final": {k: _floats(v) for k, v in per_seed.items()},
+        **extra,
         "wall_time": float(result.wall_time),
         "compile_time": float(result.compile_time),
         "steps_per_second": float(result.steps_per_second),

@@ -4,10 +4,17 @@
 init:     jit(lax.map(train.init))(seed keys)                    once
 segment:  jit(scan(vmap(train.step)))  `updates_per_segment` updates, state donated
 evaluate: jit(vmap(evaluate))(params)  greedy episodes on fixed keys, after every segment
+select:   jit(where(score > best, params, best))   each seed's best evaluated parameters
+absolute: jit(vmap(evaluate))(best params)   `absolute_episodes` episodes on other fixed keys
 ```
 
 No Python loop runs per update, and each function compiles once for a given (env, learner,
 shapes). Between segments the host only logs progress and stores evaluation results.
+
+The absolute metric (Gorsane et al. 2022) re-evaluates each seed's best evaluated parameters
+(highest mean of `settings.metric` over the evaluation episodes; the earliest on ties) on
+`absolute_episodes` fresh episodes, on keys disjoint from both the training and the periodic
+evaluation keys, so the selection does not bias the score it reports.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from marl.evaluation import evaluate
 from marl.learner import Train
 
 EVAL_SALT = 0xE7A1  # evaluation keys: fold_in(root, EVAL_SALT), disjoint from training keys
+ABSOLUTE_SALT = 0xAB50  # absolute-metric keys: fold_in(root, ABSOLUTE_SALT)
 
 
 @dataclass(frozen=True)
@@ -35,12 +43,15 @@ class RunSettings:
 
     seeds: int = 10
     budget: int = 2_000_000  # environment steps per seed
-    eval_interval: int | None = None  # env steps between evaluations (None: budget / 20)
+    eval_interval: int | None = None  # env steps between evaluations (None: see below)
+    num_evaluations: int = 20  # evaluations after step 0 when eval_interval is None
     eval_episodes: int = 32
     seed: int = 0  # root seed; seed k trains from split(key(seed), seeds)[k]
+    absolute_episodes: int = 320  # episodes re-evaluating each seed's best parameters (0: off)
+    metric: str = "return"  # evaluation metric that selects the best parameters
 
     def interval(self) -> int:
-        return int(self.eval_interval or max(1, self.budget // 20))
+        return int(self.eval_interval or max(1, self.budget // self.num_evaluations))
 
     def schedule(self, steps_per_update: int) -> tuple[int, int]:
         """(updates per segment, segments): evaluation every `interval()` env steps rounded to
@@ -62,6 +73,10 @@ class RunResult:
     wall_time: float = 0.0
     compile_time: float = 0.0  # start-up: init, first evaluation and segment compilation
     steps_per_second: float = 0.0  # env steps per second over all seeds, excluding compile
+    best_step: np.ndarray | None = None  # [seeds] env steps of each seed's best evaluation
+    best_score: np.ndarray | None = None  # [seeds] its mean `settings.metric`
+    best_params: Any = None  # [seeds, ...] the parameters evaluated there
+    absolute: dict[str, np.ndarray] | None = None  # [seeds, absolute_episodes] per metric
 
     def curve(self, metric: str = "return") -> np.ndarray:
         """[evaluations, seeds] mean over episodes of `metric` at each evaluation."""
@@ -105,16 +120,47 @@ def run(
             params
         )
 
+    def select(best, state, better):
+        def pick(new, old):
+            return jnp.where(better.reshape(better.shape + (1,) * (new.ndim - 1)), new, old)
+
+        return jax.tree.map(pick, train.params(state), best)
+
+    def absolute_all(params):
+        key = jax.random.fold_in(root, ABSOLUTE_SALT)
+        n = settings.absolute_episodes
+        return jax.vmap(lambda p: evaluate(env, train.policy, p, key, n))(params)
+
     segment_j = jax.jit(segment, donate_argnums=0)
     evaluate_j = jax.jit(evaluate_all)
+    select_j = jax.jit(select, donate_argnums=0)
     result = RunResult()
     say = log or (lambda _: None)
+    best = best_score = best_step = None
+
+    def track(steps: int, evals: dict[str, np.ndarray]) -> None:
+        nonlocal best, best_score, best_step
+        if settings.metric not in evals:
+            valid = ", ".join(sorted(evals))
+            raise ValueError(
+                f"protocol metric {settings.metric!r} is not evaluated; valid: {valid}"
+            )
+        score = np.asarray(evals[settings.metric]).mean(axis=-1)
+        if best is None:  # zeros, not the state's own buffers: the state is donated later
+            best = jax.tree.map(jnp.zeros_like, train.params(state))
+            best_score = np.full_like(score, -np.inf)
+            best_step = np.zeros(score.shape, np.int64)
+        better = score > best_score
+        best = select_j(best, state, jnp.asarray(better))
+        best_score = np.where(better, score, best_score)
+        best_step = np.where(better, steps, best_step)
 
     t0 = time.perf_counter()
     # Seeds are initialised with lax.map, not vmap: batched QR (orthogonal init) can deadlock
     # on XLA's CPU backend. Wait for init before dispatching anything that reads its result.
     state = jax.block_until_ready(jax.jit(lambda k: jax.lax.map(train.init, k))(init_keys))
     first = jax.device_get(evaluate_j(state))
+    track(0, first)
     result.steps.append(0)
     result.evaluations.append(first)
     if on_evaluation:
@@ -136,6 +182,7 @@ def run(
         train_time += time.perf_counter() - start
         evals = jax.device_get(evaluate_j(state))
         steps = k * per_segment * spu
+        track(steps, evals)
         result.steps.append(steps)
         result.evaluations.append(evals)
         result.train_metrics.append(metrics)
@@ -151,6 +198,17 @@ def run(
         )
     result.final_state = state
     result.params = jax.device_get(train.params(state))
+    result.best_step, result.best_score = best_step, best_score
+    result.best_params = jax.device_get(best)
+    if settings.absolute_episodes > 0:
+        result.absolute = jax.device_get(jax.jit(absolute_all)(best))
+        absolute = result.absolute[settings.metric].mean(axis=-1)
+        say(
+            f"absolute {settings.metric} (best evaluated parameters, "
+            f"{settings.absolute_episodes} episodes): {absolute.mean():.3f} (seeds "
+            f"{absolute.min():.2f}..{absolute.max():.2f}; best at steps "
+            f"{', '.join(f'{s:,}' for s in best_step)})"
+        )
     result.wall_time = time.perf_counter() - t0
     result.steps_per_second = result.steps[-1] * settings.seeds / max(train_time, 1e-9)
     return result

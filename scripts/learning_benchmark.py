@@ -36,6 +36,10 @@ def iqm(x: np.ndarray) -> float:
     return float(trim_mean(np.asarray(x, np.float64), 0.25))
 
 
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 def merge_rows(path: Path, rows: list[dict]) -> list[dict]:
     """Rows of an earlier record at `path` for other learners, followed by `rows`."""
     if not path.exists():
@@ -79,8 +83,7 @@ def run_one(env_id: str, algo: str, seeds: int, budget: float, out: Path, extra:
         raise SystemExit(f"marl train failed with exit code {code}")
     run_dir = out / env_id / algo / name
     final = json.loads((run_dir / "final.json").read_text())
-    curve = json.loads((run_dir / "curve.json").read_text())
-    return run_dir, final, curve, time.perf_counter() - start
+    return run_dir, final, time.perf_counter() - start
 
 
 def main() -> None:
@@ -99,7 +102,7 @@ def main() -> None:
     print(f"anchors on {args.env}: {anchors}", flush=True)
     rows = []
     for algo in args.algos.split(","):
-        run_dir, final, curve, wall = run_one(
+        run_dir, final, wall = run_one(
             args.env, algo, args.seeds, args.budget, Path(args.out), args.set
         )
         per_seed = np.asarray(final["final"]["return"], np.float64)
@@ -107,10 +110,12 @@ def main() -> None:
         gap = None
         if anchors["scripted"] is not None:
             gap = (score - anchors["random"]) / (anchors["scripted"] - anchors["random"])
+        absolute = final.get("absolute", {}).get("return")
         rows.append(
             {
                 "algo": algo,
                 "iqm_return": score,
+                "iqm_absolute": None if absolute is None else iqm(np.asarray(absolute)),
                 "gap_closed": gap,
                 "per_seed": per_seed.tolist(),
                 "seeds": args.seeds,
@@ -143,21 +148,24 @@ def main() -> None:
         f"# Learning benchmark: {args.env}",
         "",
         "Greedy evaluation, 32 episodes per seed at the end of training; team return (summed "
-        "over agents); IQM over seeds. Anchors over 320 episodes: random "
+        "over agents); IQM over seeds. The absolute metric re-evaluates each seed's best "
+        "evaluated parameters on 320 episodes (n/a: run before the protocol had it). "
+        "Anchors over 320 episodes: random "
         f"{anchors['random']:.2f}, scripted "
         + ("n/a" if anchors["scripted"] is None else f"{anchors['scripted']:.2f}")
         + ".",
         "",
-        "| learner | seeds | env steps | IQM return | gap closed | env steps/s (all seeds) "
-        "| wall time |",
-        "|---|---|---|---|---|---|---|",
+        "| learner | seeds | env steps | IQM return | gap closed | IQM absolute metric "
+        "| env steps/s (all seeds) | wall time |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         gap = "n/a" if r["gap_closed"] is None else f"{100 * r['gap_closed']:.0f}%"
         sps = r["steps_per_second"] or 0
         lines.append(
             f"| {r['algo']} | {r.get('seeds', '?')} | {int(r.get('budget', 0)):,} | "
-            f"{r['iqm_return']:.2f} | {gap} | {sps:,.0f} | {r['wall_time_s'] / 60:.1f} min |"
+            f"{r['iqm_return']:.2f} | {gap} | {_num(r.get('iqm_absolute'))} | {sps:,.0f} | "
+            f"{r['wall_time_s'] / 60:.1f} min |"
         )
     lines += ["", "Commands:", ""]
     lines += [f"- `{r['command']}`" for r in rows if r.get("command")]

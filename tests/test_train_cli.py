@@ -234,10 +234,12 @@ def runs(tmp_path_factory):
 def test_run_writes_the_run_directory(runs):
     out, (run_dir, _) = runs
     assert sorted(p.name for p in run_dir.iterdir()) == [
+        "best_params.msgpack",
         "config.yaml",
-        "curve.json",
         "final.json",
+        "meta.json",
         "params.msgpack",
+        "record.json",
     ]
     assert str(run_dir) in out and "final return" in out
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
@@ -245,19 +247,32 @@ def test_run_writes_the_run_directory(runs):
     assert config["budget"] == 4096 and config["algo"]["rollout_length"] == 16
     derived = config["derived"]
 
-    curve = json.loads((run_dir / "curve.json").read_text())
-    steps = [e["step"] for e in curve["evaluations"]]
-    assert steps[0] == 0 and steps == sorted(set(steps))
-    assert len(steps) == derived["evaluations"] and steps[-1] == derived["env_steps"]
-    for entry in curve["evaluations"]:
-        ret = entry["metrics"]["return"]
-        assert np.asarray(ret["episodes"]).shape == (2, 4)
-        np.testing.assert_allclose(ret["mean"], np.mean(ret["episodes"], axis=1), rtol=1e-6)
-    assert all("train" in e for e in curve["evaluations"][1:])
+    record = json.loads((run_dir / "record.json").read_text())
+    runs = record["particle"]["simple"]["ippo"]
+    assert sorted(runs) == ["run_0", "run_1"]
+    for run in runs.values():
+        steps = [run[f"step_{k}"]["step_count"] for k in range(len(run) - 1)]
+        assert steps[0] == 0 and steps == sorted(set(steps))
+        assert len(steps) == derived["evaluations"] and steps[-1] == derived["env_steps"]
+        assert all(len(run[f"step_{k}"]["episode_return"]) == 4 for k in range(len(steps)))
+        assert len(run["absolute_metrics"]["episode_return"]) == config["protocol"][
+            "absolute_episodes"
+        ]
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["finished"] and meta["protocol"]["version"] == "1"
+    assert len(meta["train_metrics"]) == derived["evaluations"] - 1
+    assert meta["anchors"]["random"] < meta["anchors"]["reference"]
+    assert meta["versions"]["jax"] and meta["steps_per_second"] > 0
 
     final = json.loads((run_dir / "final.json").read_text())
     assert math.isfinite(final["return_mean"]) and math.isfinite(final["return_std"])
-    assert final["final"]["return"] == curve["evaluations"][-1]["metrics"]["return"]["mean"]
+    last = len(runs["run_0"]) - 2
+    assert final["final"]["return"] == pytest.approx(
+        [np.mean(runs[r][f"step_{last}"]["episode_return"]) for r in ("run_0", "run_1")]
+    )
+    assert final["absolute"]["return"] == pytest.approx(
+        [np.mean(runs[r]["absolute_metrics"]["episode_return"]) for r in ("run_0", "run_1")]
+    )
     assert final["return_mean"] == pytest.approx(np.mean(final["final"]["return"]))
     assert final["env_steps"] == derived["env_steps"]
     assert final["wall_time"] > 0 and final["steps_per_second"] > 0
@@ -280,8 +295,7 @@ def test_run_is_deterministic(runs):
     _, (first, second) = runs
 
     def returns(run_dir):
-        curve = json.loads((run_dir / "curve.json").read_text())
-        return [e["metrics"]["return"]["episodes"] for e in curve["evaluations"]]
+        return json.loads((run_dir / "record.json").read_text())
 
     assert returns(first) == returns(second)
     final = [json.loads((d / "final.json").read_text()) for d in (first, second)]

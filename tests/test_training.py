@@ -9,15 +9,26 @@ import pytest
 import marl
 from marl.training import RunSettings, run
 
-TINY = {"num_envs": 4, "rollout_length": 25, "epochs": 2, "num_minibatches": 2,
-        "hidden": (32, 32), "lr": 3e-3, "critic_lr": 3e-3}
+TINY = {
+    "num_envs": 4,
+    "rollout_length": 25,
+    "epochs": 2,
+    "num_minibatches": 2,
+    "hidden": (32, 32),
+    "lr": 3e-3,
+    "critic_lr": 3e-3,
+}
 
 
 def tiny_run(env_id, algo, budget=2_000, seeds=2, **cfg):
     env = marl.make(env_id)
     train = marl.algorithm(algo)(env, {**TINY, **cfg})
-    return run(env, train, RunSettings(seeds=seeds, budget=budget, eval_interval=1_000,
-                                       eval_episodes=4), log=None)
+    return run(
+        env,
+        train,
+        RunSettings(seeds=seeds, budget=budget, eval_interval=1_000, eval_episodes=4),
+        log=None,
+    )
 
 
 def test_same_seed_same_curve_bitwise():
@@ -45,8 +56,12 @@ def test_recurrent_and_continuous_variants_run():
     assert np.all(np.isfinite(res.curve()))
     env = marl.make("particle/spread", continuous_actions=True)
     train = marl.algorithm("ippo")(env, TINY)
-    out = run(env, train, RunSettings(seeds=1, budget=1_000, eval_interval=1_000,
-                                      eval_episodes=2), log=None)
+    out = run(
+        env,
+        train,
+        RunSettings(seeds=1, budget=1_000, eval_interval=1_000, eval_episodes=2),
+        log=None,
+    )
     assert np.all(np.isfinite(out.curve()))
 
 
@@ -63,3 +78,34 @@ def test_unknown_algorithm_key_is_rejected_with_valid_keys():
     env = marl.make("particle/simple")
     with pytest.raises(ValueError, match="unknown PPOConfig key.*lr"):
         marl.algorithm("mappo")(env, {"learning_rate": 1e-3})
+
+
+def test_absolute_metric_rescores_each_seeds_best_evaluation():
+    """Best parameters = the evaluation with the highest mean return (earliest on ties), and
+    the absolute metric is those parameters played on `absolute_episodes` other episodes."""
+    from marl.evaluation import evaluate
+    from marl.training import ABSOLUTE_SALT
+
+    env = marl.make("particle/simple")
+    train = marl.algorithm("ippo")(env, TINY)
+    settings = RunSettings(
+        seeds=2, budget=3_000, eval_interval=1_000, eval_episodes=4, absolute_episodes=6
+    )
+    res = run(env, train, settings, log=None)
+    curve = res.curve()  # [evaluations, seeds]
+    best = np.argmax(curve, axis=0)
+    np.testing.assert_array_equal(res.best_step, np.asarray(res.steps)[best])
+    np.testing.assert_allclose(res.best_score, curve[best, [0, 1]], rtol=1e-6)
+    assert res.absolute["return"].shape == (2, 6)
+    key = jax.random.fold_in(jax.random.key(settings.seed), ABSOLUTE_SALT)
+    for s in range(2):
+        params = jax.tree.map(lambda x, s=s: x[s], res.best_params)
+        ref = jax.jit(lambda p: evaluate(env, train.policy, p, key, 6))(params)
+        np.testing.assert_allclose(res.absolute["return"][s], ref["return"], rtol=1e-5)
+    if best.max() == len(res.steps) - 1 and best.min() == len(res.steps) - 1:
+        return  # best at the end for both seeds: the final parameters are the best ones
+    s = int(np.argmin(best))
+    assert not all(
+        np.array_equal(a[s], b[s])
+        for a, b in zip(jax.tree.leaves(res.params), jax.tree.leaves(res.best_params), strict=True)
+    )

@@ -1,0 +1,352 @@
+"""The evaluation protocol's run records: marl-eval's JSON schema plus a sidecar.
+
+A run directory holds `record.json` in marl-eval's schema (Gorsane et al. 2022), readable by
+its tools and by `marl report`:
+
+```
+{environment: {task: {algorithm: {
+    "run_0": {"step_0": {"step_count": 0, "episode_return": [per episode], ...}, ...,
+              "step_20": {...},
+              "absolute_metrics": {"episode_return": [absolute_episodes values], ...}},
+    ...,
+    "run_9": {...}}}}}
+```
+
+with one `run_k` per seed, every evaluation's per-episode values, and `absolute_metrics`: each
+seed's best evaluated parameters re-evaluated on fresh episodes. Metric names follow marl-eval
+and Mava (`episode_return`, `episode_length`; `episode_return/<group>` per agent group; task
+metrics under their own names). The sidecar `meta.json` carries what the schema has no room for:
+the protocol and its version, the resolved config, the normalisation anchors, package versions,
+device, wall time and steps per second.
+
+`load(paths)` reads records back, from run directories, `record.json` files or any marl-eval
+JSON (records written elsewhere are marked external), and `check_comparable` refuses to mix
+records made under different protocol settings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PROTOCOL_VERSION = "1"
+RECORD = "record.json"
+META = "meta.json"
+ABSOLUTE = "absolute_metrics"
+# protocol settings that must agree between records compared on one task
+COMPARABLE = ("version", "eval_episodes", "absolute_episodes", "metric")
+
+
+class RecordError(ValueError):
+    """A record that cannot be read, or records that cannot be compared; names file and field."""
+
+
+def record_metric(name: str) -> str:
+    """The record name of an evaluation metric: `return` -> `episode_return`, `length` ->
+    `episode_length`, `return/<group>` -> `episode_return/<group>`; others unchanged."""
+    if name == "return" or name.startswith("return/"):
+        return "episode_" + name
+    if name == "length":
+        return "episode_length"
+    return name
+
+
+def split_env_id(env_id: str) -> tuple[str, str]:
+    """`"particle/spread"` -> `("particle", "spread")`."""
+    family, _, task = env_id.partition("/")
+    return family, task or family
+
+
+def _floats(values: Any) -> list[float]:
+    return [float(v) for v in np.asarray(values, np.float64).ravel()]
+
+
+def step_entry(step: int, evals: dict[str, np.ndarray], seed: int) -> dict[str, Any]:
+    """One `step_k` of one run: `step_count` and each metric's per-episode values of `seed`."""
+    out: dict[str, Any] = {"step_count": int(step)}
+    for name, values in evals.items():
+        out[record_metric(name)] = _floats(np.asarray(values)[seed])
+    return out
+
+
+def run_record(
+    env_id: str,
+    algo: str,
+    steps: Sequence[int],
+    evaluations: Sequence[dict[str, np.ndarray]],
+    absolute: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """A marl-eval record of one run (evaluations: per metric `[seeds, episodes]`)."""
+    family, task = split_env_id(env_id)
+    seeds = int(np.asarray(evaluations[0]["return"]).shape[0]) if evaluations else 0
+    runs: dict[str, Any] = {}
+    for s in range(seeds):
+        run = {
+            f"step_{k}": step_entry(step, evals, s)
+            for k, (step, evals) in enumerate(zip(steps, evaluations, strict=True))
+        }
+        if absolute is not None:
+            run[ABSOLUTE] = {
+                record_metric(m): _floats(np.asarray(v)[s]) for m, v in absolute.items()
+            }
+        runs[f"run_{s}"] = run
+    return {family: {task: {algo: runs}}}
+
+
+# --- reading ----------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """One seed: step counts `[K]`, per-metric values `[K, episodes]`, absolute per-episode."""
+
+    name: str
+    steps: np.ndarray
+    metrics: dict[str, np.ndarray]
+    absolute: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class Record:
+    """The runs of one (environment, task, algorithm) from one file, with its sidecar."""
+
+    path: Path
+    environment: str
+    task: str
+    algorithm: str
+    runs: list[Run]
+    meta: dict[str, Any] | None  # None: written elsewhere (external)
+
+    @property
+    def env_id(self) -> str:
+        return f"{self.environment}/{self.task}"
+
+    @property
+    def external(self) -> bool:
+        return self.meta is None
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        """The protocol settings of the sidecar (external records: read off the data)."""
+        if self.meta is not None:
+            return dict(self.meta.get("protocol") or {})
+        first = self.runs[0]
+        some = next(iter(first.metrics.values()))
+        out: dict[str, Any] = {"eval_episodes": int(some.shape[1]) if some.ndim == 2 else None}
+        if first.absolute:
+            out["absolute_episodes"] = int(len(next(iter(first.absolute.values()))))
+        return out
+
+    def final(self, metric: str = "episode_return") -> np.ndarray:
+        """[runs] mean over the last evaluation's episodes."""
+        return np.array([run.metrics[metric][-1].mean() for run in self.runs])
+
+    def absolute_metric(self, metric: str = "episode_return") -> np.ndarray:
+        """[runs] mean over the absolute-metric episodes (the last evaluation when absent)."""
+        out = []
+        for run in self.runs:
+            values = run.absolute.get(metric)
+            out.append(np.mean(values) if values is not None else run.metrics[metric][-1].mean())
+        return np.array(out)
+
+    def curve(self, metric: str = "episode_return") -> tuple[np.ndarray, np.ndarray]:
+        """(steps [K], values [K, runs]) mean over episodes at each evaluation."""
+        steps = self.runs[0].steps
+        return steps, np.stack([run.metrics[metric].mean(axis=1) for run in self.runs], axis=1)
+
+
+def _fail(path: Path, where: str, message: str) -> RecordError:
+    return RecordError(f"{path}: {where}: {message}")
+
+
+def _values(path: Path, where: str, value: Any) -> np.ndarray:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise _fail(
+            path, where, f"expected a non-empty list of numbers, got {type(value).__name__}"
+        )
+    try:
+        arr = np.asarray(value, np.float64)
+    except (TypeError, ValueError):
+        raise _fail(path, where, "expected a list of numbers") from None
+    if arr.ndim != 1:
+        raise _fail(path, where, f"expected a flat list of numbers, got shape {arr.shape}")
+    return arr
+
+
+def _step_index(path: Path, where: str, key: str) -> int:
+    try:
+        return int(key.removeprefix("step_"))
+    except ValueError:
+        raise _fail(path, where, f"step keys must be step_<k> or {ABSOLUTE}, got {key!r}") from None
+
+
+def _parse_run(path: Path, where: str, name: str, data: Any) -> Run:
+    if not isinstance(data, dict):
+        raise _fail(path, where, "a run must map step_<k> to metrics")
+    steps, metrics, absolute = [], {}, {}
+    keys = sorted((k for k in data if k != ABSOLUTE), key=lambda k: _step_index(path, where, k))
+    if not keys:
+        raise _fail(path, where, "no step_<k> entries")
+    names: set[str] | None = None
+    for key in keys:
+        entry = data[key]
+        at = f"{where}/{key}"
+        if not isinstance(entry, dict) or "step_count" not in entry:
+            raise _fail(path, at, "missing step_count")
+        count = entry["step_count"]
+        if isinstance(count, bool) or not isinstance(count, (int, float)) or count < 0:
+            raise _fail(path, f"{at}/step_count", f"expected a step number, got {count!r}")
+        steps.append(int(count))
+        here = {m for m in entry if m != "step_count"}
+        if names is not None and here != names:
+            raise _fail(
+                path, at, f"metrics {sorted(here)} differ from the first step's {sorted(names)}"
+            )
+        names = here
+        for m in sorted(here):
+            metrics.setdefault(m, []).append(_values(path, f"{at}/{m}", entry[m]))
+    out = {}
+    for m, rows in metrics.items():
+        lengths = {len(r) for r in rows}
+        if len(lengths) != 1:
+            raise _fail(
+                path, f"{where}/{m}", f"episode counts differ between steps: {sorted(lengths)}"
+            )
+        out[m] = np.stack(rows)
+    if any(b < a for a, b in zip(steps, steps[1:], strict=False)):
+        raise _fail(path, where, f"step_count must not decrease, got {steps}")
+    if ABSOLUTE in data:
+        if not isinstance(data[ABSOLUTE], dict):
+            raise _fail(path, f"{where}/{ABSOLUTE}", "expected a mapping of metric to values")
+        for m, v in data[ABSOLUTE].items():
+            absolute[m] = _values(path, f"{where}/{ABSOLUTE}/{m}", v)
+    return Run(name=name, steps=np.asarray(steps), metrics=out, absolute=absolute)
+
+
+def parse(path: Path, data: Any, meta: dict[str, Any] | None) -> list[Record]:
+    """Records of a loaded marl-eval JSON (raises RecordError naming the file and field)."""
+    if not isinstance(data, dict) or not data:
+        raise _fail(path, "top level", "expected {environment: {task: {algorithm: {run: ...}}}}")
+    records = []
+    for env, tasks in data.items():
+        if not isinstance(tasks, dict):
+            raise _fail(path, env, "expected a mapping of task to algorithms")
+        for task, algos in tasks.items():
+            if not isinstance(algos, dict):
+                raise _fail(path, f"{env}/{task}", "expected a mapping of algorithm to runs")
+            for algo, runs in algos.items():
+                where = f"{env}/{task}/{algo}"
+                if "," in algo:
+                    raise _fail(path, where, "algorithm names must not contain commas (marl-eval)")
+                if not isinstance(runs, dict) or not runs:
+                    raise _fail(path, where, "expected a non-empty mapping of run to steps")
+                parsed = [_parse_run(path, f"{where}/{r}", r, d) for r, d in runs.items()]
+                first = parsed[0]
+                for run in parsed[1:]:
+                    if set(run.metrics) != set(first.metrics):
+                        raise _fail(
+                            path, f"{where}/{run.name}", "metrics differ from the first run"
+                        )
+                records.append(Record(path, env, task, algo, parsed, meta))
+    return records
+
+
+def _candidates(path: Path) -> list[Path]:
+    if path.is_dir():
+        found = sorted(path.rglob(RECORD))
+        if not found:
+            raise RecordError(f"{path}: no {RECORD} under this directory")
+        return found
+    if not path.exists():
+        raise RecordError(f"{path}: no such file or directory")
+    return [path]
+
+
+def load(paths: Iterable[str | Path]) -> list[Record]:
+    """Every record under `paths` (run directories, directories of runs, or JSON files).
+
+    A `record.json` next to a `meta.json` is a marl record; any other JSON in marl-eval's
+    schema is read as external (no sidecar). Unfinished runs (sidecar says so) are skipped.
+    """
+    records: list[Record] = []
+    for given in paths:
+        for path in _candidates(Path(given)):
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError) as e:
+                raise RecordError(f"{path}: cannot read JSON: {e}") from None
+            meta_path = path.parent / META if path.name == RECORD else None
+            meta = None
+            if meta_path is not None and meta_path.exists():
+                try:
+                    meta = json.loads(meta_path.read_text())
+                except (OSError, json.JSONDecodeError) as e:
+                    raise RecordError(f"{meta_path}: cannot read JSON: {e}") from None
+                if not meta.get("finished", False):
+                    continue
+            records.extend(parse(path, data, meta))
+    return records
+
+
+# --- comparability ----------------------------------------------------------------------------
+def check_comparable(records: Sequence[Record]) -> None:
+    """Refuse records of one task made under different protocol settings or budgets.
+
+    Compared between the marl records of a task: `COMPARABLE` protocol fields, the env steps
+    trained and the evaluation step grid's length, and the environment's keywords. External
+    records are checked on what their data shows (episodes per evaluation and absolute metric).
+    """
+    by_task: dict[str, list[Record]] = {}
+    for r in records:
+        by_task.setdefault(r.env_id, []).append(r)
+    for task, group in by_task.items():
+        ref = group[0]
+        for other in group[1:]:
+            for key, a, b in _differences(ref, other):
+                raise RecordError(
+                    f"records of {task} were made under different protocols: {key} is {a!r} in "
+                    f"{ref.path} but {b!r} in {other.path}; compare runs of one protocol "
+                    "(re-run one side, or report them separately)"
+                )
+
+
+def _settings(r: Record) -> dict[str, Any]:
+    p = r.protocol
+    out: dict[str, Any] = {}
+    if r.meta is not None:
+        out.update({f"protocol.{k}": p.get(k) for k in COMPARABLE})
+        out["env steps"] = r.meta.get("env_steps")
+        out["env.kwargs"] = (r.meta.get("config") or {}).get("env", {}).get("kwargs", {})
+    else:
+        out["protocol.eval_episodes"] = p.get("eval_episodes")
+        if "absolute_episodes" in p:
+            out["protocol.absolute_episodes"] = p["absolute_episodes"]
+    out["evaluations"] = len(r.runs[0].steps)
+    out["env steps"] = out.get("env steps") or int(r.runs[0].steps[-1])
+    return out
+
+
+def _differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
+    sa, sb = _settings(a), _settings(b)
+    out = []
+    for key in sa:
+        if key in sb and not _same(sa[key], sb[key]):
+            out.append((key, sa[key], sb[key]))
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return math.isclose(float(a), float(b))
+        except (TypeError, ValueError):
+            return False
+    if isinstance(a, (int, str)) and isinstance(b, (int, str)):
+        return str(a) == str(b)
+    return a == b

@@ -1,0 +1,172 @@
+"""Run records: marl-eval schema round trip, marl-eval's own loader, clear refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from marl import protocol
+from marl.protocol import RecordError, check_comparable, load, run_record
+
+
+def evaluations(seeds=3, episodes=4, steps=(0, 100, 200), shift=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    evals = []
+    for k, _ in enumerate(steps):
+        evals.append(
+            {
+                "return": rng.normal(k + shift, 1.0, (seeds, episodes)),
+                "length": np.full((seeds, episodes), 25.0),
+                "return/agents": rng.normal(k, 1.0, (seeds, episodes)),
+                "collisions": rng.integers(0, 3, (seeds, episodes)).astype(float),
+            }
+        )
+    absolute = {k: v.repeat(10, axis=1) + 0.5 for k, v in evals[-1].items()}
+    return list(steps), evals, absolute
+
+
+def write_run(root, env_id="particle/spread", algo="mappo", protocol_over=None, **kw):
+    steps, evals, absolute = evaluations(**kw)
+    path = root / env_id / algo / "run"
+    path.mkdir(parents=True)
+    (path / "record.json").write_text(json.dumps(run_record(env_id, algo, steps, evals, absolute)))
+    proto = {"version": "1", "eval_episodes": 4, "absolute_episodes": 40, "metric": "return"}
+    proto.update(protocol_over or {})
+    meta = {
+        "finished": True,
+        "protocol": proto,
+        "env_steps": steps[-1],
+        "config": {"env": {"id": env_id, "kwargs": {}}},
+        "anchors": {"random": -3.0, "reference": 3.0},
+    }
+    (path / "meta.json").write_text(json.dumps(meta))
+    return path, steps, evals, absolute
+
+
+def test_record_round_trip(tmp_path):
+    path, steps, evals, absolute = write_run(tmp_path)
+    (rec,) = load([path])
+    assert (rec.environment, rec.task, rec.algorithm) == ("particle", "spread", "mappo")
+    assert not rec.external and len(rec.runs) == 3
+    for s, run in enumerate(rec.runs):
+        assert run.name == f"run_{s}"
+        np.testing.assert_array_equal(run.steps, steps)
+        for k in range(len(steps)):
+            np.testing.assert_allclose(run.metrics["episode_return"][k], evals[k]["return"][s])
+            np.testing.assert_allclose(
+                run.metrics["episode_return/agents"][k], evals[k]["return/agents"][s]
+            )
+        np.testing.assert_allclose(run.absolute["episode_length"], absolute["length"][s])
+    np.testing.assert_allclose(rec.final(), evals[-1]["return"].mean(axis=1))
+    np.testing.assert_allclose(rec.absolute_metric(), absolute["return"].mean(axis=1))
+    curve_steps, values = rec.curve()
+    assert values.shape == (3, 3) and list(curve_steps) == steps
+
+
+def test_record_metric_names_follow_marl_eval():
+    assert protocol.record_metric("return") == "episode_return"
+    assert protocol.record_metric("return/adversary") == "episode_return/adversary"
+    assert protocol.record_metric("length") == "episode_length"
+    assert protocol.record_metric("won") == "won"
+
+
+def test_marl_eval_reads_our_records(tmp_path):
+    """marl-eval's own pipeline (id-marl-eval; installs with --no-deps where its pinned
+    pandas does not build) reads a merged file of two algorithms on two tasks."""
+    dpu = pytest.importorskip("marl_eval.utils.data_processing_utils")
+    diagnose = pytest.importorskip("marl_eval.utils.diagnose_data_errors")
+    raw: dict = {"particle": {}}
+    for task in ("spread", "simple"):
+        raw["particle"][task] = {}
+        for algo, shift in (("ippo", 0.0), ("mappo", 1.0)):
+            steps, evals, absolute = evaluations(shift=shift, seed=len(task))
+            rec = run_record(f"particle/{task}", algo, steps, evals, absolute)
+            raw["particle"][task].update(rec["particle"][task])
+    assert all(diagnose.DiagnoseData(raw).check_data().values())
+    processed = dpu.data_process_pipeline(raw, ["episode_return"])
+    assert processed is not raw and processed["extra"]["number_of_runs"] == 3
+    matrices, curves = dpu.create_matrices_for_rliable(processed, "particle", ["episode_return"])
+    assert matrices["mean_episode_return"]["mappo"].shape == (3, 2)  # runs x tasks
+    expected = [
+        np.mean(raw["particle"][t]["mappo"]["run_1"]["absolute_metrics"]["episode_return"])
+        for t in ("spread", "simple")
+    ]
+    np.testing.assert_allclose(matrices["mean_episode_return"]["mappo"][1], expected)
+    assert curves["mean_episode_return"]["ippo"].shape == (3, 2, 3)  # runs x tasks x steps
+
+
+def test_loader_names_file_and_field(tmp_path):
+    path, *_ = write_run(tmp_path)
+    record = json.loads((path / "record.json").read_text())
+    del record["particle"]["spread"]["mappo"]["run_1"]["step_2"]["step_count"]
+    (path / "record.json").write_text(json.dumps(record))
+    with pytest.raises(
+        RecordError,
+        match=r"record\.json: particle/spread/mappo/run_1/step_2: "
+        r"missing step_count",
+    ):
+        load([path])
+
+    record["particle"]["spread"]["mappo"]["run_1"]["step_2"]["step_count"] = 200
+    record["particle"]["spread"]["mappo"]["run_0"]["step_1"]["episode_return"] = "high"
+    (path / "record.json").write_text(json.dumps(record))
+    with pytest.raises(RecordError, match="run_0/step_1/episode_return: expected a non-empty"):
+        load([path])
+
+    (path / "record.json").write_text("{not json")
+    with pytest.raises(RecordError, match="cannot read JSON"):
+        load([path])
+    with pytest.raises(RecordError, match="no such file"):
+        load([tmp_path / "missing"])
+
+
+def test_unfinished_runs_are_skipped(tmp_path):
+    path, *_ = write_run(tmp_path)
+    meta = json.loads((path / "meta.json").read_text())
+    meta["finished"] = False
+    (path / "meta.json").write_text(json.dumps(meta))
+    assert load([tmp_path]) == []
+
+
+def test_external_records_are_marked(tmp_path):
+    steps, evals, absolute = evaluations()
+    path = tmp_path / "mava.json"
+    path.write_text(json.dumps(run_record("particle/spread", "ippo", steps, evals, absolute)))
+    (rec,) = load([path])
+    assert rec.external and rec.protocol == {"eval_episodes": 4, "absolute_episodes": 40}
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"eval_episodes": 16}, "protocol.eval_episodes"),
+        ({"version": "2"}, "protocol.version"),
+        ({"absolute_episodes": 100}, "protocol.absolute_episodes"),
+        ({"metric": "occupied"}, "protocol.metric"),
+    ],
+)
+def test_mismatched_protocols_are_refused(tmp_path, change, field):
+    write_run(tmp_path / "a", algo="ippo")
+    write_run(tmp_path / "b", algo="mappo", protocol_over=change)
+    records = load([tmp_path])
+    with pytest.raises(RecordError, match=rf"particle/spread .*different protocols: {field}"):
+        check_comparable(records)
+
+
+def test_different_budgets_are_refused_same_protocol_accepted(tmp_path):
+    write_run(tmp_path / "a", algo="ippo")
+    write_run(tmp_path / "b", algo="mappo", seed=3)
+    check_comparable(load([tmp_path]))  # same protocol and budget: fine
+    write_run(tmp_path / "c", algo="happo", steps=(0, 100, 300))
+    with pytest.raises(RecordError, match="env steps"):
+        check_comparable(load([tmp_path]))
+
+
+def test_other_tasks_do_not_need_to_agree(tmp_path):
+    write_run(tmp_path / "a", env_id="particle/spread")
+    write_run(tmp_path / "b", env_id="particle/simple", protocol_over={"eval_episodes": 8})
+    check_comparable(load([tmp_path]))
+    assert math.isfinite(load([tmp_path])[0].final().mean())
