@@ -1,4 +1,4 @@
-"""The `marl` command line: `marl train | list | bench | render`.
+"""The `marl` command line: `marl train | sweep | report | leaderboard | list | bench | render`.
 
 Errors a user can fix (an unknown id or keyword, a missing optional package) are printed as one
 line on stderr with exit code 2, never as a traceback.
@@ -143,25 +143,36 @@ def describe_algorithm(name: str, width: int = 90) -> str:
 def cmd_train(args: argparse.Namespace) -> int:
     """Compose and validate the config, train every seed, write the run directory."""
     from marl import config
-    from marl.rundir import RunDir
-    from marl.training import run as run_training
 
     try:
         run = config.resolve(config.compose(args.overrides), command=args.overrides)
     except config.ConfigError as e:
         raise UsageError(str(e)) from None
+    if args.dry_run:
+        train_run(run, dry_run=True)
+        return 0
+    return 0 if train_run(run) is not None else 130
+
+
+def train_run(run: Any, dry_run: bool = False) -> Any:
+    """Train a resolved run (`marl.config.RunConfig`) and write its directory; returns the
+    directory, or None when interrupted or on a dry run."""
+    from marl import config
+    from marl.rundir import RunDir
+    from marl.training import run as run_training
+
     s = run.settings
     plan = (
         f"{run.env_id} with {run.algo}: {s.seeds} seeds x {run.env_steps:,} env steps, "
         f"{run.total_updates} updates of {run.steps_per_update:,} steps, "
         f"{run.num_segments + 1} evaluations of {s.eval_episodes} episodes"
     )
-    if args.dry_run:
+    if dry_run:
         from omegaconf import OmegaConf
 
         print(OmegaConf.to_yaml(OmegaConf.create(run.to_dict())), end="")
         print(plan)
-        return 0
+        return None
     try:
         run_dir = RunDir(run)
     except FileExistsError as e:
@@ -180,7 +191,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         print(f"interrupted; the evaluations so far are in {run_dir.path}", file=sys.stderr)
-        return 130
+        return None
     anchors = None
     if run.settings.metric == "return":
         from marl.baselines import anchor_scores
@@ -200,6 +211,103 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"absolute {s.metric} {final['absolute_mean']:.3f} ± {final['absolute_std']:.3f} "
             f"(each seed's best evaluated parameters, {s.absolute_episodes} episodes)"
         )
+    return run_dir.path
+
+
+def _study(paths: Sequence[str], metric: str, compute_anchors: bool = True) -> Any:
+    from marl.protocol import RecordError
+    from marl.report import load_study
+
+    try:
+        return load_study(paths, metric=metric, compute_anchors=compute_anchors)
+    except RecordError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Aggregate run records into report.md, report.html (self-contained) and report.json."""
+    from marl.report import write_report
+
+    study = _study(args.runs, args.metric)
+    paths = write_report(study, args.out, title=args.title, reps=args.reps, seed=args.seed)
+    print(
+        f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s) "
+        f"({', '.join(study.algorithms)}); wrote {paths['md']}, {paths['html']}"
+    )
+    return 0
+
+
+DEFAULT_RECORDS = ("results/runs", "results/external")
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    """Rank algorithms per task and overall; writes leaderboard.md, .json and .html."""
+    from marl.report import write_leaderboard
+
+    runs = args.runs or [p for p in DEFAULT_RECORDS if os.path.isdir(p)]
+    if not runs:
+        raise UsageError(f"no records given and none of {', '.join(DEFAULT_RECORDS)} exists")
+    study = _study(runs, args.metric)
+    command = "marl leaderboard " + " ".join([*args.runs, "--out", args.out])
+    paths = write_leaderboard(study, args.out, reps=args.reps, seed=args.seed, command=command)
+    print(f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s); wrote {paths['md']}")
+    return 0
+
+
+def sweep_overrides(overrides: Sequence[str]) -> list[list[str]]:
+    """Hydra multirun expansion: `env=a,b algo=x,y` -> the grid of override lists."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException as e:
+        raise UsageError(str(e).strip().splitlines()[0]) from None
+    batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    return [list(combo) for batch in batches for combo in batch]
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Train every combination of comma-separated overrides, then write one report."""
+    from datetime import datetime
+
+    from marl import config
+    from marl.protocol import META
+
+    grid = sweep_overrides(args.overrides)
+    if not any(o.startswith("name=") for o in args.overrides):
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        grid = [[*combo, f"name=sweep-{stamp}"] for combo in grid]
+    runs = []
+    for combo in grid:  # validate every run before training any
+        try:
+            runs.append(config.resolve(config.compose(combo), command=combo))
+        except config.ConfigError as e:
+            raise UsageError(f"{' '.join(combo)}: {e}") from None
+    print(f"sweep: {len(runs)} run(s)", flush=True)
+    dirs = []
+    for k, run in enumerate(runs, 1):
+        path = run.out / run.env_id / run.algo / str(run.name)
+        print(f"[{k}/{len(runs)}] {' '.join(run.command)}", flush=True)
+        if (path / META).exists():
+            if json.loads((path / META).read_text()).get("finished"):
+                print(f"finished before: {path}", flush=True)
+                dirs.append(path)
+                continue
+            aside = path.with_name(f"{path.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
+            path.rename(aside)
+            print(f"moved the unfinished run aside to {aside}", flush=True)
+        done = train_run(run)
+        if done is None:
+            return 130
+        dirs.append(done)
+    out = args.report or str(runs[0].out / f"report-{runs[0].name}")
+    from marl.report import write_report
+
+    study = _study([str(d) for d in dirs], "episode_return")
+    paths = write_report(study, out, title=f"marl sweep {runs[0].name}")
+    print(f"wrote {paths['md']} and {paths['html']}")
     return 0
 
 
@@ -334,6 +442,46 @@ def build_parser() -> argparse.ArgumentParser:
         help="Hydra overrides, e.g. algo=ippo budget=1e6",
     )
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "sweep",
+        help="train a grid of runs (comma-separated overrides), then write a report",
+        description="Hydra multirun syntax: each comma-separated override is a sweep axis,\n"
+        "e.g. `marl sweep env=particle/spread,particle/simple algo=ippo,mappo budget=2e5`.\n"
+        "Seeds are vmapped inside each run. Runs already finished under the same name=\n"
+        "are skipped, so a killed sweep resumes; the report goes to --report.",
+        usage="marl sweep [-h] [--report DIR] KEY=VALUE[,VALUE...] ...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--report", metavar="DIR", help="report directory (default <out>/report-<name>)")
+    p.add_argument("overrides", nargs="+", metavar="KEY=VALUE", help="Hydra overrides")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser(
+        "report",
+        help="aggregate run records into a report (Markdown, HTML, JSON, plots)",
+        description="Reads run directories, directories of runs, or marl-eval JSON files.",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUNS", help="run directories or record files")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--metric", default="episode_return", help="record metric to aggregate")
+    p.add_argument("--title", default="marl report")
+    p.add_argument("--reps", type=int, default=2000, help="bootstrap replicates")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "leaderboard",
+        help="rank algorithms per task and overall from run records",
+        description="Default records: results/runs and results/external (marl-eval JSON from "
+        "other frameworks, marked external).",
+    )
+    p.add_argument("runs", nargs="*", metavar="RUNS", help="run directories or record files")
+    p.add_argument("--out", default="results", metavar="DIR", help="output directory")
+    p.add_argument("--metric", default="episode_return", help="record metric to rank by")
+    p.add_argument("--reps", type=int, default=2000, help="bootstrap replicates")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("list", help="list registered environments and algorithms")
     p.add_argument("--family", help="only this family (e.g. particle)")

@@ -1,0 +1,564 @@
+"""Reports and the leaderboard: records in, normalised aggregates, plots, Markdown and HTML out.
+
+```
+records (marl.protocol.load)  ->  collect: one Entry per (task, algorithm), runs pooled
+                                  over records; anchors per task (random, reference)
+                              ->  normalise: (score - random) / (reference - random)
+                              ->  marl.stats: IQM, mean, median, optimality gap, profiles,
+                                  P(improvement), sample efficiency, stratified bootstrap CIs
+                              ->  marl.plots figures; report.md, self-contained report.html,
+                                  report.json  (write_report)
+                              ->  leaderboard.md/.json/.html (write_leaderboard)
+```
+
+Scores are the absolute metric (each seed's best evaluated parameters re-evaluated; the last
+evaluation for records that lack it), one per run; the number of runs is read from the data.
+The anchors come from the records' sidecars (computed by `marl train` with the same episodes
+for every run of a task) or, for a registered task without them, from `marl.baselines`. A task
+without a reference score is shown in its own table but left out of normalised aggregates.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from marl import plots, stats
+from marl.protocol import Record, RecordError, Run, check_comparable
+
+METRIC = "episode_return"
+ANCHOR_RTOL = 1e-4
+
+
+@dataclass
+class Anchors:
+    """A task's normalisation: 0 at the random policy's score, 1 at the reference's."""
+
+    random: float
+    reference: float
+    source: str  # "records" or "baselines"
+
+    def normalise(self, x: np.ndarray) -> np.ndarray:
+        return (np.asarray(x, np.float64) - self.random) / (self.reference - self.random)
+
+
+@dataclass
+class Entry:
+    """All runs of one algorithm on one task, pooled over its records."""
+
+    task: str
+    algorithm: str
+    records: list[Record] = field(default_factory=list)
+
+    @property
+    def runs(self) -> list[Run]:
+        return [run for r in self.records for run in r.runs]
+
+    @property
+    def external(self) -> bool:
+        return any(r.external for r in self.records)
+
+    def scores(self, metric: str) -> np.ndarray:
+        """[runs] the absolute metric of every run."""
+        return np.concatenate([r.absolute_metric(metric) for r in self.records])
+
+    def curve(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """(steps [K], values [K, runs]) over all runs; the records must share the step grid."""
+        steps, first = self.records[0].curve(metric)
+        values = [first]
+        for r in self.records[1:]:
+            s, v = r.curve(metric)
+            if not np.array_equal(s, steps):
+                raise RecordError(
+                    f"{r.path}: evaluation steps differ from {self.records[0].path} for "
+                    f"{self.task} {self.algorithm}; pool only runs with the same schedule"
+                )
+            values.append(v)
+        return steps, np.concatenate(values, axis=1)
+
+
+@dataclass
+class Study:
+    """Records collected per (task, algorithm) with each task's anchors."""
+
+    metric: str
+    entries: dict[tuple[str, str], Entry]
+    anchors: dict[str, Anchors | None]
+
+    @property
+    def tasks(self) -> list[str]:
+        return sorted({t for t, _ in self.entries})
+
+    @property
+    def algorithms(self) -> list[str]:
+        return sorted({a for _, a in self.entries})
+
+    def normalised_scores(self) -> dict[str, dict[str, np.ndarray]]:
+        """algorithm -> task -> [runs], tasks with anchors only."""
+        out: dict[str, dict[str, np.ndarray]] = {}
+        for (task, algo), entry in sorted(self.entries.items()):
+            anchors = self.anchors.get(task)
+            if anchors is not None:
+                out.setdefault(algo, {})[task] = anchors.normalise(entry.scores(self.metric))
+        return out
+
+    def normalised_curves(self) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+        """algorithm -> task -> (steps, values [K, runs]), tasks with anchors only."""
+        out: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        for (task, algo), entry in sorted(self.entries.items()):
+            anchors = self.anchors.get(task)
+            if anchors is not None:
+                steps, values = entry.curve(self.metric)
+                out.setdefault(algo, {})[task] = (steps, anchors.normalise(values))
+        return out
+
+
+def _record_anchors(task: str, records: Sequence[Record], metric: str) -> Anchors | None:
+    found: list[tuple[Record, dict[str, Any]]] = []
+    for r in records:
+        a = (r.meta or {}).get("anchors")
+        if a and a.get("metric", METRIC) == metric and a.get("reference") is not None:
+            found.append((r, a))
+    if not found:
+        return None
+    (ref_record, ref), others = found[0], found[1:]
+    for r, a in others:
+        for key in ("random", "reference"):
+            if not math.isclose(a[key], ref[key], rel_tol=ANCHOR_RTOL, abs_tol=1e-6):
+                raise RecordError(
+                    f"records of {task} disagree on the {key} anchor: {ref[key]!r} in "
+                    f"{ref_record.path} but {a[key]!r} in {r.path} (different environment "
+                    "settings or package versions?)"
+                )
+    return Anchors(float(ref["random"]), float(ref["reference"]), "records")
+
+
+def _baseline_anchors(task: str, metric: str, episodes: int) -> Anchors | None:
+    """Anchors computed by `marl.baselines` for a registered task with default keywords."""
+    if metric != METRIC:
+        return None
+    from marl.baselines import anchor_scores
+    from marl.registry import RegistryError, make
+
+    try:
+        env = make(task)
+    except (RegistryError, TypeError, ValueError):
+        return None
+    a = anchor_scores(env, num_episodes=episodes)
+    if a["scripted"] is None:
+        return None
+    return Anchors(float(a["random"]), float(a["scripted"]), "baselines")
+
+
+def collect(records: Sequence[Record], metric: str = METRIC, compute_anchors: bool = True) -> Study:
+    """Group records per (task, algorithm), check they are comparable, find the anchors."""
+    if not records:
+        raise RecordError("no finished run records found")
+    check_comparable(records)
+    entries: dict[tuple[str, str], Entry] = {}
+    for r in records:
+        missing = [run.name for run in r.runs if metric not in run.metrics]
+        if missing:
+            have = ", ".join(sorted(r.runs[0].metrics))
+            raise RecordError(
+                f"{r.path}: {r.env_id}/{r.algorithm}: no metric {metric!r}; has {have}"
+            )
+        entries.setdefault((r.env_id, r.algorithm), Entry(r.env_id, r.algorithm)).records.append(r)
+    anchors: dict[str, Anchors | None] = {}
+    for task in sorted({t for t, _ in entries}):
+        task_records = [r for (t, _), e in entries.items() if t == task for r in e.records]
+        found = _record_anchors(task, task_records, metric)
+        if found is None and compute_anchors:
+            episodes = max(
+                (int((r.meta or {}).get("protocol", {}).get("absolute_episodes") or 0))
+                for r in task_records
+            )
+            found = _baseline_anchors(task, metric, episodes or 320)
+        anchors[task] = found
+    return Study(metric, entries, anchors)
+
+
+# --- numbers ----------------------------------------------------------------------------------
+def _interval(x: Sequence[float]) -> dict[str, float]:
+    point, low, high = (float(v) for v in x)
+    return {"point": point, "low": low, "high": high}
+
+
+def summarise(study: Study, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Every number of a report (JSON-able): per task and algorithm, aggregates, pairs."""
+    tasks: dict[str, Any] = {}
+    for task in study.tasks:
+        anchors = study.anchors.get(task)
+        rows = {}
+        for algo in study.algorithms:
+            entry = study.entries.get((task, algo))
+            if entry is None:
+                continue
+            raw = entry.scores(study.metric)
+            final = np.concatenate([r.final(study.metric) for r in entry.records])
+            row: dict[str, Any] = {
+                "runs": int(raw.size),
+                "external": entry.external,
+                "absolute_mean": _interval(stats.mean_ci(raw, reps=reps, seed=seed)),
+                "absolute_iqm": _interval(stats.iqm_ci(raw, reps=reps, seed=seed)),
+                "final_mean": float(np.mean(final)),
+                "env_steps": int(entry.runs[0].steps[-1]),
+                "sources": sorted({str(r.path) for r in entry.records}),
+            }
+            if anchors is not None:
+                row["normalised_iqm"] = _interval(
+                    stats.iqm_ci(anchors.normalise(raw), reps=reps, seed=seed)
+                )
+            rows[algo] = row
+        tasks[task] = {
+            "anchors": None if anchors is None else anchors.__dict__,
+            "algorithms": rows,
+        }
+    scores = study.normalised_scores()
+    aggregates = stats.aggregate(scores, reps=reps, seed=seed) if scores else {}
+    pairs = stats.pairwise_improvement(scores, reps=reps, seed=seed) if len(scores) > 1 else {}
+    return {
+        "metric": study.metric,
+        "reps": reps,
+        "confidence": 0.95,
+        "tasks": tasks,
+        "normalised_tasks": sorted({t for by in scores.values() for t in by}),
+        "aggregates": {a: {m: _interval(v) for m, v in by.items()} for a, by in aggregates.items()},
+        "improvement": {f"{x} > {y}": _interval(v) for (x, y), v in pairs.items()},
+    }
+
+
+# --- report -----------------------------------------------------------------------------------
+def _fmt(iv: dict[str, float] | None, digits: int = 2) -> str:
+    if iv is None:
+        return "n/a"
+    return f"{iv['point']:.{digits}f} [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]"
+
+
+def _figures(study: Study, out: Path, reps: int, seed: int) -> dict[str, Path]:
+    """Draw every figure of a report into `out`; name -> path."""
+    fig_dir = out / "figures"
+    colors = plots.algorithm_colors(study.algorithms)
+    figs: dict[str, Path] = {}
+    scores = study.normalised_scores()
+    if scores:
+        agg = stats.aggregate(scores, reps=reps, seed=seed)
+        figs["aggregates"] = plots.aggregate_intervals(
+            agg, fig_dir / "aggregates.png", colors=colors
+        )
+        everything = np.concatenate([v for by in scores.values() for v in by.values()])
+        taus = np.linspace(min(0.0, everything.min()), max(1.0, everything.max()), 101)
+        profiles = {}
+        for algo, by in scores.items():
+            frac, low, high = stats.performance_profile(
+                [by[t] for t in sorted(by)], taus, reps=reps, seed=seed
+            )
+            profiles[algo] = (taus, frac, low, high)
+        figs["profiles"] = plots.performance_profiles(
+            profiles, fig_dir / "performance_profiles.png", colors=colors
+        )
+        if len(scores) > 1:
+            pairs = stats.pairwise_improvement(scores, reps=reps, seed=seed)
+            figs["improvement"] = plots.improvement_probabilities(
+                pairs, fig_dir / "improvement.png", colors=colors
+            )
+        curves = {}
+        for algo, by in study.normalised_curves().items():
+            try:
+                curves[algo] = stats.sample_efficiency(by, reps=reps, seed=seed)
+            except ValueError:  # tasks with different evaluation counts: no pooled curve
+                continue
+        labels = {c.xlabel for c in curves.values()}
+        if curves and len(labels) == 1:
+            figs["sample_efficiency"] = plots.sample_efficiency_curves(
+                curves, fig_dir / "sample_efficiency.png", colors=colors
+            )
+    for task in study.tasks:
+        per_algo = {}
+        for algo in study.algorithms:
+            entry = study.entries.get((task, algo))
+            if entry is not None:
+                steps, values = entry.curve(study.metric)
+                per_algo[algo] = stats.mean_curve(steps, values, reps=reps, seed=seed)
+        name = "task_" + task.replace("/", "_")
+        figs[name] = plots.task_curves(
+            per_algo,
+            fig_dir / f"{name}.png",
+            title=f"{task}: greedy evaluation (mean over runs, 95% CI)",
+            ylabel=study.metric.replace("_", " "),
+            colors=colors,
+        )
+    return figs
+
+
+FIGURE_TITLES = {
+    "aggregates": "Aggregate normalised scores (absolute metric, 95% stratified bootstrap CIs)",
+    "profiles": "Performance profiles",
+    "improvement": "Probability of improvement",
+    "sample_efficiency": "Sample efficiency (IQM of normalised score over runs and tasks)",
+}
+
+
+def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: str) -> str:
+    lines = [f"# {title}", ""]
+    lines += [
+        f"Metric `{summary['metric']}`; per run the absolute metric (best evaluated parameters "
+        "re-evaluated). Normalised: 0 = random policy, 1 = reference (scripted) policy. "
+        f"Intervals are 95% bootstrap CIs ({summary['reps']} replicates; stratified over tasks "
+        "for aggregates).",
+        "",
+    ]
+    if summary["aggregates"]:
+        lines += [
+            f"## Aggregates over {len(summary['normalised_tasks'])} task(s): "
+            + ", ".join(summary["normalised_tasks"]),
+            "",
+            "| algorithm | IQM | mean | median | optimality gap |",
+            "|---|---|---|---|---|",
+        ]
+        for algo, agg in sorted(
+            summary["aggregates"].items(), key=lambda kv: -kv[1]["iqm"]["point"]
+        ):
+            lines.append(
+                f"| {algo} | {_fmt(agg['iqm'])} | {_fmt(agg['mean'])} | {_fmt(agg['median'])} "
+                f"| {_fmt(agg['optimality_gap'])} |"
+            )
+        lines.append("")
+    if summary["improvement"]:
+        lines += ["## Probability of improvement", "", "| pair | P(X > Y) |", "|---|---|"]
+        lines += [f"| {pair} | {_fmt(iv)} |" for pair, iv in sorted(summary["improvement"].items())]
+        lines.append("")
+    for name in ("aggregates", "profiles", "improvement", "sample_efficiency"):
+        if name in figs:
+            lines += [
+                f"### {FIGURE_TITLES[name]}",
+                "",
+                f"![{name}]({figs[name].relative_to(out)})",
+                "",
+            ]
+    lines += ["## Tasks", ""]
+    for task, data in summary["tasks"].items():
+        a = data["anchors"]
+        anchor_text = (
+            f"anchors: random {a['random']:.3f}, reference {a['reference']:.3f} ({a['source']})"
+            if a
+            else "no reference score: not normalised, not in the aggregates"
+        )
+        lines += [
+            f"### {task}",
+            "",
+            anchor_text,
+            "",
+            "| algorithm | runs | absolute metric, mean [95% CI] | IQM [95% CI] | normalised IQM "
+            "| final evaluation mean | env steps |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        rows = sorted(data["algorithms"].items(), key=lambda kv: -kv[1]["absolute_mean"]["point"])
+        for algo, row in rows:
+            name = algo + (" (external)" if row["external"] else "")
+            lines.append(
+                f"| {name} | {row['runs']} | {_fmt(row['absolute_mean'])} | "
+                f"{_fmt(row['absolute_iqm'])} | {_fmt(row.get('normalised_iqm'))} | "
+                f"{row['final_mean']:.2f} | {row['env_steps']:,} |"
+            )
+        key = "task_" + task.replace("/", "_")
+        if key in figs:
+            lines += ["", f"![{task}]({figs[key].relative_to(out)})"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _html(markdown: str, figs: dict[str, Path], out: Path, title: str) -> str:
+    """A self-contained page: the Markdown's tables and headings, figures inlined as data URIs."""
+    embedded = {
+        str(p.relative_to(out)): base64.b64encode(p.read_bytes()).decode("ascii")
+        for p in figs.values()
+    }
+    body: list[str] = []
+    table: list[str] = []
+
+    def flush_table() -> None:
+        if not table:
+            return
+        rows = [r.strip().strip("|").split("|") for r in table if not set(r) <= set("|- ")]
+        head, *rest = rows
+        body.append("<table><thead><tr>")
+        body.extend(f"<th>{html.escape(c.strip())}</th>" for c in head)
+        body.append("</tr></thead><tbody>")
+        for r in rest:
+            body.append("<tr>" + "".join(f"<td>{html.escape(c.strip())}</td>" for c in r) + "</tr>")
+        body.append("</tbody></table>")
+        table.clear()
+
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush_table()
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            body.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
+        elif line.startswith("!["):
+            alt, src = line[2:].split("](", 1)
+            src = src.rstrip(")")
+            data = embedded.get(src)
+            if data is not None:
+                body.append(f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">')
+        elif line.strip():
+            text = html.escape(line).replace("`", "")
+            body.append(f"<p>{text}</p>")
+    flush_table()
+    style = (
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
+        "padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+        "img{max-width:100%;margin:1em 0}h1,h2,h3{margin-top:1.5em}"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}'
+        f"</title><style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def write_report(
+    study: Study, out: str | Path, title: str = "marl report", reps: int = 2000, seed: int = 0
+) -> dict[str, Path]:
+    """Write `report.md`, `report.html` (self-contained), `report.json` and `figures/` to `out`."""
+    from marl.rundir import atomic_write, write_json
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarise(study, reps=reps, seed=seed)
+    summary["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    figs = _figures(study, out, reps, seed)
+    markdown = _markdown(summary, figs, out, title)
+    atomic_write(out / "report.md", markdown + "\n")
+    atomic_write(out / "report.html", _html(markdown, figs, out, title))
+    write_json(out / "report.json", summary)
+    return {"md": out / "report.md", "html": out / "report.html", "json": out / "report.json"}
+
+
+# --- leaderboard ------------------------------------------------------------------------------
+def leaderboard(study: Study, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Rankings per task (normalised IQM of the absolute metric; raw mean where a task has no
+    reference) and overall (IQM over all normalised tasks, stratified bootstrap CI)."""
+    summary = summarise(study, reps=reps, seed=seed)
+    tasks = {}
+    for task, data in summary["tasks"].items():
+        key = "normalised_iqm" if data["anchors"] else "absolute_mean"
+        ranked = sorted(data["algorithms"].items(), key=lambda kv: -kv[1][key]["point"])
+        tasks[task] = {
+            "ranked_by": key,
+            "anchors": data["anchors"],
+            "rows": [{"rank": i + 1, "algorithm": a, **row} for i, (a, row) in enumerate(ranked)],
+        }
+    scores = study.normalised_scores()
+    n_tasks = len(summary["normalised_tasks"])
+    overall = sorted(summary["aggregates"].items(), key=lambda kv: -kv[1]["iqm"]["point"])
+    return {
+        "metric": summary["metric"],
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "tasks": tasks,
+        "overall": [
+            {
+                "rank": i + 1,
+                "algorithm": algo,
+                "tasks": len(scores.get(algo, {})),
+                "of_tasks": n_tasks,
+                "external": any(e.external for (t, a), e in study.entries.items() if a == algo),
+                **agg,
+            }
+            for i, (algo, agg) in enumerate(overall)
+        ],
+        "improvement": summary["improvement"],
+    }
+
+
+def leaderboard_markdown(board: dict[str, Any], command: str = "") -> str:
+    """The leaderboard as Markdown."""
+    lines = [
+        "# Leaderboard",
+        "",
+        "Ranked by the IQM of min-max normalised scores (0 = random policy, 1 = reference "
+        "policy) of the absolute metric (each seed's best evaluated parameters re-evaluated), "
+        "with 95% stratified bootstrap CIs. External records (not produced by marl) are "
+        "marked.",
+        "",
+    ]
+    if command:
+        lines += [f"Generated by `{command}`.", ""]
+    lines += [
+        "## Overall",
+        "",
+        "| rank | algorithm | IQM | mean | optimality gap | tasks |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in board["overall"]:
+        name = row["algorithm"] + (" (external)" if row["external"] else "")
+        lines.append(
+            f"| {row['rank']} | {name} | {_fmt(row['iqm'])} | {_fmt(row['mean'])} | "
+            f"{_fmt(row['optimality_gap'])} | {row['tasks']}/{row['of_tasks']} |"
+        )
+    lines.append("")
+    for task, data in board["tasks"].items():
+        norm = data["ranked_by"] == "normalised_iqm"
+        lines += [
+            f"## {task}",
+            "",
+            "ranked by normalised IQM" if norm else "no reference score: ranked by raw mean",
+            "",
+            "| rank | algorithm | runs | normalised IQM | absolute metric mean [95% CI] "
+            "| env steps |",
+            "|---|---|---|---|---|---|",
+        ]
+        for row in data["rows"]:
+            name = row["algorithm"] + (" (external)" if row["external"] else "")
+            lines.append(
+                f"| {row['rank']} | {name} | {row['runs']} | {_fmt(row.get('normalised_iqm'))} | "
+                f"{_fmt(row['absolute_mean'])} | {row['env_steps']:,} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_leaderboard(
+    study: Study, out: str | Path, reps: int = 2000, seed: int = 0, command: str = ""
+) -> dict[str, Path]:
+    """Write `leaderboard.md`, `.json` and `.html` into the directory `out`."""
+    from marl.rundir import atomic_write, write_json
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    board = leaderboard(study, reps=reps, seed=seed)
+    markdown = leaderboard_markdown(board, command)
+    atomic_write(out / "leaderboard.md", markdown + "\n")
+    write_json(out / "leaderboard.json", board)
+    atomic_write(out / "leaderboard.html", _html(markdown, {}, out, "marl leaderboard"))
+    return {
+        "md": out / "leaderboard.md",
+        "json": out / "leaderboard.json",
+        "html": out / "leaderboard.html",
+    }
+
+
+def load_study(
+    paths: Sequence[str | Path], metric: str = METRIC, compute_anchors: bool = True
+) -> Study:
+    """`marl.protocol.load` then `collect`."""
+    from marl.protocol import load
+
+    return collect(load(paths), metric=metric, compute_anchors=compute_anchors)
+
+
+def dumps(obj: Any) -> str:
+    """JSON text of a summary (NumPy scalars converted)."""
+    return json.dumps(obj, default=float, indent=1)

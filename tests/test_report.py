@@ -1,0 +1,152 @@
+"""Reports and leaderboard from records: numbers against an independent computation, files,
+refusals; the sweep command end to end."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import trim_mean
+from test_protocol import write_run
+
+from marl import cli
+from marl.report import leaderboard, load_study, summarise, write_leaderboard, write_report
+
+
+def _study(tmp_path):
+    write_run(tmp_path / "a", env_id="particle/spread", algo="ippo", seed=1)
+    write_run(tmp_path / "b", env_id="particle/spread", algo="mappo", shift=2.0, seed=2)
+    write_run(tmp_path / "c", env_id="particle/simple", algo="ippo", seed=3)
+    write_run(tmp_path / "d", env_id="particle/simple", algo="mappo", shift=1.0, seed=4)
+    return load_study([tmp_path], compute_anchors=False)
+
+
+def _absolute_from_files(root, task, algo):
+    """Per-run absolute scores read straight from the JSON files."""
+    family, name = task.split("/")
+    out = []
+    for path in sorted(root.rglob("record.json")):
+        data = json.loads(path.read_text())
+        runs = data.get(family, {}).get(name, {}).get(algo, {})
+        out += [np.mean(run["absolute_metrics"]["episode_return"]) for run in runs.values()]
+    return out
+
+
+def test_numbers_match_an_independent_computation(tmp_path):
+    study = _study(tmp_path)
+    summary = summarise(study, reps=500)
+    assert summary["normalised_tasks"] == ["particle/simple", "particle/spread"]
+    for algo in ("ippo", "mappo"):
+        pooled = []
+        for task in ("particle/simple", "particle/spread"):
+            absolute = _absolute_from_files(tmp_path, task, algo)
+            norm = (np.asarray(absolute) + 3.0) / 6.0  # anchors random -3, reference 3
+            row = summary["tasks"][task]["algorithms"][algo]
+            assert row["runs"] == 3
+            assert row["absolute_mean"]["point"] == pytest.approx(np.mean(absolute))
+            assert row["normalised_iqm"]["point"] == pytest.approx(trim_mean(norm, 0.25))
+            pooled.extend(norm)
+        agg = summary["aggregates"][algo]
+        assert agg["iqm"]["point"] == pytest.approx(trim_mean(pooled, 0.25))
+        assert agg["mean"]["point"] == pytest.approx(np.mean(pooled))
+        assert agg["iqm"]["low"] <= agg["iqm"]["point"] <= agg["iqm"]["high"]
+    pair = summary["improvement"]
+    assert pair["mappo > ippo"]["point"] + pair["ippo > mappo"]["point"] == pytest.approx(1.0)
+    assert pair["mappo > ippo"]["point"] > 0.5  # mappo's runs were shifted up
+
+
+def test_report_files_are_self_contained(tmp_path):
+    study = _study(tmp_path / "runs")
+    paths = write_report(study, tmp_path / "out", reps=200)
+    md = paths["md"].read_text()
+    assert "| algorithm | IQM | mean | median | optimality gap |" in md
+    assert "### particle/spread" in md and "(figures/aggregates.png)" in md
+    page = paths["html"].read_text()
+    assert page.count("data:image/png;base64,") == 6  # 4 aggregate figures + 2 task curves
+    assert 'src="figures' not in page and "<table>" in page
+    assert json.loads(paths["json"].read_text())["aggregates"]["mappo"]["iqm"]["point"] > 0
+
+
+def test_leaderboard_ranks_and_marks_external(tmp_path):
+    from test_protocol import evaluations
+
+    from marl.protocol import run_record
+
+    study_dir = tmp_path / "runs"
+    _study(study_dir)
+    steps, evals, absolute = evaluations(shift=5.0, seed=9)
+    ext = tmp_path / "external.json"
+    ext.write_text(json.dumps(run_record("particle/spread", "qmix", steps, evals, absolute)))
+    study = load_study([study_dir, ext], compute_anchors=False)
+    board = leaderboard(study, reps=200)
+    rows = board["tasks"]["particle/spread"]["rows"]
+    assert [r["algorithm"] for r in rows][0] == "qmix" and rows[0]["external"]
+    assert board["overall"][0]["algorithm"] == "qmix"
+    assert board["overall"][0]["tasks"] == 1 and board["overall"][0]["of_tasks"] == 2
+    paths = write_leaderboard(study, tmp_path / "board", reps=200)
+    assert "qmix (external)" in paths["md"].read_text()
+
+
+def _cli(*args):
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_report_cli_refuses_mixed_protocols_in_one_line(tmp_path):
+    write_run(tmp_path / "a", algo="ippo")
+    write_run(tmp_path / "b", algo="mappo", protocol_over={"eval_episodes": 16})
+    code, _, err = _cli("report", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "different protocols: protocol.eval_episodes is 4" in err
+
+
+def test_report_cli_names_a_bad_record(tmp_path):
+    path, *_ = write_run(tmp_path / "a")
+    record = json.loads((path / "record.json").read_text())
+    record["particle"]["spread"]["mappo"]["run_2"]["step_0"]["step_count"] = "zero"
+    (path / "record.json").write_text(json.dumps(record))
+    code, _, err = _cli("report", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert code == 2 and "record.json: particle/spread/mappo/run_2/step_0/step_count" in err
+
+
+SWEEP = [
+    "env=particle/simple",
+    "algo=ippo,mappo",
+    "seeds=2",
+    "budget=2048",
+    "algo.num_envs=4",
+    "algo.rollout_length=16",
+    "protocol.eval_episodes=4",
+    "protocol.num_evaluations=2",
+    "protocol.absolute_episodes=8",
+    "name=s",
+]
+
+
+def test_sweep_trains_the_grid_writes_a_report_and_skips_finished_runs(tmp_path):
+    out = tmp_path / "runs"
+    code, text, err = _cli("sweep", *SWEEP, f"out={out}")
+    assert code == 0, err
+    assert "sweep: 2 run(s)" in text
+    for algo in ("ippo", "mappo"):
+        assert json.loads((out / "particle/simple" / algo / "s" / "meta.json").read_text())[
+            "finished"
+        ]
+    report = out / "report-s" / "report.html"
+    assert report.exists() and "particle/simple" in report.read_text()
+    code, text, _ = _cli("sweep", *SWEEP, f"out={out}", "--report", str(tmp_path / "again"))
+    assert code == 0 and text.count("finished before") == 2
+    assert (tmp_path / "again" / "report.md").exists()
+
+
+def test_sweep_rejects_a_bad_combination_before_training(tmp_path):
+    code, _, err = _cli(
+        "sweep", "env=particle/simple,particle/nope", "algo=ippo", f"out={tmp_path}"
+    )
+    assert code == 2 and "particle/nope" in err
+    assert not any(tmp_path.iterdir())
