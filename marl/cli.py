@@ -237,7 +237,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_RECORDS = ("results/runs", "results/external")
+DEFAULT_RECORDS = ("results/reference/runs", "results/external")
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -63,6 +63,18 @@ def split_env_id(env_id: str) -> tuple[str, str]:
     return family, task or family
 
 
+def task_name(env_id: str, kwargs: dict[str, Any], defaults: dict[str, Any]) -> str:
+    """The record's task: the scenario, plus the keywords that differ from its defaults, e.g.
+    `spread` or `spread[continuous_actions=true,num_agents=5]`, so that runs of different
+    environment settings are never pooled as one task."""
+    _, task = split_env_id(env_id)
+    changed = {k: v for k, v in sorted(kwargs.items()) if k not in defaults or defaults[k] != v}
+    if not changed:
+        return task
+    text = ",".join(f"{k}={json.dumps(v)}" for k, v in changed.items())
+    return f"{task}[{text}]"
+
+
 def _floats(values: Any) -> list[float]:
     return [float(v) for v in np.asarray(values, np.float64).ravel()]
 
@@ -81,9 +93,12 @@ def run_record(
     steps: Sequence[int],
     evaluations: Sequence[dict[str, np.ndarray]],
     absolute: dict[str, np.ndarray] | None = None,
+    task: str | None = None,
 ) -> dict[str, Any]:
-    """A marl-eval record of one run (evaluations: per metric `[seeds, episodes]`)."""
-    family, task = split_env_id(env_id)
+    """A marl-eval record of one run (evaluations: per metric `[seeds, episodes]`); `task`
+    defaults to the scenario of `env_id` (see `task_name`)."""
+    family, scenario = split_env_id(env_id)
+    task = task or scenario
     seeds = int(np.asarray(evaluations[0]["return"]).shape[0]) if evaluations else 0
     runs: dict[str, Any] = {}
     for s in range(seeds):

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from marl.config import RunConfig
-from marl.protocol import META, RECORD, record_metric, run_record
+from marl.protocol import META, RECORD, record_metric, run_record, task_name
 from marl.training import RunResult
 
 STAMP = "%Y%m%d-%H%M%S"
@@ -115,6 +115,9 @@ class RunDir:
         self.run = run
         self.created = now or datetime.now()
         self.path = _claim(run.out / run.env_id / run.algo, run.name, self.created)
+        from marl.registry import env_kwargs
+
+        self.task = task_name(run.env_id, dict(run.env_kwargs), env_kwargs(run.env_id))
         self.steps: list[int] = []
         self.evaluations: list[dict[str, np.ndarray]] = []
         self.write_config()
@@ -134,6 +137,7 @@ class RunDir:
         cfg = run.to_dict()
         out: dict[str, Any] = {
             "env": run.env_id,
+            "task": self.task,
             "algo": run.algo,
             "seeds": run.settings.seeds,
             "budget": run.settings.budget,
@@ -172,7 +176,9 @@ class RunDir:
         self.evaluations.append(evals)
         if len(self.steps) == 1:
             write_json(self.path / META, self.meta())
-        record = run_record(self.run.env_id, self.run.algo, self.steps, self.evaluations)
+        record = run_record(
+            self.run.env_id, self.run.algo, self.steps, self.evaluations, task=self.task
+        )
         write_json(self.path / RECORD, record, indent=None)
 
     def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
@@ -181,7 +187,12 @@ class RunDir:
         from flax import serialization
 
         record = run_record(
-            self.run.env_id, self.run.algo, result.steps, result.evaluations, result.absolute
+            self.run.env_id,
+            self.run.algo,
+            result.steps,
+            result.evaluations,
+            result.absolute,
+            task=self.task,
         )
         write_json(self.path / RECORD, record, indent=None)
         if result.params is not None:

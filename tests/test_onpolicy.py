@@ -36,9 +36,13 @@ def test_gae_truncation_bootstraps_from_the_true_final_value():
     truncated = np.array([0, 1, 0, 0, 0], bool)
     gamma, lam = 0.9, 0.8
     adv, ret = gae(
-        jnp.asarray(rewards)[:, None], jnp.asarray(values)[:, None],
-        jnp.asarray(next_values)[:, None], jnp.asarray(terminated)[:, None],
-        jnp.asarray(terminated | truncated)[:, None], gamma, lam,
+        jnp.asarray(rewards)[:, None],
+        jnp.asarray(values)[:, None],
+        jnp.asarray(next_values)[:, None],
+        jnp.asarray(terminated)[:, None],
+        jnp.asarray(terminated | truncated)[:, None],
+        gamma,
+        lam,
     )
     # by hand at the truncation: delta = 1 + 0.9 * 5 - 0.6 = 4.9, no recursion past it
     assert np.isclose(float(adv[1, 0]), 4.9)
@@ -50,8 +54,12 @@ def test_gae_truncation_bootstraps_from_the_true_final_value():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), T=st.integers(1, 40), gamma=st.floats(0.5, 1.0),
-       lam=st.floats(0.0, 1.0))
+@given(
+    seed=st.integers(0, 10_000),
+    T=st.integers(1, 40),
+    gamma=st.floats(0.5, 1.0),
+    lam=st.floats(0.0, 1.0),
+)
 def test_gae_matches_numpy_reference(seed, T, gamma, lam):
     rng = np.random.default_rng(seed)
     B, N = 3, 2
@@ -60,12 +68,20 @@ def test_gae_matches_numpy_reference(seed, T, gamma, lam):
     nv = rng.normal(size=(T, B, N))
     term = rng.random((T, B)) < 0.1
     trunc = (rng.random((T, B)) < 0.1) & ~term
-    adv, ret = gae(jnp.asarray(r), jnp.asarray(v), jnp.asarray(nv), jnp.asarray(term),
-                   jnp.asarray(term | trunc), gamma, lam)
+    adv, ret = gae(
+        jnp.asarray(r),
+        jnp.asarray(v),
+        jnp.asarray(nv),
+        jnp.asarray(term),
+        jnp.asarray(term | trunc),
+        gamma,
+        lam,
+    )
     for b in range(B):
         for n in range(N):
-            ra, rr = numpy_gae(r[:, b, n], v[:, b, n], nv[:, b, n], term[:, b], trunc[:, b],
-                               gamma, lam)
+            ra, rr = numpy_gae(
+                r[:, b, n], v[:, b, n], nv[:, b, n], term[:, b], trunc[:, b], gamma, lam
+            )
             np.testing.assert_allclose(np.asarray(adv[:, b, n]), ra, rtol=1e-4, atol=1e-4)
             np.testing.assert_allclose(np.asarray(ret[:, b, n]), rr, rtol=1e-4, atol=1e-4)
 
@@ -97,14 +113,16 @@ def test_value_norm_tracks_mean_and_std():
         vn = vn.update(x, jnp.ones_like(x), beta=0.9)
     mean, std = vn.stats()
     assert abs(float(mean) - 3.0) < 0.1 and abs(float(std) - 2.0) < 0.1
-    np.testing.assert_allclose(np.asarray(vn.denormalize(vn.normalize(x))), np.asarray(x),
-                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(vn.denormalize(vn.normalize(x))), np.asarray(x), rtol=1e-5, atol=1e-4
+    )
 
 
 def test_masked_categorical_never_samples_unavailable_actions():
     logits = jnp.array([[5.0, 0.0, 0.0, 9.0]] * 3)
-    avail = jnp.array([[False, True, True, False], [True, False, False, False],
-                       [False, False, False, True]])
+    avail = jnp.array(
+        [[False, True, True, False], [True, False, False, False], [False, False, False, True]]
+    )
     dist = MaskedCategorical.create(logits, avail)
     samples = jax.vmap(dist.sample)(jax.random.split(jax.random.key(0), 2000))  # [2000, 3]
     chosen = np.asarray(avail)[np.arange(3)[None, :], np.asarray(samples)]

@@ -170,3 +170,15 @@ def test_other_tasks_do_not_need_to_agree(tmp_path):
     write_run(tmp_path / "b", env_id="particle/simple", protocol_over={"eval_episodes": 8})
     check_comparable(load([tmp_path]))
     assert math.isfinite(load([tmp_path])[0].final().mean())
+
+
+def test_task_names_carry_non_default_keywords():
+    defaults = {"num_agents": 3, "continuous_actions": False}
+    assert protocol.task_name("particle/spread", {}, defaults) == "spread"
+    assert protocol.task_name("particle/spread", {"num_agents": 3}, defaults) == "spread"
+    assert (
+        protocol.task_name(
+            "particle/spread", {"continuous_actions": True, "num_agents": 5}, defaults
+        )
+        == "spread[continuous_actions=true,num_agents=5]"
+    )

@@ -255,9 +255,10 @@ def test_run_writes_the_run_directory(runs):
         assert steps[0] == 0 and steps == sorted(set(steps))
         assert len(steps) == derived["evaluations"] and steps[-1] == derived["env_steps"]
         assert all(len(run[f"step_{k}"]["episode_return"]) == 4 for k in range(len(steps)))
-        assert len(run["absolute_metrics"]["episode_return"]) == config["protocol"][
-            "absolute_episodes"
-        ]
+        assert (
+            len(run["absolute_metrics"]["episode_return"])
+            == config["protocol"]["absolute_episodes"]
+        )
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["finished"] and meta["protocol"]["version"] == "1"
     assert len(meta["train_metrics"]) == derived["evaluations"] - 1

@@ -1,0 +1,86 @@
+"""The reference sweep: regenerates the committed results with one command.
+
+    python scripts/reference_sweep.py [--budget 3e5] [--seeds 10] [--fresh]
+
+Trains every learner of `ALGOS` on every task of `TASKS` with the default protocol (10 seeds
+vmapped per run, greedy evaluation every budget/20 steps, absolute metric on 320 episodes)
+through `marl sweep`, then writes
+
+    results/reference/runs/<env>/<algo>/reference/   the run directories (records + sidecars)
+    results/reference/report/                        report.md, report.html, figures
+    results/leaderboard.md, .json, .html             `marl leaderboard` over those records
+
+Runs finished before are skipped (so a killed sweep resumes); `--fresh` deletes them first.
+The budget is CPU-friendly (about 20 minutes per task on 2 cores), far below the learning
+benchmarks of `scripts/learning_benchmark.py`; the leaderboard says which budget it used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from marl import cli
+from marl.runtime import configure_xla
+
+ROOT = Path(__file__).resolve().parents[1]
+ALGOS = "ippo,mappo,happo"
+# one `marl sweep` per group of tasks that share their extra overrides
+TASKS: list[tuple[str, list[str]]] = [
+    ("particle/spread,particle/speaker_listener", []),
+    ("particle/spread", ["env.kwargs.continuous_actions=true"]),
+]
+
+
+def main() -> int:
+    configure_xla()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", default="3e5", help="env steps per seed")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--algos", default=ALGOS)
+    parser.add_argument("--fresh", action="store_true", help="delete earlier runs first")
+    args = parser.parse_args()
+
+    os.chdir(ROOT)  # relative paths in the records' sources and the leaderboard's command
+    base = Path("results") / "reference"
+    runs = base / "runs"
+    if args.fresh and runs.exists():
+        shutil.rmtree(runs)
+    for envs, extra in TASKS:
+        code = cli.main(
+            [
+                "sweep",
+                f"env={envs}",
+                f"algo={args.algos}",
+                f"seeds={args.seeds}",
+                f"budget={args.budget}",
+                f"out={runs}",
+                "name=reference",
+                *extra,
+                "--report",
+                str(base / "last-sweep-report"),
+            ]
+        )
+        if code != 0:
+            return code
+    shutil.rmtree(base / "last-sweep-report", ignore_errors=True)
+    code = cli.main(
+        [
+            "report",
+            str(runs),
+            "--out",
+            str(base / "report"),
+            "--title",
+            f"marl reference sweep ({args.seeds} seeds x {args.budget} env steps)",
+        ]
+    )
+    if code != 0:
+        return code
+    return cli.main(["leaderboard", str(runs), "--out", "results"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
