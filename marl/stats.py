@@ -260,15 +260,34 @@ def aggregate(
         if not by_task:
             raise ValueError(f"algorithm {algo!r} has no tasks")
         tasks = _tasks([by_task[t] for t in sorted(by_task)])
+        sizes = [x.size for x in tasks]
         pooled = np.concatenate(tasks)
-        idx = stratified_indices([x.size for x in tasks], reps, np.random.default_rng(seed))
+        idx = stratified_indices(sizes, reps, np.random.default_rng(seed))
         samples = pooled[idx]
         out[algo] = {}
-        for name, fn in AGGREGATES.items():
-            point = _rowwise(fn, pooled[None, :])[0]
-            low, high = _percentiles(_rowwise(fn, samples), confidence)
+        for name, fn in TASK_AGGREGATES.items():
+            point = fn(pooled[None, :], sizes)[0]
+            low, high = _percentiles(fn(samples, sizes), confidence)
             out[algo][name] = (float(point), float(low), float(high))
     return out
+
+
+def _task_means(x: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """[rows, tasks] the mean of each task's block of columns of x [rows, sum(sizes)]."""
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+    return np.add.reduceat(x, starts, axis=-1) / np.asarray(sizes, np.float64)
+
+
+# The aggregates over tasks as rliable defines them (rliable.metrics): the IQM pools every run
+# of every task; mean and median are of the per-task mean scores (each task weighted once,
+# whatever its run count); the optimality gap is gamma minus the mean over tasks of the
+# per-task mean of min(score, gamma). Each maps [rows, sum(sizes)] -> [rows].
+TASK_AGGREGATES: dict[str, Callable[[np.ndarray, Sequence[int]], np.ndarray]] = {
+    "iqm": lambda x, sizes: np.asarray(iqm(x, axis=-1)),
+    "mean": lambda x, sizes: _task_means(x, sizes).mean(axis=-1),
+    "median": lambda x, sizes: np.median(_task_means(x, sizes), axis=-1),
+    "optimality_gap": lambda x, sizes: _task_means(np.maximum(1.0 - x, 0.0), sizes).mean(axis=-1),
+}
 
 
 # ----------------------------------------------------------------------------- profiles

@@ -9,6 +9,7 @@ import pytest
 import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import trim_mean
 
 from marl import stats
 
@@ -86,10 +87,28 @@ def test_point_estimates_match_rliable():
     metrics = pytest.importorskip("rliable.metrics")
     m = np.random.default_rng(3).normal(0.6, 0.4, size=(10, 5))  # [runs, tasks]
     assert stats.iqm(m) == pytest.approx(metrics.aggregate_iqm(m), abs=1e-12)
-    assert stats.mean(m) == pytest.approx(metrics.aggregate_mean(m), abs=1e-12)
-    assert stats.median(m) == pytest.approx(metrics.aggregate_median(m), abs=1e-12)
+    agg = stats.aggregate({"a": {f"t{j}": m[:, j] for j in range(5)}}, reps=10)["a"]
+    assert agg["iqm"][0] == pytest.approx(metrics.aggregate_iqm(m), abs=1e-12)
+    assert agg["mean"][0] == pytest.approx(metrics.aggregate_mean(m), abs=1e-12)
+    assert agg["median"][0] == pytest.approx(metrics.aggregate_median(m), abs=1e-12)
     gap = metrics.aggregate_optimality_gap(m, gamma=1)
-    assert stats.optimality_gap(m) == pytest.approx(gap, abs=1e-12)
+    assert agg["optimality_gap"][0] == pytest.approx(gap, abs=1e-12)
+
+
+def test_mean_and_median_weight_each_task_once():
+    """rliable's mean and median are over per-task means: unequal run counts do not tilt them."""
+    scores = {
+        "a": {
+            "t0": np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+            "t1": np.array([1.0]),
+            "t2": np.array([0.5, 0.7]),
+        }
+    }
+    agg = stats.aggregate(scores, reps=50)["a"]
+    assert agg["mean"][0] == pytest.approx((0.0 + 1.0 + 0.6) / 3)
+    assert agg["median"][0] == pytest.approx(0.6)
+    assert agg["optimality_gap"][0] == pytest.approx((1.0 + 0.0 + 0.4) / 3)
+    assert agg["iqm"][0] == pytest.approx(trim_mean(np.r_[np.zeros(6), 1.0, 0.5, 0.7], 0.25))
 
 
 # ----------------------------------------------------------------------------- bootstrap
@@ -214,15 +233,21 @@ def test_aggregate_over_each_algorithms_own_tasks():
     agg = stats.aggregate(scores, reps=500)
     assert set(agg) == {"a", "b", "c"}
     for algo, by_metric in agg.items():
-        pooled = np.concatenate([scores[algo][t] for t in sorted(scores[algo])])
+        tasks = [scores[algo][t] for t in sorted(scores[algo])]
+        pooled = np.concatenate(tasks)
+        task_means = [np.mean(x) for x in tasks]
+        expected = {
+            "iqm": trim_mean(pooled, 0.25),
+            "mean": np.mean(task_means),
+            "median": np.median(task_means),
+            "optimality_gap": np.mean([np.mean(np.maximum(1 - x, 0)) for x in tasks]),
+        }
         assert set(by_metric) == set(stats.AGGREGATES)
         for name, (point, low, high) in by_metric.items():
-            assert point == pytest.approx(stats.AGGREGATES[name](pooled), abs=1e-12)
+            assert point == pytest.approx(expected[name], abs=1e-12)
             assert low <= point <= high
-            direct = stats.stratified_bootstrap_ci(
-                [scores[algo][t] for t in sorted(scores[algo])], stats.AGGREGATES[name], reps=500
-            )
-            assert (point, low, high) == pytest.approx(direct, abs=1e-12)
+        direct = stats.stratified_bootstrap_ci(tasks, stats.iqm, reps=500)
+        assert by_metric["iqm"] == pytest.approx(direct, abs=1e-12)
     assert agg["c"]["mean"] == pytest.approx((0.9, 0.9, 0.9))
     # independent of dict insertion order
     reordered = {"c": scores["c"], "a": {"t2": scores["a"]["t2"], "t1": scores["a"]["t1"]}}
