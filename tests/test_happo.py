@@ -109,7 +109,14 @@ def setup(trained):
 def test_config_forces_no_sharing_and_rejects_conflicts():
     cfg = happo.config(None)
     assert cfg.parameter_sharing == "none" and not cfg.agent_id and cfg.critic == "central"
-    assert (cfg.epochs, cfg.num_minibatches, cfg.lr, cfg.critic_lr) == (5, 1, 5e-4, 5e-4)
+    assert (cfg.epochs, cfg.num_minibatches, cfg.lr, cfg.critic_lr) == (5, 2, 2e-3, 2e-3)
+    harl = happo.config(happo.HARL)
+    assert (harl.num_minibatches, harl.lr, harl.activation, harl.hidden) == (
+        1,
+        5e-4,
+        "relu",
+        (128, 128),
+    )
     with pytest.raises(ValueError, match="parameter_sharing"):
         happo.config({"parameter_sharing": "all"})
 

@@ -97,8 +97,13 @@ def test_mappo_defaults_are_the_documented_mpe_settings():
     i = yaml.safe_load(read_conf("algo/ippo.yaml"))
     assert {k: v for k, v in i.items() if m[k] != v} == {"name": "ippo", "critic": "local"}
     h = yaml.safe_load(read_conf("algo/happo.yaml"))
-    assert (h["lr"], h["epochs"], h["num_minibatches"], h["ent_coef"]) == (5e-4, 5, 1, 0.01)
-    assert (h["huber_delta"], h["max_grad_norm"], h["parameter_sharing"]) == (10.0, 10.0, "none")
+    assert (h["lr"], h["epochs"], h["num_minibatches"], h["ent_coef"]) == (2e-3, 5, 2, 0.01)
+    assert (h["huber_delta"], h["max_grad_norm"], h["parameter_sharing"]) == (None, 0.5, "none")
+    from marl.algorithms import happo
+
+    assert {k: h[k] for k in happo.DEFAULTS} == {
+        k: list(v) if isinstance(v, tuple) else v for k, v in happo.DEFAULTS.items()
+    }
 
 
 def test_env_yaml_for_every_particle_scenario_documents_its_defaults():
