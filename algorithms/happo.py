@@ -70,6 +70,8 @@ HARL: dict[str, Any] = {
     "max_grad_norm": 10.0,  # HARL max_grad_norm (per agent's actor, and the critic)
     "hidden": (128, 128),  # HARL hidden_sizes
     "activation": "relu",  # HARL activation_func
+    "feature_norm": True,  # HARL use_feature_normalization (layer norm of the inputs)
+    "layer_norm": True,  # HARL's MLP layers end in a LayerNorm
     "advantage_norm": True,  # HARL normalises the advantages over active samples
 }
 # The defaults: HARL's algorithm (epochs 5, clip 0.2, entropy 0.01, value norm, clipped value
@@ -89,6 +91,8 @@ DEFAULTS: dict[str, Any] = {
     "max_grad_norm": 0.5,
     "hidden": (64, 64),
     "activation": "tanh",
+    "feature_norm": False,
+    "layer_norm": False,
 }
 # values HAPPO cannot run without; a config asking for others is rejected
 FORCED: dict[str, Any] = {"critic": "central", "parameter_sharing": "none", "agent_id": False}

@@ -63,6 +63,7 @@ class PPOConfig:
     recurrent: bool = False  # GRU torso in actor and critic
     gru_hidden: int = 128
     layer_norm: bool = False
+    feature_norm: bool = False  # layer norm of the network inputs
     parameter_sharing: str = "group"  # "all", "group" (per agent group) or "none"
     agent_id: bool = True  # append a one-hot agent id to network inputs
     reward_scale: float = 1.0
@@ -154,9 +155,15 @@ class Networks:
             cfg.recurrent,
             cfg.gru_hidden,
             cfg.layer_norm,
+            feature_norm=cfg.feature_norm,
         )
         self.critic = Critic(
-            cfg.hidden, cfg.activation, cfg.recurrent, cfg.gru_hidden, cfg.layer_norm
+            cfg.hidden,
+            cfg.activation,
+            cfg.recurrent,
+            cfg.gru_hidden,
+            cfg.layer_norm,
+            feature_norm=cfg.feature_norm,
         )
         groups = spec.agent_group
         self.actor_sets = AgentParams.sharing(actor_sharing or cfg.parameter_sharing, groups)

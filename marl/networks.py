@@ -78,9 +78,12 @@ class Torso(nn.Module):
     recurrent: bool = False
     gru_hidden: int = 128
     layer_norm: bool = False
+    feature_norm: bool = False  # layer norm of the inputs (MAPPO/HARL use_feature_normalization)
 
     @nn.compact
     def __call__(self, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
+        if self.feature_norm:
+            x = nn.LayerNorm()(x)
         h = MLP(
             self.hidden[:1] if self.recurrent else self.hidden, self.activation, self.layer_norm
         )(x)
@@ -174,10 +177,16 @@ class Actor(nn.Module):
     gru_hidden: int = 128
     layer_norm: bool = False
     init_log_std: float = -0.5
+    feature_norm: bool = False
 
     def setup(self) -> None:
         self.torso = Torso(
-            self.hidden, self.activation, self.recurrent, self.gru_hidden, self.layer_norm
+            self.hidden,
+            self.activation,
+            self.recurrent,
+            self.gru_hidden,
+            self.layer_norm,
+            self.feature_norm,
         )
         self.head = nn.Dense(
             self.action_dim, kernel_init=ortho(0.01), bias_init=nn.initializers.zeros
@@ -203,11 +212,17 @@ class Critic(nn.Module):
     recurrent: bool = False
     gru_hidden: int = 128
     layer_norm: bool = False
+    feature_norm: bool = False
 
     @nn.compact
     def __call__(self, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
         carry, h = Torso(
-            self.hidden, self.activation, self.recurrent, self.gru_hidden, self.layer_norm
+            self.hidden,
+            self.activation,
+            self.recurrent,
+            self.gru_hidden,
+            self.layer_norm,
+            self.feature_norm,
         )(carry, x, resets)
         v = nn.Dense(1, kernel_init=ortho(1.0), bias_init=nn.initializers.zeros)(h)
         return carry, v[..., 0]
