@@ -143,6 +143,9 @@ def test_every_top_level_and_protocol_key_has_a_comment():
         ("algo.critic=nope", ["critic='nope'", "central or local"]),
         ("env.kwargs.num_agents=0", ["num_agents must be >= 1"]),
         ("name=a/b", ["name must be one directory name"]),
+        ("protocol.metric=won", ["protocol.metric 'won'", "valid: return, length, collisions"]),
+        ("protocol.absolute_episodes=-1", ["protocol.absolute_episodes must be an integer >= 0"]),
+        ("protocol.num_evaluations=0", ["protocol.num_evaluations must be a positive integer"]),
     ],
 )
 def test_mistakes_exit_2_with_one_line(override, needles, capsys, tmp_path):
