@@ -12,8 +12,15 @@ from hypothesis import strategies as st
 import marl
 from marl.testing import EnvCheckError, check_env
 
-# A fixed list, not a random pick: every id with non-default counts where it has them.
-ENV_CASES = [(env_id, {}) for env_id in marl.list_envs()] + [
+# A fixed list, not a random pick: every particle id, a representative few of every other
+# family (tests/test_<family>.py checks the rest with `-m slow`: check_env compiles ~50 programs
+# per id), and non-default counts where an env has them.
+FAMILY_CORE = {"combat": ("combat/3m", "combat/2s3z", "combat/smacv2_5_units", "combat/custom")}
+ENV_CASES = [
+    (env_id, {})
+    for env_id in marl.list_envs()
+    if env_id.startswith("particle/") or env_id in FAMILY_CORE.get(env_id.split("/")[0], ())
+] + [
     ("particle/spread", {"num_agents": 1}),
     ("particle/spread", {"num_agents": 7, "num_landmarks": 4}),
     ("particle/adversary", {"num_good": 3}),
