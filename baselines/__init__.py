@@ -1,5 +1,8 @@
 """Non-learned reference policies (random, scripted) and the anchor scores that normalise
-per-task results: `normalised = (score - random) / (scripted - random)`."""
+per-task results: `normalised = (score - random) / (scripted - random)`.
+
+Scripted policies: particle scenarios (`baselines.particle`) and focus fire on combat
+battles (`baselines.combat`)."""
 
 from __future__ import annotations
 
@@ -8,18 +11,32 @@ import jax.numpy as jnp
 
 from marl.env import MultiAgentEnv
 from marl.evaluation import evaluate
+from marl.learner import Policy
 
-from .particle import Gains, NoScriptedPolicy, scripted_ids, scripted_policy
+from .combat import focus_fire_policy
+from .particle import Gains, NoScriptedPolicy, scripted_ids
+from .particle import scripted_policy as particle_scripted_policy
 from .random import random_policy
 
 __all__ = [
     "Gains",
     "NoScriptedPolicy",
     "anchor_scores",
+    "focus_fire_policy",
     "random_policy",
     "scripted_ids",
     "scripted_policy",
 ]
+
+
+def scripted_policy(env: MultiAgentEnv, gains: Gains | None = None) -> Policy:
+    """The scripted reference policy of `env`: focus fire on combat battles, the particle
+    scenario's controller otherwise (NoScriptedPolicy, a KeyError, when there is none)."""
+    from marl.envs.combat.env import Combat
+
+    if isinstance(env, Combat):
+        return focus_fire_policy(env)
+    return particle_scripted_policy(env, gains)
 
 
 def anchor_scores(
