@@ -268,12 +268,34 @@ def sweep_overrides(overrides: Sequence[str]) -> list[list[str]]:
     return [list(combo) for batch in batches for combo in batch]
 
 
+def _differs(before: Any, planned: Any) -> bool:
+    """True when `planned` changes a value `before` recorded (keys added since are ignored:
+    a new config key's default keeps the old behaviour)."""
+    if isinstance(before, dict) and isinstance(planned, dict):
+        return any(k in planned and _differs(v, planned[k]) for k, v in before.items())
+    if isinstance(before, (list, tuple)) and isinstance(planned, (list, tuple)):
+        return list(before) != list(planned)
+    return before != planned
+
+
+def _same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> None:
+    """A finished run is reused only if it was trained with the planned config."""
+    keys = ("env", "algo", "protocol", "seeds", "budget", "seed")
+    diff = [k for k in keys if _differs(before.get(k), planned.get(k))]
+    if diff:
+        raise UsageError(
+            f"{path} holds a finished run with a different {', '.join(diff)}; "
+            "choose another name= or remove it"
+        )
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Train every combination of comma-separated overrides, then write one report."""
     from datetime import datetime
 
     from marl import config
     from marl.protocol import META
+    from marl.rundir import run_parent
 
     grid = sweep_overrides(args.overrides)
     if not any(o.startswith("name=") for o in args.overrides):
@@ -288,10 +310,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"sweep: {len(runs)} run(s)", flush=True)
     dirs = []
     for k, run in enumerate(runs, 1):
-        path = run.out / run.env_id / run.algo / str(run.name)
+        path = run_parent(run) / str(run.name)
         print(f"[{k}/{len(runs)}] {' '.join(run.command)}", flush=True)
         if (path / META).exists():
-            if json.loads((path / META).read_text()).get("finished"):
+            before = json.loads((path / META).read_text())
+            if before.get("finished"):
+                _same_config(path, before.get("config") or {}, run.to_dict())
                 print(f"finished before: {path}", flush=True)
                 dirs.append(path)
                 continue

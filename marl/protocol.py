@@ -71,8 +71,13 @@ def task_name(env_id: str, kwargs: dict[str, Any], defaults: dict[str, Any]) -> 
     changed = {k: v for k, v in sorted(kwargs.items()) if k not in defaults or defaults[k] != v}
     if not changed:
         return task
-    text = ",".join(f"{k}={json.dumps(v)}" for k, v in changed.items())
+    text = ",".join(f"{k}={_value_text(v)}" for k, v in changed.items())
     return f"{task}[{text}]"
+
+
+def _value_text(value: Any) -> str:
+    """A keyword value as written in task names (and run directory names): strings bare."""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
 def _floats(values: Any) -> list[float]:

@@ -1,7 +1,7 @@
 """Play an episode and save it as a GIF with the environment family's viewer.
 
-`render_episode` is generic; `save_gif` dispatches to `marl.envs.<family>.viewer` (particle
-only for now).
+`render_episode` is generic; `save_gif` dispatches to `marl.envs.<family>.viewer` (the
+families in `VIEWERS`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer"]
 # (key, timestep) -> joint action (int32 [N] or float32 [N, d])
 Policy = Callable[[jax.Array, TimeStep], jax.Array]
 
-VIEWERS = {"particle": "marl.envs.particle.viewer"}
+VIEWERS = {"particle": "marl.envs.particle.viewer", "combat": "marl.envs.combat.viewer"}
 
 
 def random_policy(env: MultiAgentEnv) -> Policy:

@@ -1,4 +1,5 @@
-"""Run directories: `<out>/<env id>/<algo>/<name or timestamp>/`.
+"""Run directories: `<out>/<family>/<task>/<algo>/<name or timestamp>/`, where the task is the
+scenario plus its non-default env keywords (`particle/spread[continuous_actions=true]/...`).
 
 ```
 config.yaml          the resolved config (`RunConfig.to_dict`), written before training starts
@@ -80,6 +81,19 @@ def _claim(parent: Path, name: str | None, now: datetime) -> Path:
     raise FileExistsError(f"no free run directory under {parent} for {stamp}")
 
 
+def run_task(run: RunConfig) -> str:
+    """The run's task name: the scenario plus its non-default env keywords (`task_name`)."""
+    from marl.registry import env_kwargs
+
+    return task_name(run.env_id, dict(run.env_kwargs), env_kwargs(run.env_id))
+
+
+def run_parent(run: RunConfig) -> Path:
+    """`<out>/<family>/<task>/<algo>`: runs of different env settings never share a folder."""
+    family = run.env_id.split("/")[0]
+    return run.out / family / run_task(run) / run.algo
+
+
 def versions() -> dict[str, str]:
     """Versions of the packages results depend on, and of Python."""
     out = {"python": platform.python_version()}
@@ -114,10 +128,8 @@ class RunDir:
     def __init__(self, run: RunConfig, now: datetime | None = None):
         self.run = run
         self.created = now or datetime.now()
-        self.path = _claim(run.out / run.env_id / run.algo, run.name, self.created)
-        from marl.registry import env_kwargs
-
-        self.task = task_name(run.env_id, dict(run.env_kwargs), env_kwargs(run.env_id))
+        self.task = run_task(run)
+        self.path = _claim(run_parent(run), run.name, self.created)
         self.steps: list[int] = []
         self.evaluations: list[dict[str, np.ndarray]] = []
         self.write_config()

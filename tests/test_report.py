@@ -142,6 +142,20 @@ def test_sweep_trains_the_grid_writes_a_report_and_skips_finished_runs(tmp_path)
     code, text, _ = _cli("sweep", *SWEEP, f"out={out}", "--report", str(tmp_path / "again"))
     assert code == 0 and text.count("finished before") == 2
     assert (tmp_path / "again" / "report.md").exists()
+    longer = [o if not o.startswith("budget=") else "budget=4096" for o in SWEEP]
+    code, _, err = _cli("sweep", *longer, f"out={out}")
+    assert code == 2 and "finished run with a different budget" in err
+
+
+def test_env_keyword_variants_get_their_own_task_and_directory():
+    from marl.config import compose, resolve
+    from marl.rundir import run_parent, run_task
+
+    plain = resolve(compose(["env=particle/spread", "out=r"]))
+    cont = resolve(compose(["env=particle/spread", "env.kwargs.continuous_actions=true", "out=r"]))
+    assert run_task(plain) == "spread" and run_task(cont) == "spread[continuous_actions=true]"
+    assert run_parent(plain) != run_parent(cont)
+    assert str(run_parent(cont)) == "r/particle/spread[continuous_actions=true]/mappo"
 
 
 def test_sweep_rejects_a_bad_combination_before_training(tmp_path):
