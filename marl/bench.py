@@ -173,15 +173,41 @@ def bench_env(
     return _record(spec.name, spec.num_agents, num_envs, steps, first, best)
 
 
+# combat ids whose SMAC map JaxMARL's HeuristicEnemySMAX has (`map_name_to_scenario`)
+JAXMARL_SMAX_MAPS = (
+    "3m",
+    "8m",
+    "25m",
+    "5m_vs_6m",
+    "10m_vs_11m",
+    "27m_vs_30m",
+    "2s3z",
+    "3s5z",
+    "3s5z_vs_3s6z",
+    "3s_vs_5z",
+    "6h_vs_8z",
+)
+SMAX = "HeuristicEnemySMAX"
+
+
 def jaxmarl_name(name: str) -> str:
-    """JaxMARL's registry name for a marl id (JaxMARL names pass through)."""
+    """JaxMARL's registry name for a marl id (JaxMARL names pass through); combat maps run on
+    JaxMARL's `HeuristicEnemySMAX` with the map's scenario (`smax_map`)."""
     if "/" not in name:
         return name
+    if smax_map(name) is not None:
+        return SMAX
     if name not in JAXMARL_NAMES:
         raise KeyError(
             f"no JaxMARL counterpart for {name!r}; known: {', '.join(sorted(JAXMARL_NAMES))}"
         )
     return JAXMARL_NAMES[name]
+
+
+def smax_map(name: str) -> str | None:
+    """The SMAC map name of a combat id JaxMARL's SMAX has, else None."""
+    family, _, scenario = name.partition("/")
+    return scenario if family == "combat" and scenario in JAXMARL_SMAX_MAPS else None
 
 
 def _import_jaxmarl() -> Any:
@@ -229,6 +255,12 @@ def jaxmarl_kwargs(name: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
     with no counterpart raises ValueError.
     """
     jaxmarl = _import_jaxmarl()
+    if smax_map(name) is not None:
+        if env_kwargs:
+            raise ValueError(f"--vs jaxmarl compares {name} at its defaults only (no --set)")
+        from jaxmarl.environments.smax import map_name_to_scenario
+
+        return {"scenario": map_name_to_scenario(smax_map(name))}
     name = jaxmarl_name(name)
     accepted = set()
     for klass in type(jaxmarl.make(name)).__mro__:
@@ -268,7 +300,9 @@ def bench_jaxmarl(
     """
     jaxmarl = _import_jaxmarl()
     jm_name = jaxmarl_name(name)
-    env = jaxmarl.make(jm_name, **jaxmarl_kwargs(jm_name, env_kwargs))
+    env = jaxmarl.make(jm_name, **jaxmarl_kwargs(name, env_kwargs))
+    if smax_map(name) is not None:
+        jm_name = f"{SMAX}:{smax_map(name)}"
     agents = list(env.agents)
     spaces = [env.action_space(a) for a in agents]
     v_reset = jax.vmap(env.reset)

@@ -360,7 +360,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _check_peer(args.vs)
         try:
             peer_name = bench.jaxmarl_name(args.env_id)
-            bench.jaxmarl_kwargs(peer_name, kwargs)
+            bench.jaxmarl_kwargs(args.env_id, kwargs)
         except KeyError as e:
             raise UsageError(e.args[0]) from None
         except ValueError as e:

@@ -154,3 +154,17 @@ def test_jaxmarl_keywords_are_translated():
     }
     with pytest.raises(ValueError, match="bogus"):
         jaxmarl_kwargs("particle/spread", {"bogus": 1})
+
+
+@needs_jaxmarl
+def test_combat_maps_run_on_jaxmarl_heuristic_smax():
+    from marl.bench import bench_jaxmarl, jaxmarl_kwargs, jaxmarl_name, smax_map
+
+    assert jaxmarl_name("combat/2s3z") == "HeuristicEnemySMAX" and smax_map("combat/2s3z")
+    assert smax_map("combat/smacv2_5_units") is None
+    scenario = jaxmarl_kwargs("combat/5m_vs_6m", {})["scenario"]
+    assert (scenario.num_allies, scenario.num_enemies) == (5, 6)
+    with pytest.raises(ValueError, match="defaults only"):
+        jaxmarl_kwargs("combat/3m", {"episode_limit": 10})
+    record = bench_jaxmarl("combat/3m", num_envs=2, steps=5, repeats=1)
+    assert record["env"] == "HeuristicEnemySMAX:3m" and record["steps_per_s"] > 0

@@ -1,0 +1,340 @@
+"""Combat's opponent modes (self-play, policy), the enemies' mirrored view, the viewer, and
+the Hydra env configs of the combat family."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+import marl
+from marl import cli
+from marl.config import group_options
+from marl.envs.combat.env import KILL_REWARD, REWARD_SCALE, WIN_REWARD, mirror_moves, obs_size
+from marl.envs.combat.opponents import (
+    heuristic_policy,
+    mirror_env,
+    self_play_policy,
+    stop_policy,
+)
+from marl.envs.combat.units import FIRST_ATTACK, STATS, STOP
+from marl.learner import Policy
+from marl.registry import env_kwargs
+from marl.spaces import sample_actions
+from marl.testing import check_env
+
+CONF = cli.__file__.replace("cli.py", "conf")
+
+
+# --- helpers ------------------------------------------------------------------------------
+def play(env, policy: Policy, params=None, num_episodes: int = 100, seed: int = 0):
+    """Per-episode (returns [E, num_agents], won [E], lost [E]) of `policy` acting for every
+    agent, greedily, over whole episodes (vmapped, one jitted program)."""
+
+    def episode(key):
+        k_reset, key = jax.random.split(key)
+        state, ts = env.reset(k_reset)
+
+        def body(carry, k):
+            state, ts, pc, start, done, ret, won, lost = carry
+            k_act, k_step = jax.random.split(k)
+            actions, pc = policy.act(params, ts.obs, ts.avail_actions, pc, start, k_act, True)
+            state, ts = env.step(k_step, state, actions)
+            ret = ret + jnp.where(done, 0.0, ts.reward)
+            won = jnp.where(done, won, ts.metrics["won"])
+            lost = jnp.where(done, lost, ts.metrics["lost"])
+            return (state, ts, pc, jnp.zeros((), bool), done | ts.done, ret, won, lost), None
+
+        zero = jnp.zeros(())
+        ret = jnp.zeros((env.spec.num_agents,))
+        carry = (state, ts, policy.initial_carry(), jnp.ones((), bool), jnp.zeros((), bool))
+        carry = (*carry, ret, zero, zero)
+        keys = jax.random.split(key, env.spec.episode_limit)
+        (*_, done, ret, won, lost), _ = jax.lax.scan(body, carry, keys)
+        return ret, won, lost, done
+
+    keys = jax.random.split(jax.random.key(seed), num_episodes)
+    ret, won, lost, done = jax.jit(jax.vmap(episode))(keys)
+    assert np.asarray(done).all()
+    return np.asarray(ret), np.asarray(won), np.asarray(lost)
+
+
+def random_actions(env):
+    """A jitted (key, state, ts) -> state, ts step with random valid actions."""
+
+    @jax.jit
+    def step(key, state, ts):
+        k_act, k_step = jax.random.split(key)
+        actions = sample_actions(k_act, env.spec.action_space, ts.avail_actions)
+        return env.step(k_step, state, actions)
+
+    return step
+
+
+def _duel_state(env, ally_health: float, enemy_health: float):
+    """3m: ally i at (10, 10 + 5i), enemy i 3 to its right (in range only of ally i)."""
+    state, _ = env.reset(jax.random.key(0))
+    allies = np.stack([np.full(3, 10.0), 10.0 + 5 * np.arange(3)], axis=1)
+    pos = np.concatenate([allies, allies + np.array([3.0, 0.0])]).astype(np.float32)
+    health = np.array([ally_health] * 3 + [enemy_health] * 3, np.float32)
+    return state.replace(pos=jnp.asarray(pos), health=jnp.asarray(health))
+
+
+# --- keywords and spec --------------------------------------------------------------------
+def test_opponent_keywords_are_checked():
+    with pytest.raises(ValueError, match="opponent.*heuristic, self_play, policy"):
+        marl.make("combat/3m", opponent="scripted")
+    with pytest.raises(ValueError, match="needs enemy_policy"):
+        marl.make("combat/3m", opponent="policy")
+    with pytest.raises(ValueError, match="only used with opponent='policy'"):
+        marl.make("combat/3m", enemy_policy=stop_policy(3))
+    with pytest.raises(TypeError, match="Policy"):
+        marl.make("combat/3m", opponent="policy", enemy_policy=lambda: None)
+    with pytest.raises(ValueError, match="enemy_shoots"):
+        marl.make("combat/3m", opponent="self_play", enemy_shoots=False)
+
+
+def test_self_play_spec_has_both_teams_padded():
+    env = marl.make("combat/5m_vs_6m", opponent="self_play")
+    spec = env.spec
+    ally, enemy = 14 + 15 * 4 + 12 * 6, 14 + 15 * 5 + 12 * 5
+    assert (obs_size(5, 6), obs_size(6, 5)) == (ally, enemy)
+    assert spec.num_agents == 11 and spec.obs_dim == max(ally, enemy)
+    assert spec.obs_sizes == (ally,) * 5 + (enemy,) * 6
+    assert spec.action_dim == 5 + 6 and spec.action_sizes == (11,) * 5 + (10,) * 6
+    assert [(g.name, g.agents) for g in spec.groups] == [
+        ("allies", tuple(range(5))),
+        ("enemies", tuple(range(5, 11))),
+    ]
+    assert spec.agent_names[4:6] == ("ally_4", "enemy_0")
+    assert spec.state_dim == 10 * 11 + 4 * 11 + 1
+    # heuristic and policy modes keep the allies-only spec
+    policy = marl.make("combat/5m_vs_6m", opponent="policy", enemy_policy=stop_policy(6))
+    assert policy.spec == marl.make("combat/5m_vs_6m").spec
+
+
+# --- the contract -------------------------------------------------------------------------
+def test_check_env_self_play():
+    assert check_env(marl.make("combat/3m", opponent="self_play"), num_episodes=1)["steps"] >= 1
+
+
+def test_check_env_policy_mode():
+    env = marl.make("combat/3m", opponent="policy", enemy_policy=heuristic_policy(3, 3))
+    assert check_env(env, num_episodes=1)["steps"] >= 1
+
+
+# --- the enemies' view is the allies' view of the mirrored map ----------------------------
+def test_enemy_view_is_the_ally_view_of_the_mirrored_map():
+    env = marl.make("combat/5m_vs_6m", opponent="self_play")
+    mirrored = mirror_env(env)
+    assert (mirrored.num_allies, mirrored.num_enemies) == (6, 5)
+    assert mirrored.spec.obs_dim == obs_size(6, 5) and mirrored.spec.action_dim == 5 + 5
+    n, size = env.num_allies, env.map_size
+    step = random_actions(env)
+    state, ts = jax.jit(env.reset)(jax.random.key(4))
+    checked = 0
+    for t in range(40):
+        state, ts = step(jax.random.key(t), state, ts)
+        if bool(ts.done):
+            break
+        swap = lambda x: jnp.concatenate([x[n:], x[:n]])  # noqa: E731
+        pos = swap(state.pos)
+        other = state.replace(
+            pos=jnp.stack([size - pos[:, 0], pos[:, 1]], axis=1),
+            health=swap(state.health),
+            cooldown=swap(state.cooldown),
+            unit_type=swap(state.unit_type),
+            last_action=mirror_moves(swap(state.last_action)),
+        )
+        expected = mirrored.observe(other)
+        d = obs_size(6, 5)
+        np.testing.assert_allclose(ts.obs[n:, :d], expected.obs, atol=1e-5)
+        assert not np.asarray(ts.obs[n:, d:]).any(), "enemy obs padding is zero"
+        assert (np.asarray(ts.avail_actions[n:, :10]) == np.asarray(expected.avail_actions)).all()
+        assert not np.asarray(ts.avail_actions[n:, 10:]).any()
+        checked += 1
+    assert checked >= 10
+    # the view of a living enemy mirrors x: 1 - x / W
+    live = int(np.argmax(np.asarray(state.alive[n:])))
+    obs = np.asarray(env.view(state, "enemies")[0])
+    assert obs[live, 2] == pytest.approx(1 - float(state.pos[n + live, 0]) / size, abs=1e-6)
+
+
+def test_self_play_enemy_moves_are_mirrored_and_padding_does_nothing():
+    env = marl.make("combat/5m_vs_6m", opponent="self_play")
+    state, _ = env.reset(jax.random.key(0))
+    n, u = 5, 11
+    pos = np.stack([np.full(u, 16.0), 2.0 + 2.5 * np.arange(u)], axis=1)
+    pos[n:, 0] = 28.0  # all far apart: nobody in range or overlapping
+    pos[n + 1] = [20.0, 30.0]
+    state = state.replace(pos=jnp.asarray(pos, jnp.float32))
+    actions = np.full(u, STOP)
+    actions[n] = 1  # enemy 0: east in its view = west in the world
+    actions[n + 1] = 10  # enemy 1: padded action (would be "attack ally 5", an enemy)
+    after, ts = jax.jit(env.step)(jax.random.key(1), state, jnp.asarray(actions))
+    moved = np.asarray(after.pos - state.pos)
+    assert moved[n, 0] == pytest.approx(-STATS.velocity[0] * 0.5, abs=1e-5)
+    assert int(after.last_action[n]) == 3 and int(after.last_action[n + 1]) == STOP
+    assert (np.asarray(after.health) == 45).all()
+
+
+def test_self_play_rewards_are_per_side():
+    env = marl.make("combat/3m", opponent="self_play")
+    state = _duel_state(env, 1.0, 45.0)  # the enemies kill the allies
+    actions = jnp.array([STOP] * 3 + [FIRST_ATTACK, FIRST_ATTACK + 1, FIRST_ATTACK + 2])
+    state, ts = jax.jit(env.step)(jax.random.key(1), state, actions)
+    assert bool(ts.terminated) and float(ts.metrics["lost"]) == 1.0
+    assert float(ts.metrics["won"]) == 0.0
+    raw = 3 * 1.0 + 3 * KILL_REWARD + WIN_REWARD
+    enemy = raw / (3 * 45.0 + 3 * KILL_REWARD + WIN_REWARD) * REWARD_SCALE
+    np.testing.assert_allclose(ts.reward, [0.0] * 3 + [enemy] * 3, rtol=1e-5)
+    assert ts.alive.shape == (6,) and not np.asarray(ts.alive[:3]).any()
+
+
+# --- policy mode --------------------------------------------------------------------------
+def test_stopping_enemy_policy_never_attacks():
+    env = marl.make("combat/3m", opponent="policy", enemy_policy=stop_policy(3))
+
+    @jax.jit
+    def run(key):
+        state, ts = env.reset(key)
+
+        def body(carry, k):
+            state, ts = carry
+            k_act, k_step = jax.random.split(k)
+            actions = sample_actions(k_act, env.spec.action_space, ts.avail_actions)
+            state, ts = env.step(k_step, state, actions)
+            return (state, ts), (state.health, state.last_action)
+
+        return jax.lax.scan(body, (state, ts), jax.random.split(key, env.spec.episode_limit))
+
+    for seed in range(3):
+        (state, ts), (health, last) = run(jax.random.key(seed))
+        assert (np.asarray(health[:, :3]) == 45).all(), "an ally was hit"
+        assert (np.asarray(last[:, 3:]) == STOP).all()
+        assert (np.asarray(health[:, 3:]) < 45).any(), "the random allies never fired"
+
+
+def test_enemy_carry_lives_in_the_state_and_resets():
+    seen = []
+
+    def act(params, obs, avail, carry, start, key, greedy):
+        assert obs.shape == (3, obs_size(3, 3)) and avail.shape == (3, 8)
+        seen.append(greedy)
+        return jnp.full((3,), STOP, jnp.int32), jnp.where(start, params, carry + 1)
+
+    counting = Policy(lambda: jnp.array(-5, jnp.int32), act)
+    env = marl.make(
+        "combat/3m", opponent="policy", enemy_policy=counting, enemy_params=jnp.array(100)
+    )
+    step = random_actions(env)
+    state, ts = env.reset(jax.random.key(0))
+    assert int(state.enemy_carry) == -5
+    for t in range(4):
+        state, ts = step(jax.random.key(t), state, ts)
+    assert int(state.enemy_carry) == 103, "params at the start, then +1 per step"
+    state, _ = env.reset(jax.random.key(1))
+    assert int(state.enemy_carry) == -5
+    assert seen == [True], "greedy by default, traced once"
+
+
+def test_a_recurrent_learner_trained_on_the_mirrored_map_drives_the_enemies():
+    from marl.algorithms.ppo import Networks, PPOConfig, make_policy
+
+    env = marl.make("combat/5m_vs_6m")
+    cfg = PPOConfig(recurrent=True, gru_hidden=8, hidden=(16, 16))
+    nets = Networks(mirror_env(env), cfg)
+    params, _ = nets.init(jax.random.key(0))
+    for greedy in (True, False):
+        enemy = marl.make(
+            "combat/5m_vs_6m",
+            opponent="policy",
+            enemy_policy=make_policy(nets),
+            enemy_params=params,
+            enemy_greedy=greedy,
+        )
+        step = random_actions(enemy)
+        state, ts = enemy.reset(jax.random.key(0))
+        assert state.enemy_carry.shape == (6, 8) and not np.asarray(state.enemy_carry).any()
+        state, ts = step(jax.random.key(1), state, ts)
+        assert np.asarray(state.enemy_carry).any(), "the GRU carry advanced"
+        assert ts.obs.shape == (5, enemy.spec.obs_dim)
+
+
+def test_heuristic_policy_reproduces_the_heuristic_mode_win_rate():
+    allies = heuristic_policy(3, 3)
+    heuristic = marl.make("combat/3m")
+    policy = marl.make("combat/3m", opponent="policy", enemy_policy=heuristic_policy(3, 3))
+    _, won_h, lost_h = play(heuristic, allies, num_episodes=100)
+    _, won_p, lost_p = play(policy, allies, num_episodes=100)
+    assert 0.3 <= won_h.mean() <= 0.7  # the mirrored heuristic wins about half
+    assert abs(won_h.mean() - won_p.mean()) <= 0.1
+    assert abs(lost_h.mean() - lost_p.mean()) <= 0.1
+
+
+# --- self-play symmetry -------------------------------------------------------------------
+def test_self_play_is_mirror_symmetric_under_the_same_heuristic():
+    env = marl.make("combat/3m", opponent="self_play")
+    both = self_play_policy(env, heuristic_policy(3, 3), heuristic_policy(3, 3))
+    ret, won, lost = play(env, both, params=(None, None), num_episodes=64)
+    assert (ret[:, :3] == ret[:, :1]).all() and (ret[:, 3:] == ret[:, 3:4]).all()
+    ally, enemy = ret[:, 0], ret[:, 3]
+    assert ally.min() >= 0 and max(ally.max(), enemy.max()) <= REWARD_SCALE + 1e-4
+    gap = abs(ally.mean() - enemy.mean())
+    assert gap <= 3 * np.std(ally - enemy) / np.sqrt(len(ally)) + 0.5, (ally.mean(), enemy.mean())
+    assert 0.3 <= won.mean() <= 0.7 and 0.3 <= lost.mean() <= 0.7
+    assert abs(won.mean() - lost.mean()) <= 0.25
+    assert not (won.astype(bool) & lost.astype(bool)).any()
+
+
+# --- the viewer ---------------------------------------------------------------------------
+@pytest.mark.parametrize("sets", [[], ["--set", "opponent=self_play"]])
+def test_render_writes_a_combat_gif(tmp_path, capsys, sets):
+    out = tmp_path / "battle.gif"
+    assert cli.main(["render", "combat/3m", "--out", str(out), "--steps", "5", *sets]) == 0
+    assert out.exists() and out.stat().st_size > 0
+    assert "6 frames" in capsys.readouterr().out
+
+
+def test_render_frame_marks_attacks_and_the_dead():
+    env = marl.make("combat/3m")
+    state = _duel_state(env, 45.0, 45.0)
+    state = state.replace(
+        health=state.health.at[2].set(0.0),
+        last_action=jnp.array([FIRST_ATTACK, STOP, STOP, FIRST_ATTACK, 0, FIRST_ATTACK]),
+    )
+    frame = env.render_frame(state)
+    # ally 0 and enemy 0 hit each other (3 apart); enemy 2 targets ally 0, out of its reach
+    assert frame["target"].tolist() == [3, -1, -1, 0, -1, -1]
+    assert frame["alive"].tolist() == [True, True, False, True, True, True]
+    assert frame["team"].tolist() == [0, 0, 0, 1, 1, 1]
+    assert frame["map_size"] == env.map_size
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from marl.envs.combat.viewer import draw_frame
+
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    draw_frame(fig.add_subplot(), frame, "t=0")
+    fig.canvas.draw()
+
+
+# --- Hydra configs ------------------------------------------------------------------------
+def test_env_yaml_for_every_combat_id_documents_its_defaults():
+    combat = [o for o in group_options("env") if o.startswith("combat/")]
+    assert combat == marl.list_envs("combat")
+    for env_id in combat:
+        with open(f"{CONF}/env/{env_id}.yaml") as f:
+            text = f.read()
+        assert yaml.safe_load(text) == {"id": env_id, "kwargs": {}}
+        documented = {
+            m.group(1): yaml.safe_load(m.group(2))
+            for m in re.finditer(r"^#\s+(\w+): (\S+)\s+#", text, re.M)
+        }
+        assert documented == env_kwargs(env_id), env_id
+        assert max(len(line) for line in text.splitlines()) <= 100
