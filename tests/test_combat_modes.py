@@ -198,25 +198,27 @@ def test_self_play_rewards_are_per_side():
 # --- policy mode --------------------------------------------------------------------------
 def test_stopping_enemy_policy_never_attacks():
     env = marl.make("combat/3m", opponent="policy", enemy_policy=stop_policy(3))
+    allies = heuristic_policy(3, 3)
 
     @jax.jit
     def run(key):
         state, ts = env.reset(key)
 
         def body(carry, k):
-            state, ts = carry
+            state, ts, pc, start = carry
             k_act, k_step = jax.random.split(k)
-            actions = sample_actions(k_act, env.spec.action_space, ts.avail_actions)
+            actions, pc = allies.act(None, ts.obs, ts.avail_actions, pc, start, k_act, True)
             state, ts = env.step(k_step, state, actions)
-            return (state, ts), (state.health, state.last_action)
+            return (state, ts, pc, jnp.zeros((), bool)), (state.health, state.last_action, ts)
 
-        return jax.lax.scan(body, (state, ts), jax.random.split(key, env.spec.episode_limit))
+        carry = (state, ts, allies.initial_carry(), jnp.ones((), bool))
+        return jax.lax.scan(body, carry, jax.random.split(key, env.spec.episode_limit))[1]
 
     for seed in range(3):
-        (state, ts), (health, last) = run(jax.random.key(seed))
+        health, last, ts = run(jax.random.key(seed))
         assert (np.asarray(health[:, :3]) == 45).all(), "an ally was hit"
         assert (np.asarray(last[:, 3:]) == STOP).all()
-        assert (np.asarray(health[:, 3:]) < 45).any(), "the random allies never fired"
+        assert np.asarray(ts.metrics["won"]).any(), "the allies win against a passive team"
 
 
 def test_enemy_carry_lives_in_the_state_and_resets():
@@ -271,9 +273,11 @@ def test_heuristic_policy_reproduces_the_heuristic_mode_win_rate():
     policy = marl.make("combat/3m", opponent="policy", enemy_policy=heuristic_policy(3, 3))
     _, won_h, lost_h = play(heuristic, allies, num_episodes=100)
     _, won_p, lost_p = play(policy, allies, num_episodes=100)
-    assert 0.3 <= won_h.mean() <= 0.7  # the mirrored heuristic wins about half
+    assert 0.3 <= won_h.mean() <= 0.7  # the mirrored heuristic wins about half (0.56)
     assert abs(won_h.mean() - won_p.mean()) <= 0.1
     assert abs(lost_h.mean() - lost_p.mean()) <= 0.1
+    # measured: the same 100 episodes (same keys) play out identically in both modes
+    assert (won_h == won_p).mean() >= 0.9
 
 
 # --- self-play symmetry -------------------------------------------------------------------
@@ -284,6 +288,7 @@ def test_self_play_is_mirror_symmetric_under_the_same_heuristic():
     assert (ret[:, :3] == ret[:, :1]).all() and (ret[:, 3:] == ret[:, 3:4]).all()
     ally, enemy = ret[:, 0], ret[:, 3]
     assert ally.min() >= 0 and max(ally.max(), enemy.max()) <= REWARD_SCALE + 1e-4
+    # measured over 3 seeds: won 0.45-0.55, mean returns 12.7-14.1 a side, gap <= 1.3 (sd 1.6)
     gap = abs(ally.mean() - enemy.mean())
     assert gap <= 3 * np.std(ally - enemy) / np.sqrt(len(ally)) + 0.5, (ally.mean(), enemy.mean())
     assert 0.3 <= won.mean() <= 0.7 and 0.3 <= lost.mean() <= 0.7

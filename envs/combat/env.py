@@ -1,4 +1,5 @@
-"""`Combat`: SMAX-style unit battles, the allies as agents against a scripted enemy team."""
+"""`Combat`: SMAX-style unit battles; the allies are agents, the enemies scripted (heuristic),
+agents too (self-play) or driven by a given policy."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from flax import struct
 
 from marl.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
+from marl.learner import Policy
 from marl.spaces import Discrete
 
 from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial_memory
@@ -25,17 +27,35 @@ from .units import (
     parse_composition,
 )
 
+OPPONENTS = ("heuristic", "self_play", "policy")
+EAST, WEST = 1, 3  # the move actions a side's mirrored view swaps
+
 SUBSTEPS = 8  # SMAX world_steps_per_env_step
 SUBSTEP_TIME = 1.0 / 16  # SMAX time_per_step (seconds)
 REWARD_SCALE = 20.0  # SMAC reward_scale_rate: the most an episode can return
 KILL_REWARD = 10.0  # SMAC reward_death_value
 WIN_REWARD = 200.0  # SMAC reward_win
-ACTION_FEATURES = 4  # last action: move x, move y, attacking, (target + 1) / M
+ACTION_FEATURES = 4  # last action: move x, move y, attacking, (target + 1) / foes
 OWN_FEATURES = 4 + NUM_UNIT_TYPES + ACTION_FEATURES
 ALLY_FEATURES = 5 + NUM_UNIT_TYPES + ACTION_FEATURES
 ENEMY_FEATURES = 6 + NUM_UNIT_TYPES
 UNIT_STATE_FEATURES = 4 + NUM_UNIT_TYPES
 METRICS = ("won", "lost", "allies_alive", "enemies_killed", "damage_dealt")
+
+
+def obs_size(num_own: int, num_foes: int) -> int:
+    """Observation width of a unit with `num_own - 1` teammates and `num_foes` foes."""
+    return OWN_FEATURES + ALLY_FEATURES * (num_own - 1) + ENEMY_FEATURES * num_foes
+
+
+def mirror_moves(actions: jax.Array) -> jax.Array:
+    """Swap east and west moves (an involution between a side's view and the world)."""
+    return jnp.where((actions == EAST) | (actions == WEST), EAST + WEST - actions, actions)
+
+
+def _others(k: int) -> np.ndarray:
+    """[k, k - 1] the teammates of each of k units, in index order."""
+    return np.array([[j for j in range(k) if j != i] for i in range(k)], int).reshape(k, k - 1)
 
 
 class CombatState(struct.PyTreeNode):
@@ -45,9 +65,10 @@ class CombatState(struct.PyTreeNode):
     health:       [U] float32 remaining health (shields included); a unit is alive while > 0.
     cooldown:     [U] float32 seconds until the unit's weapon can fire again (0: ready).
     unit_type:    [U] int32 type ids (`units.UNIT_NAMES`).
-    last_action:  [U] int32 each unit's last action (STOP after reset).
+    last_action:  [U] int32 each unit's last action in world frame (STOP after reset).
     enemy_memory: the scripted enemies' HeuristicMemory ([M] targets, [M, 2] waypoints).
     t:            [] int32 steps taken in this episode.
+    enemy_carry:  the enemy policy's recurrent carry (opponent "policy"), else None.
     """
 
     pos: jax.Array
@@ -57,6 +78,7 @@ class CombatState(struct.PyTreeNode):
     last_action: jax.Array
     enemy_memory: HeuristicMemory
     t: jax.Array
+    enemy_carry: Any = None
 
     @property
     def alive(self) -> jax.Array:
@@ -79,7 +101,7 @@ def _team(units: str | int | Sequence[str], race: str | None, side: str) -> tupl
 
 
 class Combat(MultiAgentEnv[CombatState]):
-    """SMAX-style battle on a continuous square map: N agent units against M scripted units.
+    """SMAX-style battle on a continuous square map: N ally units against M enemy units.
 
     Constructor:
         allies: SMAC shorthand ("3s5z", "64m") or unit names; with `race`, a unit count.
@@ -88,10 +110,16 @@ class Combat(MultiAgentEnv[CombatState]):
             "zerg", "any"): types drawn per episode as SMACv2 (enemies mirror the allies' types,
             extra enemies drawn from the same weights).
         start_positions: "lines" (SMAC/SMAX), "reflect", "surround", "smacv2" (`scenarios`).
-        attack_mode: how an enemy picks a new target in range: "closest", "random", "weakest".
-        enemy_shoots: False makes the enemies move but never attack.
+        attack_mode: how a heuristic enemy picks a new target in range: "closest", "random",
+            "weakest".
+        enemy_shoots: False makes the heuristic enemies move but never attack.
         episode_limit: steps before truncation (SMAC's per-map limits in `scenarios`).
         map_size: side of the map (SMAX: 32).
+        opponent: who drives the enemies: "heuristic" (`heuristic.py`), "self_play" (they are
+            agents too) or "policy" (`enemy_policy`).
+        enemy_policy: a `marl.learner.Policy` acting for the M enemies (opponent "policy").
+        enemy_params: its parameters (any pytree, e.g. a learner's trained actor parameters).
+        enemy_greedy: the enemy policy acts greedily (else it samples).
         name: the registry id.
 
     Dynamics (SMAX): each step is 8 sub-steps of 1/16 s. In a sub-step every living unit
@@ -125,6 +153,26 @@ class Combat(MultiAgentEnv[CombatState]):
     dead, an ally alive), lost (all allies dead, an enemy alive), allies_alive (fraction),
     enemies_killed (fraction), damage_dealt (fraction of the enemies' total health).
 
+    The enemies' view (self-play and policy modes) is the allies' layout above with the sides
+    swapped and the map mirrored across x = W / 2: enemy k is "own unit k", the other enemies
+    are its teammates, ally j is its foe j (attack 5 + j), x / W reads 1 - x / W, dx reads -dx
+    and moves 1 and 3 mean west and east. So an enemy of an N-vs-M map sees exactly what an
+    ally sees on the mirrored M-vs-N map (`opponents.mirror_env`): a policy trained as the
+    allies there drives the enemies here. Obs [M, 14 + 15 (M - 1) + 12 N], avail [M, 5 + N].
+
+    Self-play: agents are the N allies then the M enemies (groups "allies", "enemies");
+    actions Discrete(5 + max(N, M)) [N + M], each side in its own view; observations padded to
+    the larger side (`spec.obs_sizes`), available actions to 5 + max(N, M) (`action_sizes`);
+    padded actions do nothing. Rewards: allies as above, enemies the mirror (damage dealt to
+    the allies, 10 per ally killed, 200 on the enemies' win, scaled by the allies' totals).
+    State [14 U + 1]: the unit features, every unit's last action (world frame), t / limit.
+    Metrics as above, from the allies' side.
+
+    Policy: the agents are the allies as in heuristic mode (same spec); each step the env
+    calls `enemy_policy.act(enemy_params, obs, avail, carry, t == 0, key, enemy_greedy)` on
+    the enemies' view; the carry lives in `CombatState.enemy_carry` (its `initial_carry()`
+    at reset).
+
     Example:
         >>> env = marl.make("combat/3m")
         >>> state, ts = env.reset(jax.random.key(0))
@@ -141,6 +189,10 @@ class Combat(MultiAgentEnv[CombatState]):
         enemy_shoots: bool = True,
         episode_limit: int = 60,
         map_size: float = 32.0,
+        opponent: str = "heuristic",
+        enemy_policy: Policy | None = None,
+        enemy_params: Any = None,
+        enemy_greedy: bool = True,
         name: str = "combat/custom",
     ):
         if attack_mode not in ATTACK_MODES:
@@ -149,6 +201,7 @@ class Combat(MultiAgentEnv[CombatState]):
             )
         if map_size <= 0:
             raise ValueError(f"map_size must be > 0, got {map_size}")
+        _check_opponent(opponent, enemy_policy, enemy_shoots)
         ally_types = _team(allies, race, "allies")
         enemy_types = _team(allies if enemies is None else enemies, race, "enemies")
         n, m = len(ally_types), len(enemy_types)
@@ -156,6 +209,9 @@ class Combat(MultiAgentEnv[CombatState]):
         self.attack_mode = attack_mode
         self.enemy_shoots = bool(enemy_shoots)
         self.map_size = float(map_size)
+        self.opponent = opponent
+        self.enemy_policy, self.enemy_params = enemy_policy, enemy_params
+        self.enemy_greedy = bool(enemy_greedy)
         self.generator = BattleGenerator(
             num_allies=n,
             num_enemies=m,
@@ -164,21 +220,43 @@ class Combat(MultiAgentEnv[CombatState]):
             start_positions=start_positions,
             map_size=self.map_size,
         )
-        # ally i's view of the other allies, in index order: [N, N - 1]
-        self._other_allies = np.array([[j for j in range(n) if j != i] for i in range(n)], int)
-        self._other_allies = self._other_allies.reshape(n, n - 1)
+        self._others = (_others(n), _others(m))  # each side's teammates of each unit
         # whom attack action 5 + k of unit u hits: enemy N + k for allies, ally k for enemies
         self._target_offset = np.array([n] * n + [0] * m, np.int32)
-        self.spec = EnvSpec(
+        self.spec = self._make_spec(name, int(episode_limit))
+
+    def _make_spec(self, name: str, episode_limit: int) -> EnvSpec:
+        n, m = self.num_allies, self.num_enemies
+        units = UNIT_STATE_FEATURES * (n + m) + 1
+        if self.opponent != "self_play":
+            return EnvSpec(
+                name=name,
+                num_agents=n,
+                obs_dim=obs_size(n, m),
+                state_dim=units + ACTION_FEATURES * n,
+                action_space=Discrete(FIRST_ATTACK + m),
+                groups=(AgentGroup("allies", tuple(range(n))),),
+                agent_names=tuple(f"ally_{i}" for i in range(n)),
+                episode_limit=episode_limit,
+                metric_names=METRICS,
+            )
+        obs_sizes = (obs_size(n, m),) * n + (obs_size(m, n),) * m
+        return EnvSpec(
             name=name,
-            num_agents=n,
-            obs_dim=OWN_FEATURES + ALLY_FEATURES * (n - 1) + ENEMY_FEATURES * m,
-            state_dim=UNIT_STATE_FEATURES * (n + m) + ACTION_FEATURES * n + 1,
-            action_space=Discrete(FIRST_ATTACK + m),
-            groups=(AgentGroup("allies", tuple(range(n))),),
-            agent_names=tuple(f"ally_{i}" for i in range(n)),
-            episode_limit=int(episode_limit),
+            num_agents=n + m,
+            obs_dim=max(obs_sizes),
+            state_dim=units + ACTION_FEATURES * (n + m),
+            action_space=Discrete(FIRST_ATTACK + max(n, m)),
+            groups=(
+                AgentGroup("allies", tuple(range(n))),
+                AgentGroup("enemies", tuple(range(n, n + m))),
+            ),
+            agent_names=tuple(f"ally_{i}" for i in range(n))
+            + tuple(f"enemy_{k}" for k in range(m)),
+            episode_limit=episode_limit,
             metric_names=METRICS,
+            obs_sizes=obs_sizes,
+            action_sizes=(FIRST_ATTACK + m,) * n + (FIRST_ATTACK + n,) * m,
         )
 
     # --- reset and step ----------------------------------------------------------------------
@@ -195,6 +273,7 @@ class Combat(MultiAgentEnv[CombatState]):
             last_action=jnp.full((u,), STOP, jnp.int32),
             enemy_memory=initial_memory(pos[self.num_allies :], self.map_size),
             t=jnp.zeros((), jnp.int32),
+            enemy_carry=self.enemy_policy.initial_carry() if self.opponent == "policy" else None,
         )
         return state, self.observe(state)
 
@@ -203,21 +282,28 @@ class Combat(MultiAgentEnv[CombatState]):
     ) -> tuple[CombatState, TimeStep]:
         key_enemy, key_world = jax.random.split(key)
         n = self.num_allies
-        alive = state.alive
-        enemy_actions, memory = heuristic_actions(
-            key_enemy,
-            state.enemy_memory,
-            state.pos[n:],
-            state.unit_type[n:],
-            alive[n:],
-            state.pos[:n],
-            state.health[:n],
-            alive[:n],
-            self.attack_mode,
-            self.enemy_shoots,
-        )
-        ally_actions = jnp.clip(actions.astype(jnp.int32), 0, self.spec.action_dim - 1)
-        all_actions = jnp.concatenate([ally_actions, enemy_actions])
+        agent_actions = jnp.clip(actions.astype(jnp.int32), 0, self.spec.action_dim - 1)
+        sizes = jnp.asarray(self.spec.action_sizes)
+        agent_actions = jnp.where(agent_actions < sizes, agent_actions, STOP)  # padding: stop
+        memory, carry = state.enemy_memory, state.enemy_carry
+        if self.opponent == "self_play":
+            enemy_actions = mirror_moves(agent_actions[n:])
+        elif self.opponent == "policy":
+            enemy_actions, carry = self._policy_actions(key_enemy, state)
+        else:
+            enemy_actions, memory = heuristic_actions(
+                key_enemy,
+                state.enemy_memory,
+                state.pos[n:],
+                state.unit_type[n:],
+                state.alive[n:],
+                state.pos[:n],
+                state.health[:n],
+                state.alive[:n],
+                self.attack_mode,
+                self.enemy_shoots,
+            )
+        all_actions = jnp.concatenate([agent_actions[:n], enemy_actions])
         pos, health, cooldown = self.simulate(key_world, state, all_actions)
         after = state.replace(
             pos=pos,
@@ -225,10 +311,21 @@ class Combat(MultiAgentEnv[CombatState]):
             cooldown=cooldown,
             last_action=all_actions,
             enemy_memory=memory,
+            enemy_carry=carry,
         )
         reward, terminated = self._outcome(state, after)
         ts = self._timestep(after, state.t + 1, reward, terminated)
         return after, ts
+
+    def _policy_actions(self, key: jax.Array, state: CombatState) -> tuple[jax.Array, Any]:
+        """The enemy policy's world-frame actions [M] from the enemies' view, and its carry."""
+        obs, avail = self.view(state, "enemies")
+        start = state.t == 0
+        actions, carry = self.enemy_policy.act(
+            self.enemy_params, obs, avail, state.enemy_carry, start, key, self.enemy_greedy
+        )
+        actions = jnp.clip(jnp.asarray(actions, jnp.int32), 0, FIRST_ATTACK + self.num_allies - 1)
+        return mirror_moves(actions), carry
 
     # --- dynamics -------------------------------------------------------------------------
     def _separate(self, pos: jax.Array, unit_type: jax.Array, alive: jax.Array) -> jax.Array:
@@ -282,18 +379,27 @@ class Combat(MultiAgentEnv[CombatState]):
         (pos, health, cooldown), _ = jax.lax.scan(substep, carry, jitter)
         return pos, health, cooldown
 
-    def _outcome(self, before: CombatState, after: CombatState) -> tuple[jax.Array, jax.Array]:
-        """SMAC's scaled reward of the transition and whether the battle is over."""
-        n = self.num_allies
-        enemy_max = jnp.sum(jnp.asarray(STATS.health)[after.unit_type[n:]])
-        damage = jnp.sum(before.health[n:] - after.health[n:])
-        kills = jnp.sum(before.alive[n:] & ~after.alive[n:])
-        won = self._won(after) & jnp.any(before.alive[n:])  # the bonus once, on the win
+    def _side_reward(self, before: CombatState, after: CombatState, own: slice, foe: slice):
+        """[] SMAC's scaled reward of one side: damage dealt, kills, the win bonus."""
+        foe_max = jnp.sum(jnp.asarray(STATS.health)[after.unit_type[foe]])
+        damage = jnp.sum(before.health[foe] - after.health[foe])
+        kills = jnp.sum(before.alive[foe] & ~after.alive[foe])
+        # the bonus once, on the win: the foes were alive before, none is now, one of us is
+        won = jnp.any(before.alive[foe]) & ~jnp.any(after.alive[foe]) & jnp.any(after.alive[own])
         raw = damage + KILL_REWARD * kills + WIN_REWARD * won
-        max_raw = enemy_max + KILL_REWARD * self.num_enemies + WIN_REWARD
-        reward = raw * (REWARD_SCALE / max_raw)
+        max_raw = foe_max + KILL_REWARD * after.unit_type[foe].shape[0] + WIN_REWARD
+        return raw * (REWARD_SCALE / max_raw)
+
+    def _outcome(self, before: CombatState, after: CombatState) -> tuple[jax.Array, jax.Array]:
+        """The agents' rewards [num_agents] of the transition and whether the battle is over."""
+        n, m = self.num_allies, self.num_enemies
+        allies, enemies = slice(0, n), slice(n, n + m)
+        reward = jnp.full((n,), self._side_reward(before, after, allies, enemies), jnp.float32)
+        if self.opponent == "self_play":
+            mirror = self._side_reward(before, after, enemies, allies)
+            reward = jnp.concatenate([reward, jnp.full((m,), mirror, jnp.float32)])
         terminated = ~jnp.any(after.alive[:n]) | ~jnp.any(after.alive[n:])
-        return jnp.full((n,), reward, jnp.float32), terminated
+        return reward, terminated
 
     def _won(self, state: CombatState) -> jax.Array:
         n = self.num_allies
@@ -301,7 +407,7 @@ class Combat(MultiAgentEnv[CombatState]):
 
     # --- what agents see ------------------------------------------------------------------
     def metrics(self, state: CombatState) -> dict[str, jax.Array]:
-        """The task metrics of `state` ([] float32 each)."""
+        """The task metrics of `state` ([] float32 each), from the allies' side."""
         n = self.num_allies
         alive = state.alive
         enemy_max = jnp.asarray(STATS.health)[state.unit_type[n:]]
@@ -315,42 +421,58 @@ class Combat(MultiAgentEnv[CombatState]):
         }
         return {k: v.astype(jnp.float32) for k, v in values.items()}
 
-    def _action_features(self, last_action: jax.Array) -> jax.Array:
-        """[K, 4] compact last actions: move direction, attacking flag, (target + 1) / M."""
+    def _action_features(
+        self, last_action: jax.Array, num_foes: int, mirror: bool = False
+    ) -> jax.Array:
+        """[K, 4] compact last actions: move direction, attacking flag, (target + 1) / foes."""
         attacking = last_action >= FIRST_ATTACK
-        target = jnp.where(attacking, (last_action - STOP) / self.num_enemies, 0.0)
+        target = jnp.where(attacking, (last_action - STOP) / num_foes, 0.0)
         move = jnp.asarray(MOVE_VECTORS)[jnp.minimum(last_action, STOP)]
+        if mirror:
+            move = move * jnp.array([-1.0, 1.0])
         return jnp.concatenate([move, attacking[:, None], target[:, None]], axis=1)
 
-    def _unit_features(self, state: CombatState) -> tuple[jax.Array, jax.Array]:
-        """[U, 4 + T] health, cooldown, position, type of every unit (zeros when dead), and
-        [N, 4] the allies' last actions (zeros when dead)."""
-        n = self.num_allies
-        unit_type = state.unit_type
-        alive = state.alive[:, None]
-        health = state.health / jnp.asarray(STATS.health)[unit_type]
-        cooldown = jnp.clip(state.cooldown / jnp.asarray(STATS.cooldown)[unit_type], 0.0, 1.0)
+    def _unit_features(
+        self, pos: jax.Array, health: jax.Array, cooldown: jax.Array, unit_type: jax.Array
+    ) -> jax.Array:
+        """[U, 4 + T] health, cooldown, position, type of every unit (zeros when dead)."""
+        max_health = jnp.asarray(STATS.health)[unit_type]
+        cool = jnp.clip(cooldown / jnp.asarray(STATS.cooldown)[unit_type], 0.0, 1.0)
         unit = jnp.concatenate(
             [
-                jnp.stack([health, cooldown], axis=1),
-                state.pos / self.map_size,
+                jnp.stack([health / max_health, cool], axis=1),
+                pos / self.map_size,
                 jax.nn.one_hot(unit_type, NUM_UNIT_TYPES, dtype=jnp.float32),
             ],
             axis=1,
         )
-        last_action = self._action_features(state.last_action[:n])
-        return unit * alive, last_action * alive[:n]
+        return unit * (health > 0)[:, None]
 
-    def _observations(
-        self, state: CombatState, unit: jax.Array, last_action: jax.Array
-    ) -> tuple[jax.Array, jax.Array]:
-        """Observations [N, obs_dim] and available actions [N, 5 + M] (layouts: class doc)."""
-        n, u = self.num_allies, self.num_allies + self.num_enemies
-        alive = state.alive
-        dx, dy, distance = pairwise_offsets(state.pos[:n], state.pos)  # [N, U]
-        sight = jnp.asarray(STATS.sight_range)[state.unit_type[:n]][:, None]
-        reach = jnp.asarray(STATS.attack_range)[state.unit_type[:n]][:, None]
-        visible = alive[:n, None] & alive[None, :] & (distance < sight)
+    def view(self, state: CombatState, side: str = "allies") -> tuple[jax.Array, jax.Array]:
+        """One side's observations [K, obs_size(K, F)] and available actions [K, 5 + F].
+
+        "allies": the layout of the class doc; "enemies": the same with the sides swapped and
+        the map mirrored across x = W / 2 (what an ally sees on the mirrored map).
+        """
+        if side not in ("allies", "enemies"):
+            raise ValueError(f"side must be 'allies' or 'enemies', got {side!r}")
+        n, m = self.num_allies, self.num_enemies
+        mirror = side == "enemies"
+        k, f = (m, n) if mirror else (n, m)
+        arrays = (state.pos, state.health, state.cooldown, state.unit_type, state.last_action)
+        if mirror:  # own side first, x reflected
+            arrays = tuple(jnp.concatenate([x[n:], x[:n]]) for x in arrays)
+            pos = arrays[0] * jnp.array([-1.0, 1.0]) + jnp.array([self.map_size, 0.0])
+            arrays = (pos, *arrays[1:])
+        pos, health, cooldown, unit_type, last = arrays
+        u = n + m
+        alive = health > 0
+        unit = self._unit_features(pos, health, cooldown, unit_type)
+        last_action = self._action_features(last[:k], f, mirror) * alive[:k, None]
+        dx, dy, distance = pairwise_offsets(pos[:k], pos)  # [K, U]
+        sight = jnp.asarray(STATS.sight_range)[unit_type[:k]][:, None]
+        reach = jnp.asarray(STATS.attack_range)[unit_type[:k]][:, None]
+        visible = alive[:k, None] & alive[None, :] & (distance < sight)
         in_range = visible & (distance < reach)
         geometry = jnp.stack(
             [
@@ -358,59 +480,110 @@ class Combat(MultiAgentEnv[CombatState]):
                 dx / sight,
                 dy / sight,
                 distance / sight,
-                jnp.broadcast_to(unit[:, 0], (n, u)),
+                jnp.broadcast_to(unit[:, 0], (k, u)),
             ],
             axis=-1,
-        )  # [N, U, 5]
-        type_onehot = jnp.broadcast_to(unit[None, :, 4:], (n, u, NUM_UNIT_TYPES))
-        ally_action = jnp.broadcast_to(last_action[None], (n, n, ACTION_FEATURES))
-        allies = jnp.concatenate([geometry[:, :n], type_onehot[:, :n], ally_action], axis=-1)
-        allies = (allies * visible[:, :n, None])[np.arange(n)[:, None], self._other_allies]
-        enemies = jnp.concatenate(
-            [geometry[:, n:], in_range[:, n:, None], type_onehot[:, n:]], axis=-1
+        )  # [K, U, 5]
+        type_onehot = jnp.broadcast_to(unit[None, :, 4:], (k, u, NUM_UNIT_TYPES))
+        mate_action = jnp.broadcast_to(last_action[None], (k, k, ACTION_FEATURES))
+        mates = jnp.concatenate([geometry[:, :k], type_onehot[:, :k], mate_action], axis=-1)
+        others = self._others[int(mirror)]
+        mates = (mates * visible[:, :k, None])[np.arange(k)[:, None], others]
+        foes = jnp.concatenate(
+            [geometry[:, k:], in_range[:, k:, None], type_onehot[:, k:]], axis=-1
         )
-        enemies = enemies * visible[:, n:, None]
-        own = jnp.concatenate([unit[:n], last_action], axis=1)
-        obs = jnp.concatenate([own, allies.reshape(n, -1), enemies.reshape(n, -1)], axis=1)
+        foes = foes * visible[:, k:, None]
+        own = jnp.concatenate([unit[:k], last_action], axis=1)
+        obs = jnp.concatenate([own, mates.reshape(k, -1), foes.reshape(k, -1)], axis=1)
         avail = jnp.concatenate(
-            [jnp.broadcast_to(alive[:n, None], (n, STOP)), jnp.ones((n, 1), bool), in_range[:, n:]],
+            [jnp.broadcast_to(alive[:k, None], (k, STOP)), jnp.ones((k, 1), bool), in_range[:, k:]],
             axis=1,
         )
-        return obs, avail
+        return obs.astype(jnp.float32), avail
+
+    def _agent_views(self, state: CombatState) -> tuple[jax.Array, jax.Array]:
+        """Observations [num_agents, obs_dim] and available actions [num_agents, A]."""
+        obs, avail = self.view(state, "allies")
+        if self.opponent != "self_play":
+            return obs, avail
+        enemy_obs, enemy_avail = self.view(state, "enemies")
+        d, a = self.spec.obs_dim, self.spec.action_dim
+
+        def pad(x: jax.Array, width: int) -> jax.Array:
+            return jnp.pad(x, ((0, 0), (0, width - x.shape[1])))
+
+        obs = jnp.concatenate([pad(obs, d), pad(enemy_obs, d)])
+        return obs, jnp.concatenate([pad(avail, a), pad(enemy_avail, a)])
+
+    def _global_state(self, state: CombatState, t: jax.Array) -> jax.Array:
+        """[state_dim] unit features, the agents' last actions (world frame), t / limit."""
+        n, m = self.num_allies, self.num_enemies
+        alive = state.alive[:, None]
+        unit = self._unit_features(state.pos, state.health, state.cooldown, state.unit_type)
+        last = self._action_features(state.last_action[:n], m) * alive[:n]
+        if self.opponent == "self_play":
+            enemy_last = self._action_features(state.last_action[n:], n) * alive[n:]
+            last = jnp.concatenate([last, enemy_last])
+        parts = [unit.reshape(-1), last.reshape(-1), (t / self.spec.episode_limit)[None]]
+        return jnp.concatenate(parts).astype(jnp.float32)
 
     def _timestep(
         self, state: CombatState, t: jax.Array, reward: jax.Array, terminated: jax.Array
     ) -> TimeStep:
-        unit, last_action = self._unit_features(state)
-        obs, avail = self._observations(state, unit, last_action)
-        global_state = jnp.concatenate(
-            [unit.reshape(-1), last_action.reshape(-1), (t / self.spec.episode_limit)[None]]
-        )
+        obs, avail = self._agent_views(state)
         return TimeStep(
-            obs=obs.astype(jnp.float32),
-            state=global_state.astype(jnp.float32),
+            obs=obs,
+            state=self._global_state(state, t),
             avail_actions=avail,
             reward=reward,
             terminated=terminated,
             truncated=jnp.zeros((), bool),
-            alive=state.alive[: self.num_allies],
+            alive=state.alive[: self.spec.num_agents],
             metrics=self.metrics(state),
         )
 
     def observe(self, state: CombatState) -> TimeStep:
         """The TimeStep agents see in `state` (reward 0, not terminated)."""
-        return self._timestep(
-            state, state.t, jnp.zeros((self.num_allies,), jnp.float32), jnp.zeros((), bool)
-        )
+        zeros = jnp.zeros((self.spec.num_agents,), jnp.float32)
+        return self._timestep(state, state.t, zeros, jnp.zeros((), bool))
 
     def render_frame(self, state: CombatState) -> dict[str, Any]:
-        """Positions, radii, teams, health fractions and liveness, for a viewer."""
+        """What `viewer.py` draws: positions, radii, teams, health fractions, liveness, and
+        `target` [U] int: whom each unit attacked in the step that led to `state` (its last
+        action an attack on a unit within its reach, allowing for the target's move), else -1.
+        """
         unit_type = np.asarray(state.unit_type)
+        pos = np.asarray(state.pos)
+        last = np.asarray(state.last_action)
+        u = unit_type.size
+        attacking = last >= FIRST_ATTACK
+        target = np.clip(last - FIRST_ATTACK + self._target_offset, 0, u - 1)
+        distance = np.linalg.norm(pos[target] - pos, axis=1)
+        slack = STATS.velocity[unit_type[target]] * SUBSTEPS * SUBSTEP_TIME
+        near = distance < STATS.attack_range[unit_type] + slack
         return {
-            "pos": np.asarray(state.pos),
+            "pos": pos,
             "radius": STATS.radius[unit_type],
-            "team": (np.arange(unit_type.size) >= self.num_allies).astype(int),
+            "team": (np.arange(u) >= self.num_allies).astype(int),
             "health": np.asarray(state.health) / STATS.health[unit_type],
             "alive": np.asarray(state.alive),
+            "target": np.where(attacking & near, target, -1),
             "map_size": self.map_size,
         }
+
+
+def _check_opponent(opponent: str, enemy_policy: Policy | None, enemy_shoots: bool) -> None:
+    """Reject inconsistent opponent keywords with one line naming the valid choices."""
+    if opponent not in OPPONENTS:
+        raise ValueError(f"unknown opponent {opponent!r}; valid: {', '.join(OPPONENTS)}")
+    if opponent == "policy" and enemy_policy is None:
+        raise ValueError("opponent='policy' needs enemy_policy (a marl.learner.Policy)")
+    if opponent != "policy" and enemy_policy is not None:
+        raise ValueError(f"enemy_policy is only used with opponent='policy', not {opponent!r}")
+    if enemy_policy is not None and not (
+        callable(getattr(enemy_policy, "act", None))
+        and callable(getattr(enemy_policy, "initial_carry", None))
+    ):
+        raise TypeError(f"enemy_policy must be a marl.learner.Policy, got {enemy_policy!r}")
+    if opponent != "heuristic" and not enemy_shoots:
+        raise ValueError("enemy_shoots=False only applies to opponent='heuristic'")
