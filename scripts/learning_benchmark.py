@@ -95,7 +95,17 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=2e6)
     parser.add_argument("--out", default=str(ROOT / "results" / "runs"))
     parser.add_argument("--set", action="append", default=[], help="extra marl train override")
+    parser.add_argument(
+        "--render-only", action="store_true", help="rewrite the .md from the .json and exit"
+    )
     args = parser.parse_args()
+    stem = args.env.replace("/", "_")
+    out_dir = ROOT / "results" / "learning"
+    if args.render_only:
+        atomic_write(
+            out_dir / f"{stem}.md", markdown(json.loads((out_dir / f"{stem}.json").read_text()))
+        )
+        return
 
     env = marl.make(args.env)
     anchors = anchor_scores(env, num_episodes=320)
@@ -144,8 +154,16 @@ def main() -> None:
     rows = merge_rows(out_dir / f"{stem}.json", rows)
     record = {"env": args.env, "anchors": anchors, "results": rows}
     write_json(out_dir / f"{stem}.json", record)
+    text = markdown(record)
+    atomic_write(out_dir / f"{stem}.md", text)
+    print(text)
+
+
+def markdown(record: dict) -> str:
+    """The Markdown table of a learning-benchmark record (`results/learning/<env>.json`)."""
+    anchors, rows = record["anchors"], record["results"]
     lines = [
-        f"# Learning benchmark: {args.env}",
+        f"# Learning benchmark: {record['env']}",
         "",
         "Greedy evaluation, 32 episodes per seed at the end of training; team return (summed "
         "over agents); IQM over seeds. The absolute metric re-evaluates each seed's best "
@@ -169,9 +187,9 @@ def main() -> None:
         )
     lines += ["", "Commands:", ""]
     lines += [f"- `{r['command']}`" for r in rows if r.get("command")]
+    lines += [f"- {r['algo']}: {r['note']}" for r in rows if r.get("note")]
     lines.append("")
-    atomic_write(out_dir / f"{stem}.md", "\n".join(lines))
-    print("\n".join(lines))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
