@@ -1,0 +1,55 @@
+"""Value-decomposition mixers: VDN (sum) and QMIX (monotonic hypernetwork mixer, pymarl).
+
+Call: `(agent_qs [..., N], state [..., S]) -> q_tot [...]`.
+"""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+
+class VDNMixer(nn.Module):
+    """`Q_tot = sum_i Q_i`; the state is ignored."""
+
+    @nn.compact
+    def __call__(self, agent_qs: Array, state: Array | None = None) -> Array:
+        return jnp.sum(agent_qs, axis=-1)
+
+
+class QMixer(nn.Module):
+    """pymarl QMIX: `Q_tot = elu(q |W1| + b1) |W2| + V(s)`, weights from state hypernetworks.
+
+    |W1| [N, embed] and |W2| [embed, 1] come from `hypernet_layers`-deep hypernetworks of the
+    state (hidden `hypernet_embed`), b1 [embed] from a linear layer, V(s) from a 2-layer MLP.
+    Absolute weights make `Q_tot` monotonic in every `Q_i`.
+    """
+
+    embed_dim: int = 32
+    hypernet_embed: int = 64
+    hypernet_layers: int = 2
+
+    def _hyper(self, state: Array, out: int, name: str) -> Array:
+        if self.hypernet_layers == 1:
+            return nn.Dense(out, name=f"{name}_0")(state)
+        if self.hypernet_layers != 2:
+            raise ValueError("hypernet_layers must be 1 or 2")
+        h = nn.relu(nn.Dense(self.hypernet_embed, name=f"{name}_0")(state))
+        return nn.Dense(out, name=f"{name}_1")(h)
+
+    @nn.compact
+    def __call__(self, agent_qs: Array, state: Array) -> Array:
+        n = agent_qs.shape[-1]
+        lead = agent_qs.shape[:-1]
+        state = jnp.broadcast_to(state, lead + state.shape[-1:]).astype(jnp.float32)
+        w1 = jnp.abs(self._hyper(state, n * self.embed_dim, "hyper_w1"))
+        w1 = w1.reshape(lead + (n, self.embed_dim))
+        b1 = nn.Dense(self.embed_dim, name="hyper_b1")(state)
+        w2 = jnp.abs(self._hyper(state, self.embed_dim, "hyper_w2"))  # [..., embed]
+        v = nn.Dense(self.embed_dim, name="v_0")(state)
+        v = nn.Dense(1, name="v_1")(nn.relu(v))[..., 0]
+        hidden = nn.elu(jnp.einsum("...n,...ne->...e", agent_qs, w1) + b1)
+        return jnp.sum(hidden * w2, axis=-1) + v

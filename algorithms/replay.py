@@ -1,0 +1,76 @@
+"""Episode replay buffer in pure JAX: whole fixed-length sequences in a ring buffer.
+
+Shapes: `C` capacity (episodes), `B` episodes per add, `T` steps per episode (padded), `N`
+agents. Every function is jittable with static shapes; the stored pytree is arbitrary, each leaf
+is kept as `[C, *leaf_shape]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+Array = jax.Array
+
+
+class Episode(struct.PyTreeNode):
+    """One episode (or, with a leading axis, a batch of episodes), padded to `T` steps.
+
+    Following pymarl, obs/state/avail hold `T + 1` rows: row `t + 1` is the state after step
+    `t`, so a truncated episode can bootstrap from its real final state.
+
+    obs [T+1, N, D], state [T+1, S], avail [T+1, N, A] (bool), actions [T, N] (int32),
+    rewards [T], terminated [T] (bool), filled [T] (bool; False for padding after the end).
+    """
+
+    obs: Array
+    state: Array
+    avail: Array
+    actions: Array
+    rewards: Array
+    terminated: Array
+    filled: Array
+
+
+class EpisodeBuffer(struct.PyTreeNode):
+    """Ring buffer of whole episodes: `data` leaves `[C, ...]`, write `pos`, number `size`."""
+
+    data: Any
+    pos: Array  # [] int32, next slot to write
+    size: Array  # [] int32, number of valid slots (always slots [0, size))
+    capacity: int = struct.field(pytree_node=False)
+
+
+def init(example_episode: Any, capacity: int) -> EpisodeBuffer:
+    """Empty buffer for `capacity` episodes shaped like `example_episode` (no batch axis)."""
+    data = jax.tree.map(
+        lambda x: jnp.zeros((capacity, *jnp.shape(x)), jnp.asarray(x).dtype), example_episode
+    )
+    return EpisodeBuffer(data, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), capacity)
+
+
+def add(buffer: EpisodeBuffer, episodes: Any) -> EpisodeBuffer:
+    """Write a batch of episodes (leaves `[B, ...]`, `B <= C`), overwriting the oldest."""
+    batch = jax.tree.leaves(episodes)[0].shape[0]
+    if batch > buffer.capacity:
+        raise ValueError(f"adding {batch} episodes to a buffer of capacity {buffer.capacity}")
+    idx = (buffer.pos + jnp.arange(batch)) % buffer.capacity
+    data = jax.tree.map(lambda d, e: d.at[idx].set(e.astype(d.dtype)), buffer.data, episodes)
+    return buffer.replace(
+        data=data,
+        pos=(buffer.pos + batch) % buffer.capacity,
+        size=jnp.minimum(buffer.size + batch, buffer.capacity),
+    )
+
+
+def sample(buffer: EpisodeBuffer, key: Array, batch_size: int) -> Any:
+    """`batch_size` stored episodes drawn uniformly (with replacement) among those added.
+
+    Returns the stored pytree with leaves `[batch_size, ...]`. The buffer must not be empty
+    (an empty buffer returns slot 0, all zeros).
+    """
+    idx = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
+    return jax.tree.map(lambda d: d[idx], buffer.data)

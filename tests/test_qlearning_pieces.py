@@ -1,0 +1,211 @@
+"""Replay buffer, exploration, double-Q / TD(lambda) targets and mixers for value-based MARL."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from marl.algorithms import mixers, qlearning, replay
+
+T, N, D, S, A = 3, 2, 4, 5, 3
+
+
+def make_episode(i: int) -> replay.Episode:
+    """An episode whose every field is determined by its id `i`; ends after `1 + i % T` steps."""
+    length = 1 + i % T
+    f = float(i)
+    filled = jnp.arange(T) < length
+    return replay.Episode(
+        obs=jnp.full((T + 1, N, D), f) + jnp.arange(D),
+        state=jnp.full((T + 1, S), -f),
+        avail=(jnp.arange(A) <= i % A)[None, None].repeat(T + 1, 0).repeat(N, 1),
+        actions=jnp.full((T, N), i % A, jnp.int32),
+        rewards=jnp.full((T,), f) * filled,
+        terminated=jnp.arange(T) == length - 1,
+        filled=filled,
+    )
+
+
+def stack(ids):
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *[make_episode(i) for i in ids])
+
+
+def episode_id(ep) -> int:
+    return int(ep.obs[0, 0, 0])
+
+
+def assert_same(a, b):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def sampled_ids(buffer, key, batch=64):
+    eps = jax.jit(replay.sample, static_argnums=2)(buffer, key, batch)
+    ids = []
+    for b in range(batch):
+        ep = jax.tree.map(lambda x, b=b: x[b], eps)
+        i = episode_id(ep)
+        assert_same(ep, make_episode(i))  # whole episode, exactly as added
+        ids.append(i)
+    return set(ids)
+
+
+def test_buffer_stores_wraps_and_samples_whole_added_episodes():
+    buf = replay.init(make_episode(0), capacity=4)
+    assert buf.data.obs.shape == (4, T + 1, N, D) and int(buf.size) == 0
+    add = jax.jit(replay.add)
+    buf = add(buf, stack([1, 2, 3]))
+    assert int(buf.size) == 3 and int(buf.pos) == 3
+    for slot, i in enumerate([1, 2, 3]):
+        assert_same(jax.tree.map(lambda x, s=slot: x[s], buf.data), make_episode(i))
+    assert sampled_ids(buf, jax.random.key(0)) == {1, 2, 3}  # never the empty slot
+
+    buf = add(buf, stack([4, 5, 6]))  # wraps: slots hold 5, 6, 3, 4
+    assert int(buf.size) == 4 and int(buf.pos) == 2
+    assert [episode_id(jax.tree.map(lambda x, s=s: x[s], buf.data)) for s in range(4)] == [
+        5,
+        6,
+        3,
+        4,
+    ]
+    assert sampled_ids(buf, jax.random.key(1)) == {3, 4, 5, 6}
+    with pytest.raises(ValueError):
+        replay.add(buf, stack(range(5)))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 4),
+    a=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    epsilon=st.sampled_from([0.0, 0.5, 1.0]),
+)
+def test_epsilon_greedy_only_available_and_greedy_at_zero(n, a, seed, epsilon):
+    rng = np.random.default_rng(seed)
+    avail = rng.random((n, a)) < 0.5
+    avail[np.arange(n), rng.integers(0, a, n)] = True  # at least one available per agent
+    q = rng.normal(size=(n, a)).astype(np.float32)
+    q[~avail] += 100.0  # unavailable actions look best
+    for k in range(8):
+        acts = np.asarray(qlearning.epsilon_greedy(jax.random.key(seed + k), q, avail, epsilon))
+        assert acts.shape == (n,) and acts.dtype == np.int32
+        assert avail[np.arange(n), acts].all()
+        if epsilon == 0.0:
+            np.testing.assert_array_equal(acts, np.where(avail, q, -np.inf).argmax(-1))
+
+
+def test_epsilon_one_covers_all_available_actions():
+    avail = jnp.array([[True, False, True, True]])
+    keys = jax.random.split(jax.random.key(3), 400)
+    acts = jax.vmap(lambda k: qlearning.epsilon_greedy(k, jnp.zeros((1, 4)), avail, 1.0))(keys)
+    assert set(np.asarray(acts).ravel().tolist()) == {0, 2, 3}
+
+
+def test_linear_schedule():
+    f = qlearning.linear_schedule(1.0, 0.05, 100)
+    np.testing.assert_allclose([f(0), f(50), f(100), f(1000)], [1.0, 0.525, 0.05, 0.05], rtol=1e-6)
+
+
+# Two padded 3-step episodes, one agent, 3 actions, gamma 0.9.
+# ep 0: terminated at t=1, t=2 is padding.  ep 1: truncated after t=2 (bootstraps).
+GAMMA = 0.9
+REWARDS = jnp.array([[1.0, 2.0, 5.0], [0.0, 1.0, 1.0]])
+TERMINATED = jnp.array([[False, True, False], [False, False, False]])
+MASK = jnp.array([[True, True, False], [True, True, True]])
+Q_ONLINE = jnp.array(
+    [
+        [[1.0, 3.0, 2.0], [9.0, 9.0, 9.0], [np.nan, np.nan, np.nan]],
+        [[5.0, 1.0, 1.0], [0.0, 0.0, 4.0], [1.0, 2.0, 3.0]],
+    ]
+)[:, :, None]  # [E, T, N=1, A]
+Q_TARGET = jnp.array(
+    [
+        [[10.0, 20.0, 30.0], [50.0, 50.0, 50.0], [np.nan, np.nan, np.nan]],
+        [[7.0, 8.0, 9.0], [2.0, 3.0, 100.0], [4.0, 5.0, 6.0]],
+    ]
+)[:, :, None]
+AVAIL = jnp.array(
+    [
+        [[1, 0, 1], [1, 1, 1], [1, 1, 1]],
+        [[1, 1, 1], [1, 1, 0], [1, 1, 1]],
+    ],
+    bool,
+)[:, :, None]
+# ep 0: t0 argmax over available {0, 2} of [1, _, 2] -> a2 -> 30: 1 + 0.9 * 30; t1 terminated.
+# ep 1: t0 a0 -> 7; t1 available {0, 1} of [0, 0] -> a0 -> 2; t2 a2 -> 6 (truncated: bootstrap).
+EXPECTED = np.array([[28.0, 2.0, 0.0], [6.3, 2.8, 6.4]])
+
+
+def per_episode_targets(lam=0.0, mix=None):
+    fn = lambda r, te, m, qo, qt, av: qlearning.double_q_targets(  # noqa: E731
+        r, te, m, qo, qt, av, GAMMA, mix=mix, lam=lam
+    )
+    return jax.jit(jax.vmap(fn))(REWARDS, TERMINATED, MASK, Q_ONLINE, Q_TARGET, AVAIL)
+
+
+def test_double_q_targets_hand_computed():
+    y = per_episode_targets()  # per agent: [E, T, N=1]
+    np.testing.assert_allclose(np.asarray(y[..., 0]), EXPECTED, rtol=1e-6)
+    y_mixed = per_episode_targets(mix=lambda q: q.sum(-1))  # VDN-style [E, T]
+    np.testing.assert_allclose(np.asarray(y_mixed), EXPECTED, rtol=1e-6)
+    # the padded step is excluded from the loss, whatever its prediction
+    q_taken = jnp.asarray(EXPECTED).at[0, 2].set(1e6).at[1, 0].add(1.0)
+    loss = qlearning.masked_td_loss(q_taken, y_mixed, MASK)
+    np.testing.assert_allclose(float(loss), 1.0 / 5.0, rtol=1e-6)
+
+
+def test_td_lambda_hand_computed():
+    y = np.asarray(per_episode_targets(lam=0.5)[..., 0])
+    g2 = 6.4
+    g1 = 1.0 + GAMMA * (0.5 * 2.0 + 0.5 * g2)
+    g0 = GAMMA * (0.5 * 7.0 + 0.5 * g1)
+    np.testing.assert_allclose(y[1], [g0, g1, g2], rtol=1e-6)
+    g0_ep0 = 1.0 + GAMMA * (0.5 * 30.0 + 0.5 * 2.0)  # terminated t1 is a pure reward
+    np.testing.assert_allclose(y[0], [g0_ep0, 2.0, 0.0], rtol=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), t=st.integers(1, 8))
+def test_td_lambda_zero_equals_one_step(seed, t):
+    rng = np.random.default_rng(seed)
+    r, v = rng.normal(size=(2, t, N)).astype(np.float32)
+    length = int(rng.integers(1, t + 1))
+    mask = np.arange(t) < length
+    term = (np.arange(t) == length - 1) & (rng.random() < 0.5)
+    one_step = np.where(mask[:, None], r + GAMMA * (1 - term[:, None]) * v, 0.0)
+    y = qlearning.td_lambda_targets(r, term, mask, v, GAMMA, 0.0)
+    np.testing.assert_allclose(np.asarray(y), one_step, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_qmixer_monotonic_and_vdn_sum(seed):
+    k_init, k_q, k_s, k_p = jax.random.split(jax.random.key(seed), 4)
+    n, s = 5, 7
+    qs = 3.0 * jax.random.normal(k_q, (4, 6, n))
+    state = jax.random.normal(k_s, (4, 6, s))
+    mixer = mixers.QMixer()
+    params = mixer.init(k_init, qs, state)
+    leaves, tree = jax.tree.flatten(params)
+    noise = jax.random.split(k_p, len(leaves))
+    params = jax.tree.unflatten(
+        tree, [x + jax.random.normal(k, x.shape) for x, k in zip(leaves, noise, strict=True)]
+    )
+    q_tot = mixer.apply(params, qs, state)
+    assert q_tot.shape == (4, 6)
+    assert params["params"]["hyper_w1_1"]["kernel"].shape == (64, n * 32)
+    grads = jax.grad(lambda q: mixer.apply(params, q, state).sum())(qs)
+    assert bool(jnp.all(grads >= 0.0)) and bool(jnp.any(grads > 0.0))
+
+    vdn = mixers.VDNMixer()
+    np.testing.assert_allclose(vdn.apply({}, qs, state), qs.sum(-1), rtol=1e-6)
+
+
+def test_hard_and_soft_update():
+    target = {"w": jnp.zeros(3)}
+    online = {"w": jnp.ones(3)}
+    np.testing.assert_allclose(qlearning.hard_update(target, online)["w"], 1.0)
+    np.testing.assert_allclose(qlearning.soft_update(target, online, 0.25)["w"], 0.25)
