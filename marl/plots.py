@@ -186,6 +186,21 @@ def improvement_probabilities(
     return _save(fig, path)
 
 
+def _curves(curves, path, cmap, xlabel: str, ylabel: str, title: str) -> Path:
+    """Lines with CI bands, one per algorithm: curves[a] = (steps, point, low, high, ...)."""
+    fig = _figure(6.0, 4.0)
+    ax = fig.add_subplot()
+    for a in sorted(curves):
+        steps, point, low, high = curves[a][:4]
+        _band(ax, steps, point, low, high, cmap[a], a)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best")
+    return _save(fig, path)
+
+
 def sample_efficiency_curves(
     curves: Mapping[str, Sequence[np.ndarray]],
     path: str | Path,
@@ -208,17 +223,7 @@ def sample_efficiency_curves(
         if len(labels) > 1:
             raise ValueError(f"curves have different x axes: {sorted(labels)}")
         xlabel = labels.pop() if labels else "environment steps"
-    fig = _figure(6.0, 4.0)
-    ax = fig.add_subplot()
-    for a in algos:
-        steps, point, low, high = curves[a][:4]
-        _band(ax, steps, point, low, high, cmap[a], a)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best")
-    return _save(fig, path)
+    return _curves(curves, path, cmap, xlabel, ylabel, title)
 
 
 def task_curves(
@@ -233,14 +238,4 @@ def task_curves(
     """Raw-metric curve of one task: per_algo: algorithm -> (steps, mean, low, high)."""
     algos = sorted(per_algo)
     cmap = _colors(algos, colors)
-    fig = _figure(6.0, 4.0)
-    ax = fig.add_subplot()
-    for a in algos:
-        steps, point, low, high = per_algo[a][:4]
-        _band(ax, steps, point, low, high, cmap[a], a)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best")
-    return _save(fig, path)
+    return _curves(per_algo, path, cmap, xlabel, ylabel, title)

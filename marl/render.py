@@ -7,7 +7,7 @@ families in `VIEWERS`).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import jax
 from marl.env import MultiAgentEnv, TimeStep
 from marl.spaces import sample_actions
 
-__all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer"]
+__all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer", "write_gif"]
 
 # (key, timestep) -> joint action (int32 [N] or float32 [N, d])
 Policy = Callable[[jax.Array, TimeStep], jax.Array]
@@ -71,6 +71,35 @@ def viewer(env: MultiAgentEnv) -> Any:
             f"no viewer for {env.spec.name!r}; rendering supports: {', '.join(sorted(VIEWERS))}"
         )
     return importlib.import_module(VIEWERS[family])
+
+
+def write_gif(
+    frames: Sequence[Any],
+    path: str | Path,
+    draw: Callable[[Any, Any, str], None],
+    *,
+    fps: int = 10,
+    titles: Sequence[str] | None = None,
+    dpi: int = 80,
+) -> Path:
+    """Animate `frames` into a GIF at `path`; `draw(ax, frame, title)` paints one frame on a
+    4 x 4 inch axes (and clears what it drew before). Every family viewer writes through it."""
+    from matplotlib.animation import PillowWriter
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not frames:
+        raise ValueError("no frames to draw")
+    path = Path(path)
+    fig = Figure(figsize=(4, 4))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    writer = PillowWriter(fps=fps)
+    with writer.saving(fig, str(path), dpi):
+        for k, frame in enumerate(frames):
+            draw(ax, frame, titles[k] if titles else "")
+            writer.grab_frame()
+    return path
 
 
 def save_gif(env: MultiAgentEnv, states: list[Any], path: str | Path, fps: int = 10) -> Path:

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.animation import PillowWriter
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Rectangle
+
+from marl.render import write_gif
 
 TEAM_COLOURS = ("#1f77b4", "#d62728")  # allies, enemies
 TEAM_NAMES = ("allies", "enemies")
@@ -96,14 +95,7 @@ def save_gif(
     """Write `frames` as an animated GIF at `path`; returns the path."""
     if not frames:
         raise ValueError("no frames to draw")
-    path = Path(path)
-    fig = Figure(figsize=(4, 4))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
     box = view_box(frames)
-    writer = PillowWriter(fps=fps)
-    with writer.saving(fig, str(path), dpi):
-        for k, frame in enumerate(frames):
-            draw_frame(ax, frame, titles[k] if titles else "", box)
-            writer.grab_frame()
-    return path
+    return write_gif(
+        frames, path, lambda ax, f, t: draw_frame(ax, f, t, box), fps=fps, titles=titles, dpi=dpi
+    )

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.animation import PillowWriter
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from matplotlib.patches import Circle
+
+from marl.render import write_gif
 
 ARENA = 1.2
 GROUP_COLOURS = ("#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
@@ -77,14 +76,12 @@ def save_gif(
     """Write `frames` as an animated GIF at `path`; returns the path."""
     if not frames:
         raise ValueError("no frames to draw")
-    path = Path(path)
-    fig = Figure(figsize=(4, 4))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
     half_width = bounds(frames)
-    writer = PillowWriter(fps=fps)
-    with writer.saving(fig, str(path), dpi):
-        for k, frame in enumerate(frames):
-            draw_frame(ax, frame, half_width, titles[k] if titles else "")
-            writer.grab_frame()
-    return path
+    return write_gif(
+        frames,
+        path,
+        lambda ax, f, t: draw_frame(ax, f, half_width, t),
+        fps=fps,
+        titles=titles,
+        dpi=dpi,
+    )
