@@ -33,7 +33,7 @@ import optax
 from marl.env import MultiAgentEnv
 from marl.learner import Train
 
-from .onpolicy import ValueNorm, gae, minibatch_indices, normalize_advantages, take_envs
+from .onpolicy import ValueNorm, gae, normalize_advantages, sgd_epochs, take_envs
 from .ppo import (
     Networks,
     PPOConfig,
@@ -208,29 +208,21 @@ def update_agent(
     def as_set(p):  # one agent's parameters as a stack of one set, for `nets.actor_apply`
         return jax.tree.map(lambda x: x[None], p)
 
-    def epoch(carry, k):
-        def minibatch(carry, i):
-            p, o = carry
-            grads, (m, _) = jax.grad(
-                lambda p: actor_loss(
-                    nets,
-                    cfg,
-                    as_set(p),
-                    take_envs(own, i, axis=1),
-                    jnp.take(own_adv, i, axis=1),
-                    jnp.take(own_h0, i, axis=0),
-                    jnp.take(weight, i, axis=1),
-                ),
-                has_aux=True,
-            )(p)
-            updates, o = tx.update(grads, o, p)
-            return (optax.apply_updates(p, updates), o), m
-
-        return jax.lax.scan(
-            minibatch, carry, minibatch_indices(k, cfg.num_envs, cfg.num_minibatches)
+    def loss_fn(p, i):
+        loss, (m, _) = actor_loss(
+            nets,
+            cfg,
+            as_set(p),
+            take_envs(own, i, axis=1),
+            jnp.take(own_adv, i, axis=1),
+            jnp.take(own_h0, i, axis=0),
+            jnp.take(weight, i, axis=1),
         )
+        return loss, m
 
-    (p, o), metrics = jax.lax.scan(epoch, (p0, o0), jax.random.split(key, cfg.epochs))
+    p, o, (_, metrics) = sgd_epochs(
+        loss_fn, tx, p0, o0, key, cfg.epochs, cfg.num_envs, cfg.num_minibatches
+    )
     _, dist = nets.actor_apply(as_set(p), own_h0, own.actor_in, own.start, own.avail)
     new_log_prob = dist.log_prob(own.action)[:, :, 0]
     params = jax.tree.map(lambda full, one: full.at[agent].set(one), params, p)
