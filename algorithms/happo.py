@@ -32,6 +32,7 @@ import optax
 
 from marl.env import MultiAgentEnv
 from marl.learner import Train
+from marl.wrappers import training_env
 
 from .onpolicy import ValueNorm, gae, normalize_advantages, sgd_epochs, take_envs
 from .ppo import (
@@ -44,7 +45,6 @@ from .ppo import (
     critic_update,
     make_optimizer,
     make_policy,
-    wrap_env,
 )
 from .ppo import make_train as _make_ppo
 
@@ -295,7 +295,7 @@ def make_train(
     cfg = config(cfg)
     base = _make_ppo(env, cfg, total_updates)  # initial state, policy, steps per update
     nets = Networks(env, cfg, actor_sharing="none")
-    wrapped = wrap_env(env)
+    wrapped = training_env(env)
     n = env.spec.num_agents
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
     actor_tx = make_optimizer(cfg, cfg.lr, grad_steps)  # one optimiser state per agent

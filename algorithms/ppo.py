@@ -22,7 +22,7 @@ from flax import struct
 from marl.env import MultiAgentEnv
 from marl.learner import Policy, Train
 from marl.networks import Actor, AgentParams, Critic, agent_ids
-from marl.wrappers import AutoReset, EpisodeStatistics
+from marl.wrappers import episode_metrics, training_env
 
 from .onpolicy import (
     ValueNorm,
@@ -229,11 +229,6 @@ class Networks:
         )
 
 
-def wrap_env(env: MultiAgentEnv) -> MultiAgentEnv:
-    """Training view of an env: auto-reset (true final obs kept) and episode statistics."""
-    return EpisodeStatistics(AutoReset(env))
-
-
 def env_actions(spec, actions: Array) -> Array:
     """Clip continuous samples into the action space's bounds (discrete: unchanged)."""
     if spec.discrete:
@@ -314,17 +309,6 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     return state, rollout, episode_metrics(metrics)
 
 
-def episode_metrics(metrics: dict[str, Array]) -> dict[str, Array]:
-    """Average `episode/*` statistics over the episodes that ended in a rollout."""
-    done = metrics["episode/done"]
-    count = jnp.sum(done)
-    out = {"train/episodes": count}
-    for k, v in metrics.items():
-        if k != "episode/done":
-            out[f"train/{k.removeprefix('episode/')}"] = jnp.sum(v * done) / jnp.maximum(count, 1)
-    return out
-
-
 def advantages_and_targets(nets: Networks, cfg: PPOConfig, vn: ValueNorm, ro: Rollout):
     """Denormalised values -> GAE -> (advantages, value targets) [T, B, N]."""
     denorm = vn.denormalize if cfg.value_norm else (lambda x: x)
@@ -388,7 +372,7 @@ def make_train(
     """IPPO / MAPPO learner on `env` (see module docstring)."""
     cfg = cfg if isinstance(cfg, PPOConfig) else PPOConfig.from_dict(cfg)
     nets = Networks(env, cfg)
-    wrapped = wrap_env(env)
+    wrapped = training_env(env)
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
     actor_tx = make_optimizer(cfg, cfg.lr, grad_steps)
     critic_tx = make_optimizer(cfg, cfg.critic_lr, grad_steps)

@@ -55,14 +55,29 @@ def init(example_episode: Any, capacity: int) -> EpisodeBuffer:
 def add(buffer: EpisodeBuffer, episodes: Any) -> EpisodeBuffer:
     """Write a batch of episodes (leaves `[B, ...]`, `B <= C`), overwriting the oldest."""
     batch = jax.tree.leaves(episodes)[0].shape[0]
+    return add_masked(buffer, episodes, jnp.ones((batch,), bool))
+
+
+def add_masked(buffer: EpisodeBuffer, episodes: Any, valid: Array) -> EpisodeBuffer:
+    """Write the episodes of a batch (leaves `[B, ...]`) whose `valid [B]` flag is set.
+
+    The valid ones go, in batch order, to consecutive slots after `pos` (wrapping, oldest
+    overwritten); the rest are dropped. Static shapes, so it can run every step of a rollout.
+    """
+    batch = valid.shape[0]
     if batch > buffer.capacity:
         raise ValueError(f"adding {batch} episodes to a buffer of capacity {buffer.capacity}")
-    idx = (buffer.pos + jnp.arange(batch)) % buffer.capacity
-    data = jax.tree.map(lambda d, e: d.at[idx].set(e.astype(d.dtype)), buffer.data, episodes)
+    valid = valid.astype(bool)
+    order = jnp.cumsum(valid) - 1
+    idx = jnp.where(valid, (buffer.pos + order) % buffer.capacity, buffer.capacity)
+    count = jnp.sum(valid, dtype=jnp.int32)
+    data = jax.tree.map(
+        lambda d, e: d.at[idx].set(e.astype(d.dtype), mode="drop"), buffer.data, episodes
+    )
     return buffer.replace(
         data=data,
-        pos=(buffer.pos + batch) % buffer.capacity,
-        size=jnp.minimum(buffer.size + batch, buffer.capacity),
+        pos=(buffer.pos + count) % buffer.capacity,
+        size=jnp.minimum(buffer.size + count, buffer.capacity),
     )
 
 

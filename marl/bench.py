@@ -78,6 +78,7 @@ class _AutoReset(MultiAgentEnv):
             alive=pick(reset_ts.alive, ts.alive),
             final_obs=ts.obs,
             final_state=ts.state,
+            final_avail=ts.avail_actions,
         )
 
 
@@ -96,6 +97,8 @@ def _with_final(ts: TimeStep) -> TimeStep:
         ts = ts.replace(final_obs=ts.obs)
     if ts.final_state is None:
         ts = ts.replace(final_state=ts.state)
+    if ts.final_avail is None:
+        ts = ts.replace(final_avail=ts.avail_actions)
     return ts
 
 

@@ -38,6 +38,8 @@ class TimeStep(struct.PyTreeNode):
                        auto-reset wrapper (equal to `obs` when the episode did not end); None
                        on an unwrapped env.
         final_state:   [state_dim] likewise for `state`.
+        final_avail:   [N, A] likewise for `avail_actions` (off-policy targets take the max
+                       over the actions available in the true next state).
     """
 
     obs: Array
@@ -50,6 +52,7 @@ class TimeStep(struct.PyTreeNode):
     metrics: dict[str, Array] = struct.field(default_factory=dict)
     final_obs: Array | None = None
     final_state: Array | None = None
+    final_avail: Array | None = None
 
     @property
     def done(self) -> Array:

@@ -228,6 +228,35 @@ class Critic(nn.Module):
         return carry, v[..., 0]
 
 
+class QNetwork(nn.Module):
+    """Action values: `(carry, x [T,B,D], resets [T,B]) -> (carry, q [T,B,A])`.
+
+    pymarl's RNN agent with the defaults `hidden=(64,)`, `recurrent=True`, `gru_hidden=64`:
+    a ReLU layer, a GRU cell, a linear head.
+    """
+
+    action_dim: int
+    hidden: Sequence[int] = (64,)
+    activation: str = "relu"
+    recurrent: bool = True
+    gru_hidden: int = 64
+    layer_norm: bool = False
+    feature_norm: bool = False
+
+    @nn.compact
+    def __call__(self, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
+        carry, h = Torso(
+            self.hidden,
+            self.activation,
+            self.recurrent,
+            self.gru_hidden,
+            self.layer_norm,
+            self.feature_norm,
+        )(carry, x, resets)
+        q = nn.Dense(self.action_dim, kernel_init=ortho(1.0), bias_init=nn.initializers.zeros)(h)
+        return carry, q
+
+
 # --- per-agent parameter sets -----------------------------------------------------------------
 
 

@@ -52,6 +52,9 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
     "ippo": f"{_A}.ippo:make_train",
     "mappo": f"{_A}.mappo:make_train",
     "happo": f"{_A}.happo:make_train",
+    "iql": f"{_A}.iql:make_train",
+    "vdn": f"{_A}.vdn:make_train",
+    "qmix": f"{_A}.qmix:make_train",
 }
 
 

@@ -95,11 +95,12 @@ class AutoReset(Wrapper):
         reward, terminated,
         truncated, metrics:         the transition just taken (the finished episode's last one);
         final_obs [N, obs_dim],
-        final_state [state_dim]:    the true last observation / global state of the transition
-                                    just taken (equal to obs / state when not done). Bootstrap
-                                    truncated episodes from these.
+        final_state [state_dim],
+        final_avail [N, A]:         the true last observation / global state / available actions
+                                    of the transition just taken (equal to obs / state / avail
+                                    when not done). Bootstrap truncated episodes from these.
 
-    `reset` sets `final_obs = obs` and `final_state = state`, so reset and step return the same
+    `reset` sets `final_obs = obs` (and likewise state, avail), so reset and step return the same
     TimeStep pytree structure (a valid `lax.scan` carry). The reset is computed every step and
     selected leafwise (`lax.select`), as JaxMARL and gymnax do; no host sync.
     """
@@ -108,7 +109,9 @@ class AutoReset(Wrapper):
 
     def reset(self, key: PRNGKey) -> tuple[Any, TimeStep]:
         state, ts = self.env.reset(key)
-        return state, ts.replace(final_obs=ts.obs, final_state=ts.state)
+        return state, ts.replace(
+            final_obs=ts.obs, final_state=ts.state, final_avail=ts.avail_actions
+        )
 
     def step(self, key: PRNGKey, state: Any, actions: Array) -> tuple[Any, TimeStep]:
         next_state, ts = self.env.step(key, state, actions)
@@ -124,6 +127,7 @@ class AutoReset(Wrapper):
             alive=alive,
             final_obs=ts.obs,
             final_state=ts.state,
+            final_avail=ts.avail_actions,
         )
         return tree_select(done, reset_state, next_state), out
 
@@ -612,3 +616,23 @@ def __getattr__(name: str) -> Any:
             _LAZY[name] = _build_marl_to_jaxmarl()
         return _LAZY[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def training_env(env: MultiAgentEnv) -> MultiAgentEnv:
+    """Training view of an env: auto-reset (true final obs kept) and episode statistics."""
+    return EpisodeStatistics(AutoReset(env))
+
+
+def episode_metrics(metrics: dict[str, Array]) -> dict[str, Array]:
+    """Average the `episode/*` statistics of a rollout over the episodes that ended in it.
+
+    `metrics` holds `[T, B]` leaves from `EpisodeStatistics` (`episode/done` marks the steps
+    that ended an episode); returns `train/episodes` and one `train/<name>` per statistic.
+    """
+    done = metrics["episode/done"]
+    count = jnp.sum(done)
+    out = {"train/episodes": count}
+    for k, v in metrics.items():
+        if k != "episode/done":
+            out[f"train/{k.removeprefix('episode/')}"] = jnp.sum(v * done) / jnp.maximum(count, 1)
+    return out

@@ -9,8 +9,9 @@ import pytest
 
 import marl
 from marl.algorithms import happo
-from marl.algorithms.ppo import Networks, collect, make_optimizer, wrap_env
+from marl.algorithms.ppo import Networks, collect, make_optimizer
 from marl.training import RunSettings, run
+from marl.wrappers import training_env
 
 TINY = {"num_envs": 8, "rollout_length": 25, "hidden": (16, 16), "epochs": 2}
 
@@ -100,7 +101,7 @@ def setup(trained):
     cfg = happo.config(TINY)
     nets = Networks(env, cfg, actor_sharing="none")
     state = jax.tree.map(lambda x: x[0], trained.final_state)
-    state, ro, _ = jax.jit(lambda s: collect(nets, wrap_env(env), cfg, s))(state)
+    state, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
     adv = jax.random.normal(jax.random.key(1), ro.alive.shape)
     tx = make_optimizer(cfg, cfg.lr, None)
     return nets, cfg, tx, state, ro, adv

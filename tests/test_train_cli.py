@@ -87,6 +87,29 @@ def test_algo_yaml_sets_every_ppo_field_with_a_comment(algo):
             assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
 
 
+@pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
+def test_value_based_yaml_sets_every_field_with_a_comment(algo):
+    from marl.algorithms.qlearner import QConfig
+    from marl.algorithms.qmix import MIXER_DEFAULTS
+
+    text = read_conf(f"algo/{algo}.yaml")
+    data = yaml.safe_load(text)
+    assert data.pop("name") == algo
+    fields = {f.name for f in dataclasses.fields(QConfig)}
+    assert set(data) == fields | (set(MIXER_DEFAULTS) if algo == "qmix" else set())
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
+
+
+def test_real_value_based_learners_refuse_continuous_actions_and_mixed_teams(capsys, tmp_path):
+    with pytest.raises(ConfigError, match="qmix acts only in discrete action spaces"):
+        resolve(compose(["algo=qmix", "env.kwargs.continuous_actions=true"]))
+    assert cli.main(["train", "env=particle/tag", "algo=vdn", f"out={tmp_path}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "vdn mixes the values of one cooperative team" in err and "\n" not in err
+
+
 def test_mappo_defaults_are_the_documented_mpe_settings():
     """JaxMARL's MPE MAPPO rollout and learning rate, MAPPO's MPE network width and epochs."""
     m = yaml.safe_load(read_conf("algo/mappo.yaml"))
@@ -132,7 +155,7 @@ def test_every_top_level_and_protocol_key_has_a_comment():
     "override, needles",
     [
         ("env=particle/nope", ["unknown environment 'particle/nope'", "particle/spread"]),
-        ("algo=nope", ["unknown algorithm 'nope'", "ippo, mappo"]),
+        ("algo=nope", ["unknown algorithm 'nope'", "ippo, iql, mappo, qmix, vdn"]),
         ("algo.lrr=1e-3", ["lrr", "valid:", "critic_lr", "num_envs"]),
         ("env.kwargs.num_agent=5", ["num_agent", "valid:", "num_agents=3"]),
         ("protocol=nope", ["unknown protocol 'nope'", "default"]),
