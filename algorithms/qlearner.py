@@ -324,13 +324,13 @@ def make_optimizer(cfg: QConfig) -> optax.GradientTransformation:
 
 
 def check_team(env: MultiAgentEnv, learner: str) -> None:
-    """A mixer combines one team's values: refuse environments with several agent groups."""
-    groups = env.spec.groups
-    if len(groups) > 1:
-        names = ", ".join(g.name for g in groups)
+    """A mixer combines one team's values: refuse environments that are not cooperative."""
+    spec = env.spec
+    if not spec.cooperative:
+        names = ", ".join(g.name for g in spec.groups)
         raise ValueError(
-            f"{learner} mixes the values of one cooperative team; {env.spec.name} has "
-            f"{len(groups)} agent groups ({names}); use iql"
+            f"{learner} mixes the values of one cooperative team; {spec.name} is not "
+            f"cooperative (agent groups: {names}); use iql"
         )
 
 

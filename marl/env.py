@@ -89,6 +89,9 @@ class EnvSpec:
         metric_names: keys of `TimeStep.metrics`.
         obs_sizes: [N] the true observation size of each agent (<= obs_dim).
         action_sizes: [N] the true action count (discrete) or dims (continuous) of each agent.
+        cooperative: every agent pursues one team objective (value mixers such as VDN and QMIX
+            apply). Default (None): True with one group, False with several; set it True for
+            cooperative tasks with heterogeneous groups (e.g. speaker and listener).
     """
 
     name: str
@@ -102,9 +105,12 @@ class EnvSpec:
     metric_names: tuple[str, ...] = ()
     obs_sizes: tuple[int, ...] = field(default=())
     action_sizes: tuple[int, ...] = field(default=())
+    cooperative: bool | None = None
 
     def __post_init__(self) -> None:
         n = self.num_agents
+        if self.cooperative is None:
+            object.__setattr__(self, "cooperative", len(self.groups) == 1)
         if not self.obs_sizes:
             object.__setattr__(self, "obs_sizes", (self.obs_dim,) * n)
         if not self.action_sizes:

@@ -40,6 +40,10 @@ def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
 def merge_rows(path: Path, rows: list[dict]) -> list[dict]:
     """Rows of an earlier record at `path` for other learners, followed by `rows`."""
     if not path.exists():
@@ -59,7 +63,7 @@ def merge_rows(path: Path, rows: list[dict]) -> list[dict]:
                 + "".join(f" --set {s}" for s in old.get("overrides", []))
             )
         kept.append(r)
-    order = ["ippo", "mappo", "happo"]
+    order = ["ippo", "mappo", "happo", "iql", "vdn", "qmix"]
     merged = kept + rows
     return sorted(merged, key=lambda r: order.index(r["algo"]) if r["algo"] in order else 99)
 
@@ -121,12 +125,16 @@ def main() -> None:
         if anchors["scripted"] is not None:
             gap = (score - anchors["random"]) / (anchors["scripted"] - anchors["random"])
         absolute = final.get("absolute", {}).get("return")
+        won = final["final"].get("won")
+        won_abs = final.get("absolute", {}).get("won")
         rows.append(
             {
                 "algo": algo,
                 "iqm_return": score,
                 "iqm_absolute": None if absolute is None else iqm(np.asarray(absolute)),
                 "gap_closed": gap,
+                "iqm_won": None if won is None else iqm(np.asarray(won)),
+                "iqm_absolute_won": None if won_abs is None else iqm(np.asarray(won_abs)),
                 "per_seed": per_seed.tolist(),
                 "seeds": args.seeds,
                 "budget": args.budget,
@@ -173,17 +181,25 @@ def markdown(record: dict) -> str:
         + ("n/a" if anchors["scripted"] is None else f"{anchors['scripted']:.2f}")
         + ".",
         "",
-        "| learner | seeds | env steps | IQM return | gap closed | IQM absolute metric "
-        "| env steps/s (all seeds) | wall time |",
-        "|---|---|---|---|---|---|---|---|",
+    ]
+    wins = any(r.get("iqm_won") is not None for r in rows)
+    win_head = " IQM win rate | IQM absolute win rate |" if wins else ""
+    lines += [
+        "| learner | seeds | env steps | IQM return | gap closed | IQM absolute metric |"
+        + win_head
+        + " env steps/s (all seeds) | wall time |",
+        "|---|---|---|---|---|---|" + ("---|---|" if wins else "") + "---|---|",
     ]
     for r in rows:
         gap = "n/a" if r["gap_closed"] is None else f"{100 * r['gap_closed']:.0f}%"
         sps = r["steps_per_second"] or 0
+        win_cells = (
+            f" {_pct(r.get('iqm_won'))} | {_pct(r.get('iqm_absolute_won'))} |" if wins else ""
+        )
         lines.append(
             f"| {r['algo']} | {r.get('seeds', '?')} | {int(r.get('budget', 0)):,} | "
-            f"{r['iqm_return']:.2f} | {gap} | {_num(r.get('iqm_absolute'))} | {sps:,.0f} | "
-            f"{r['wall_time_s'] / 60:.1f} min |"
+            f"{r['iqm_return']:.2f} | {gap} | {_num(r.get('iqm_absolute'))} |{win_cells} "
+            f"{sps:,.0f} | {r['wall_time_s'] / 60:.1f} min |"
         )
     lines += ["", "Commands:", ""]
     lines += [f"- `{r['command']}`" for r in rows if r.get("command")]

@@ -164,6 +164,9 @@ def test_mixed_learners_run_deterministically(algo):
 def test_mixers_refuse_several_teams_and_continuous_actions():
     with pytest.raises(ValueError, match="qmix mixes the values of one cooperative team"):
         marl.algorithm("qmix")(marl.make("particle/tag"), TINY)
+    # heterogeneous groups on one cooperative task are fine
+    assert marl.make("particle/speaker_listener").spec.cooperative
+    marl.algorithm("vdn")(marl.make("particle/speaker_listener"), TINY)
     with pytest.raises(ValueError, match="need discrete actions"):
         marl.algorithm("iql")(marl.make("particle/spread", continuous_actions=True), TINY)
     with pytest.raises(ValueError, match="unknown QConfig key.*batch_size"):

@@ -79,6 +79,7 @@ class ParticleEnv(MultiAgentEnv[ParticleState]):
         episode_limit: int,
         metric_names: tuple[str, ...] = (),
         task_shapes: dict[str, tuple[int, ...]] | None = None,
+        cooperative: bool | None = None,
     ) -> None:
         if episode_limit < 1:
             raise ValueError(f"episode_limit must be >= 1, got {episode_limit}")
@@ -114,6 +115,7 @@ class ParticleEnv(MultiAgentEnv[ParticleState]):
             metric_names=tuple(metric_names),
             obs_sizes=tuple(obs_sizes),
             action_sizes=tuple(int(k) for k in sizes),
+            cooperative=cooperative,
         )
 
     def _timestep(self, s: ParticleState, reward: jax.Array, terminated: jax.Array) -> TimeStep:

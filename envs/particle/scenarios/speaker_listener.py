@@ -45,6 +45,7 @@ class SpeakerListener(ParticleEnv):
             continuous_actions,
             episode_limit,
             ("distance",),
+            cooperative=True,  # both agents receive the listener's reward
         )
 
     def sample(self, key):
