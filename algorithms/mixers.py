@@ -25,12 +25,15 @@ class QMixer(nn.Module):
 
     |W1| [N, embed] and |W2| [embed, 1] come from `hypernet_layers`-deep hypernetworks of the
     state (hidden `hypernet_embed`), b1 [embed] from a linear layer, V(s) from a 2-layer MLP.
-    Absolute weights make `Q_tot` monotonic in every `Q_i`.
+    Absolute weights make `Q_tot` monotonic in every `Q_i`. `state_norm` layer-normalises the
+    state before the hypernetworks (not in pymarl, whose SMAC states lie in [-1, 1]): on states
+    with unbounded features (particle positions) the raw hypernetworks blow the mixed values up.
     """
 
     embed_dim: int = 32
     hypernet_embed: int = 64
     hypernet_layers: int = 2
+    state_norm: bool = False
 
     def _hyper(self, state: Array, out: int, name: str) -> Array:
         if self.hypernet_layers == 1:
@@ -45,6 +48,8 @@ class QMixer(nn.Module):
         n = agent_qs.shape[-1]
         lead = agent_qs.shape[:-1]
         state = jnp.broadcast_to(state, lead + state.shape[-1:]).astype(jnp.float32)
+        if self.state_norm:
+            state = nn.LayerNorm(name="state_norm")(state)
         w1 = jnp.abs(self._hyper(state, n * self.embed_dim, "hyper_w1"))
         w1 = w1.reshape(lead + (n, self.embed_dim))
         b1 = nn.Dense(self.embed_dim, name="hyper_b1")(state)

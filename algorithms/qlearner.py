@@ -37,6 +37,7 @@ from marl.networks import ACTIVATIONS, AgentParams, QNetwork, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
 from . import replay
+from .onpolicy import ValueNorm
 from .qlearning import (
     double_q_targets,
     epsilon_greedy,
@@ -83,6 +84,7 @@ class QConfig:
     agent_id: bool = True  # one-hot agent id input
     last_action: bool = True  # one-hot previous action input (zeros at an episode's start)
     reward_scale: float = 1.0  # multiply rewards before computing targets
+    standardise_rewards: bool = False  # targets from (r - running mean) / running std
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any] | None, also_valid: tuple[str, ...] = ()) -> QConfig:
@@ -141,6 +143,7 @@ class QState(struct.PyTreeNode):
     last_action: Array  # [B, N] int32, -1 at an episode's start
     t: Array  # [B] int32 step of the running episode
     key: Array
+    reward_norm: ValueNorm  # running mean/std of the (scaled) rewards of every env step
     env_steps: Array  # [] int32 env steps taken by this seed (drives epsilon)
     updates: Array  # [] int32
 
@@ -267,7 +270,10 @@ def finish_episodes(buffer: EpisodeBuffer, building: Episode, done: Array):
 
 
 def td_loss(nets, mixer, cfg, online, target, batch: Episode) -> tuple[Array, dict]:
-    """Masked TD(lambda) loss on a batch of episodes `[E, T+1, ...]`; online = (agent, mixer)."""
+    """Masked TD(lambda) loss on a batch of episodes `[E, T+1, ...]`; online = (agent, mixer).
+
+    Rewards are taken as stored (standardise them in `batch` before, if wanted).
+    """
     params, mixer_params = online
     target_params, target_mixer_params = target
     q = nets.episode_q(params, batch)  # [E, T+1, N, A]
@@ -377,6 +383,7 @@ def make_train(
             last_action=jnp.full((b, n), -1, jnp.int32),
             t=jnp.zeros((b,), jnp.int32),
             key=key,
+            reward_norm=ValueNorm.create(),
             env_steps=jnp.zeros((), jnp.int32),
             updates=jnp.zeros((), jnp.int32),
         )
@@ -405,9 +412,13 @@ def make_train(
                 key=key,
                 env_steps=s.env_steps + b,
             )
-            return s, nts.metrics
+            return s, (nts.metrics, nts.reward * cfg.reward_scale)
 
-        state, metrics = jax.lax.scan(body, state, None, length=cfg.rollout_length)
+        state, (metrics, rewards) = jax.lax.scan(body, state, None, length=cfg.rollout_length)
+        if cfg.standardise_rewards:
+            state = state.replace(
+                reward_norm=state.reward_norm.update(rewards, jnp.ones_like(rewards), beta=0.999)
+            )
         return state, episode_metrics(metrics)
 
     def learn(state: QState) -> tuple[QState, dict[str, Array]]:
@@ -416,6 +427,8 @@ def make_train(
         def grad_step(carry, key):
             online, opt_state = carry
             batch = replay.sample(state.buffer, key, cfg.batch_size)
+            if cfg.standardise_rewards:
+                batch = batch.replace(rewards=state.reward_norm.normalize(batch.rewards))
             (_, m), grads = jax.value_and_grad(
                 lambda o: td_loss(nets, mixer, cfg, o, target, batch), has_aux=True
             )(online)

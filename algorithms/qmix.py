@@ -18,11 +18,13 @@ from .qlearner import make_train as _make_q
 
 __all__ = ["ACTION_KINDS", "MIXER_DEFAULTS", "make_train"]
 
-# pymarl: mixing_embed_dim 32, hypernet_layers 2, hypernet_embed 64
-MIXER_DEFAULTS: dict[str, int] = {
+# pymarl: mixing_embed_dim 32, hypernet_layers 2, hypernet_embed 64; plus a layer norm of the
+# state (see `QMixer.state_norm`)
+MIXER_DEFAULTS: dict[str, int | bool] = {
     "mixing_embed_dim": 32,
     "hypernet_embed": 64,
     "hypernet_layers": 2,
+    "state_norm": True,
 }
 
 
@@ -32,6 +34,8 @@ def make_train(
     """QMIX on `env` (one cooperative team); `cfg` overrides `QConfig` and mixer fields."""
     check_team(env, "qmix")
     cfg = dict(cfg or {})
-    mix = {k: int(cfg.pop(k, v)) for k, v in MIXER_DEFAULTS.items()}
-    mixer = QMixer(mix["mixing_embed_dim"], mix["hypernet_embed"], mix["hypernet_layers"])
+    mix = {k: type(v)(cfg.pop(k, v)) for k, v in MIXER_DEFAULTS.items()}
+    mixer = QMixer(
+        mix["mixing_embed_dim"], mix["hypernet_embed"], mix["hypernet_layers"], mix["state_norm"]
+    )
     return _make_q(env, QConfig.from_dict(cfg, tuple(MIXER_DEFAULTS)), total_updates, mixer=mixer)

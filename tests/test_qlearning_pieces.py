@@ -181,13 +181,14 @@ def test_td_lambda_zero_equals_one_step(seed, t):
     np.testing.assert_allclose(np.asarray(y), one_step, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("state_norm", [False, True])
 @pytest.mark.parametrize("seed", range(5))
-def test_qmixer_monotonic_and_vdn_sum(seed):
+def test_qmixer_monotonic_and_vdn_sum(seed, state_norm):
     k_init, k_q, k_s, k_p = jax.random.split(jax.random.key(seed), 4)
     n, s = 5, 7
     qs = 3.0 * jax.random.normal(k_q, (4, 6, n))
-    state = jax.random.normal(k_s, (4, 6, s))
-    mixer = mixers.QMixer()
+    state = 5.0 * jax.random.normal(k_s, (4, 6, s))
+    mixer = mixers.QMixer(state_norm=state_norm)
     params = mixer.init(k_init, qs, state)
     leaves, tree = jax.tree.flatten(params)
     noise = jax.random.split(k_p, len(leaves))
