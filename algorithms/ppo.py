@@ -9,7 +9,6 @@ networks replay from their stored initial hidden state).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train
+from marl.learner import Policy, Train, check_config, config_from_dict
 from marl.networks import Actor, AgentParams, Critic, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
@@ -72,18 +71,7 @@ class PPOConfig:
     @classmethod
     def from_dict(cls, cfg: dict[str, Any] | None) -> PPOConfig:
         """Build from a (Hydra) mapping, rejecting unknown keys with the valid ones named."""
-        cfg = dict(cfg or {})
-        cfg.pop("name", None)
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(cfg) - fields)
-        if unknown:
-            raise ValueError(
-                f"unknown {cls.__name__} key(s) {', '.join(unknown)}; "
-                f"valid: {', '.join(sorted(fields))}"
-            )
-        if "hidden" in cfg:
-            cfg["hidden"] = tuple(int(h) for h in cfg["hidden"])
-        return cls(**cfg)
+        return config_from_dict(cls, cfg)
 
     def __post_init__(self) -> None:
         from marl.networks import ACTIVATIONS
@@ -102,9 +90,7 @@ class PPOConfig:
                 f"a divisor of num_envs ({self.num_envs})",
             ),
         }
-        for key, (ok, valid) in checks.items():
-            if not ok:
-                raise ValueError(f"PPOConfig.{key}={getattr(self, key)!r} invalid; must be {valid}")
+        check_config(self, checks)
 
 
 class Rollout(struct.PyTreeNode):

@@ -21,7 +21,6 @@ network per agent group (`parameter_sharing`), and act on a leading agent axis.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +31,7 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train
+from marl.learner import Policy, Train, check_config, config_from_dict
 from marl.networks import ACTIVATIONS, AgentParams, QNetwork, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
@@ -92,18 +91,7 @@ class QConfig:
 
         `also_valid`: the learner's own keys (already taken out of `cfg`), named in the error.
         """
-        cfg = dict(cfg or {})
-        cfg.pop("name", None)
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(cfg) - fields)
-        if unknown:
-            raise ValueError(
-                f"unknown {cls.__name__} key(s) {', '.join(unknown)}; "
-                f"valid: {', '.join(sorted(fields | set(also_valid)))}"
-            )
-        if "hidden" in cfg:
-            cfg["hidden"] = tuple(int(h) for h in cfg["hidden"])
-        return cls(**cfg)
+        return config_from_dict(cls, cfg, also_valid)
 
     def __post_init__(self) -> None:
         checks = {
@@ -122,9 +110,7 @@ class QConfig:
             "tau": (self.tau is None or 0.0 < self.tau <= 1.0, "null or in (0, 1]"),
             "hidden": (len(self.hidden) >= 1, "at least one width"),
         }
-        for key, (ok, valid) in checks.items():
-            if not ok:
-                raise ValueError(f"QConfig.{key}={getattr(self, key)!r} invalid; must be {valid}")
+        check_config(self, checks)
 
 
 class QState(struct.PyTreeNode):
@@ -156,13 +142,13 @@ class QNetworks:
         self.spec, self.cfg = spec, cfg
         self.num_actions = spec.action_dim
         self.net = QNetwork(
-            spec.action_dim,
-            cfg.hidden,
-            cfg.activation,
-            cfg.recurrent,
-            cfg.gru_hidden,
-            cfg.layer_norm,
-            cfg.feature_norm,
+            hidden=cfg.hidden,
+            activation=cfg.activation,
+            recurrent=cfg.recurrent,
+            gru_hidden=cfg.gru_hidden,
+            layer_norm=cfg.layer_norm,
+            feature_norm=cfg.feature_norm,
+            action_dim=spec.action_dim,
         )
         self.sets = AgentParams.sharing(cfg.parameter_sharing, spec.agent_group)
         n = spec.num_agents

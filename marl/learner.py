@@ -14,8 +14,9 @@ evaluator knows a learner only through `Policy`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, TypeVar
 
 import jax
 
@@ -45,3 +46,36 @@ class Train(NamedTuple):
     params: Callable[[Any], Params]
     policy: Policy
     steps_per_update: int  # environment steps consumed by one `step` (all parallel envs)
+
+
+C = TypeVar("C")
+
+
+def config_from_dict(cls: type[C], cfg: dict[str, Any] | None, also_valid: Iterable[str] = ()) -> C:
+    """A learner's config dataclass from a (Hydra) mapping.
+
+    Drops `name` (the registry key), rejects unknown keys in one line naming the valid ones
+    (`also_valid`: keys the learner took out of `cfg` itself, e.g. its mixer's), and turns the
+    `hidden` widths into a tuple of ints.
+    """
+    cfg = dict(cfg or {})
+    cfg.pop("name", None)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(cfg) - fields)
+    if unknown:
+        raise ValueError(
+            f"unknown {cls.__name__} key(s) {', '.join(unknown)}; "
+            f"valid: {', '.join(sorted(fields | set(also_valid)))}"
+        )
+    if "hidden" in cfg:
+        cfg["hidden"] = tuple(int(h) for h in cfg["hidden"])
+    return cls(**cfg)
+
+
+def check_config(config: Any, checks: dict[str, tuple[bool, str]]) -> None:
+    """Raise one line `Cls.key=value invalid; must be ...` for the first failed check."""
+    for key, (ok, valid) in checks.items():
+        if not ok:
+            raise ValueError(
+                f"{type(config).__name__}.{key}={getattr(config, key)!r} invalid; must be {valid}"
+            )

@@ -214,8 +214,8 @@ class Critic(nn.Module):
     layer_norm: bool = False
     feature_norm: bool = False
 
-    @nn.compact
-    def __call__(self, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
+    def _outputs(self, carry: Array, x: Array, resets: Array, width: int):
+        """Torso, then a linear layer of `width` outputs (orthogonal init, gain 1)."""
         carry, h = Torso(
             self.hidden,
             self.activation,
@@ -224,37 +224,26 @@ class Critic(nn.Module):
             self.layer_norm,
             self.feature_norm,
         )(carry, x, resets)
-        v = nn.Dense(1, kernel_init=ortho(1.0), bias_init=nn.initializers.zeros)(h)
+        return carry, nn.Dense(width, kernel_init=ortho(1.0), bias_init=nn.initializers.zeros)(h)
+
+    @nn.compact
+    def __call__(self, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
+        carry, v = self._outputs(carry, x, resets, 1)
         return carry, v[..., 0]
 
 
-class QNetwork(nn.Module):
+class QNetwork(Critic):
     """Action values: `(carry, x [T,B,D], resets [T,B]) -> (carry, q [T,B,A])`.
 
-    pymarl's RNN agent with the defaults `hidden=(64,)`, `recurrent=True`, `gru_hidden=64`:
-    a ReLU layer, a GRU cell, a linear head.
+    The critic's torso with `action_dim` outputs; pymarl's RNN agent is `hidden=(64,)`,
+    `recurrent=True`, `gru_hidden=64` (a ReLU layer, a GRU cell, a linear head).
     """
 
-    action_dim: int
-    hidden: Sequence[int] = (64,)
-    activation: str = "relu"
-    recurrent: bool = True
-    gru_hidden: int = 64
-    layer_norm: bool = False
-    feature_norm: bool = False
+    action_dim: int = 1
 
     @nn.compact
     def __call__(self, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
-        carry, h = Torso(
-            self.hidden,
-            self.activation,
-            self.recurrent,
-            self.gru_hidden,
-            self.layer_norm,
-            self.feature_norm,
-        )(carry, x, resets)
-        q = nn.Dense(self.action_dim, kernel_init=ortho(1.0), bias_init=nn.initializers.zeros)(h)
-        return carry, q
+        return self._outputs(carry, x, resets, self.action_dim)
 
 
 # --- per-agent parameter sets -----------------------------------------------------------------
