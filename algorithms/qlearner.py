@@ -419,7 +419,7 @@ def make_train(
                 lambda o: td_loss(nets, mixer, cfg, o, target, batch), has_aux=True
             )(online)
             updates, opt_state = tx.update(grads, opt_state, online)
-            m["grad_norm"] = optax.global_norm(grads)
+            m["grad_norm"] = optax.tree.norm(grads)
             return (optax.apply_updates(online, updates), opt_state), m
 
         key, k_learn = jax.random.split(state.key)
