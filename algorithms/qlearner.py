@@ -31,7 +31,7 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train, check_config, config_from_dict
+from marl.learner import Policy, Train, check_config, config_from_dict, seed_max
 from marl.networks import ACTIVATIONS, AgentParams, QNetwork, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
@@ -84,6 +84,7 @@ class QConfig:
     last_action: bool = True  # one-hot previous action input (zeros at an episode's start)
     reward_scale: float = 1.0  # multiply rewards before computing targets
     standardise_rewards: bool = False  # targets from (r - running mean) / running std
+    unroll_buckets: int = 4  # unroll lengths limit / 2^k (k < this) to fit the longest episode
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any] | None, also_valid: tuple[str, ...] = ()) -> QConfig:
@@ -109,6 +110,7 @@ class QConfig:
             "target_update_interval": (self.target_update_interval >= 1, "a positive integer"),
             "tau": (self.tau is None or 0.0 < self.tau <= 1.0, "null or in (0, 1]"),
             "hidden": (len(self.hidden) >= 1, "at least one width"),
+            "unroll_buckets": (self.unroll_buckets >= 1, "a positive integer"),
         }
         check_config(self, checks)
 
@@ -255,6 +257,25 @@ def finish_episodes(buffer: EpisodeBuffer, building: Episode, done: Array):
     return buffer, building
 
 
+def unroll_lengths(limit: int, buckets: int) -> tuple[int, ...]:
+    """Increasing distinct step counts `ceil(limit / 2^k)`, `k < buckets`, ending at `limit`."""
+    return tuple(sorted({-(-limit // 2**k) for k in range(buckets)}))
+
+
+def truncate(batch: Episode, steps: int) -> Episode:
+    """The first `steps` steps of padded episodes `[E, T+1, ...]` (`steps + 1` state rows)."""
+    rows, cut = slice(0, steps + 1), slice(0, steps)
+    return batch.replace(
+        obs=batch.obs[:, rows],
+        state=batch.state[:, rows],
+        avail=batch.avail[:, rows],
+        actions=batch.actions[:, cut],
+        rewards=batch.rewards[:, cut],
+        terminated=batch.terminated[:, cut],
+        filled=batch.filled[:, cut],
+    )
+
+
 def td_loss(nets, mixer, cfg, online, target, batch: Episode) -> tuple[Array, dict]:
     """Masked TD(lambda) loss on a batch of episodes `[E, T+1, ...]`; online = (agent, mixer).
 
@@ -341,6 +362,7 @@ def make_train(
     nets = QNetworks(env, cfg)
     wrapped = training_env(env)
     tx = make_optimizer(cfg)
+    lengths = unroll_lengths(spec.episode_limit, cfg.unroll_buckets)
     epsilon = linear_schedule(cfg.epsilon_start, cfg.epsilon_end, cfg.epsilon_steps)
     n, b = spec.num_agents, cfg.num_envs
 
@@ -415,11 +437,25 @@ def make_train(
             batch = replay.sample(state.buffer, key, cfg.batch_size)
             if cfg.standardise_rewards:
                 batch = batch.replace(rewards=state.reward_norm.normalize(batch.rewards))
-            (_, m), grads = jax.value_and_grad(
-                lambda o: td_loss(nets, mixer, cfg, o, target, batch), has_aux=True
-            )(online)
+            # Unroll only as far as the longest sampled episode (of any seed: one branch for
+            # all), rounded up to a bucket: padding after it is masked anyway, and the GRU is
+            # causal, so the loss is the same as over the whole episode limit.
+            longest = seed_max(jnp.max(jnp.sum(batch.filled, axis=1)))
+            bucket = jnp.searchsorted(jnp.asarray(lengths), longest)
+
+            def loss_and_grad(steps):
+                def fn(o):
+                    part = truncate(batch, steps)
+                    return jax.value_and_grad(
+                        lambda p: td_loss(nets, mixer, cfg, p, target, part), has_aux=True
+                    )(o)
+
+                return fn
+
+            (_, m), grads = jax.lax.switch(bucket, [loss_and_grad(n) for n in lengths], online)
             updates, opt_state = tx.update(grads, opt_state, online)
             m["grad_norm"] = optax.tree.norm(grads)
+            m["unroll_steps"] = jnp.asarray(lengths, jnp.float32)[bucket]
             return (optax.apply_updates(online, updates), opt_state), m
 
         key, k_learn = jax.random.split(state.key)

@@ -9,7 +9,9 @@ policy = train.policy                   # Policy: acts from params, for one envi
 ```
 
 The runner (`marl.training`) vmaps `init`/`step` over seeds and scans `step` over updates; the
-evaluator knows a learner only through `Policy`.
+evaluator knows a learner only through `Policy`. `step` is vmapped with `axis_name=SEED_AXIS`,
+so a learner may agree on a value across seeds (`seed_max`), e.g. to pick one branch of a
+`lax.switch` for all seeds instead of computing every branch.
 """
 
 from __future__ import annotations
@@ -23,6 +25,21 @@ import jax
 Array = jax.Array
 Params = Any
 Carry = Any
+
+SEED_AXIS = "seeds"  # the vmap axis name of the seeds in `train.step`
+
+
+def seed_max(x: Array) -> Array:
+    """`x`'s maximum over the seeds when `train.step` is vmapped over `SEED_AXIS` (as in
+    `marl.training`), `x` itself otherwise (one seed, or a vmap without the axis name).
+
+    The result is the same for every seed, so a `lax.switch` on it stays a real branch under
+    vmap rather than becoming a select that runs every branch.
+    """
+    try:
+        return jax.lax.pmax(x, SEED_AXIS)
+    except NameError:  # the seed axis is not bound
+        return x
 
 
 class Policy(NamedTuple):

@@ -2,7 +2,7 @@
 
 ```
 init:     jit(lax.map(train.init))(seed keys)                    once
-segment:  jit(scan(vmap(train.step)))  `updates_per_segment` updates, state donated
+segment:  jit(scan(vmap(train.step, axis_name=SEED_AXIS)))  `updates_per_segment` updates, donated
 evaluate: jit(vmap(evaluate))(params)  greedy episodes on fixed keys, after every segment
 select:   jit(where(score > best, params, best))   each seed's best evaluated parameters
 absolute: jit(vmap(evaluate))(best params)   `absolute_episodes` episodes on other fixed keys
@@ -31,7 +31,7 @@ import numpy as np
 
 from marl.env import MultiAgentEnv
 from marl.evaluation import evaluate
-from marl.learner import Train
+from marl.learner import SEED_AXIS, Train
 
 EVAL_SALT = 0xE7A1  # evaluation keys: fold_in(root, EVAL_SALT), disjoint from training keys
 ABSOLUTE_SALT = 0xAB50  # absolute-metric keys: fold_in(root, ABSOLUTE_SALT)
@@ -108,7 +108,7 @@ def run(
 
     def segment(state):
         def body(s, _):
-            s, m = jax.vmap(train.step)(s)
+            s, m = jax.vmap(train.step, axis_name=SEED_AXIS)(s)
             return s, m
 
         state, metrics = jax.lax.scan(body, state, None, length=per_segment)

@@ -21,6 +21,7 @@ import jax
 
 from marl import config
 from marl.bench import bench_env
+from marl.learner import SEED_AXIS
 from marl.runtime import configure_xla
 
 
@@ -33,7 +34,7 @@ def train_steps_per_second(overrides: list[str], updates: int, repeats: int = 2)
 
     def many(s):
         def body(s, _):
-            return jax.vmap(train.step)(s)
+            return jax.vmap(train.step, axis_name=SEED_AXIS)(s)
 
         return jax.lax.scan(body, s, None, length=updates)
 

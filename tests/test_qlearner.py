@@ -10,6 +10,7 @@ import pytest
 import marl
 from marl.algorithms import qlearner, replay
 from marl.algorithms.mixers import VDNMixer
+from marl.learner import SEED_AXIS, seed_max
 from marl.training import RunSettings, run
 
 TINY = {
@@ -140,6 +141,47 @@ def test_iql_learns_the_single_agent_task():
     curve = res.curve().mean(axis=1)
     # greedy at the start pushes one way (about -100); reaching the landmark: about -10
     assert curve[-1] > curve[0] + 30 and curve[-1] > -40, curve
+
+
+def test_unroll_lengths_cover_the_limit():
+    assert qlearner.unroll_lengths(60, 4) == (8, 15, 30, 60)
+    assert qlearner.unroll_lengths(25, 1) == (25,)
+    assert qlearner.unroll_lengths(3, 4) == (1, 2, 3)
+
+
+def test_short_unrolls_give_the_same_update_as_the_full_limit():
+    """Unrolling only to the longest sampled episode (one bucket for all seeds) changes nothing.
+
+    combat/3m with a 200-step limit: random battles last 17-51 steps, so the learner takes the
+    50- or 100-step branch; the parameters match those of always unrolling 200 steps.
+    """
+    env = marl.make("combat/3m", episode_limit=200)
+    keys = jax.random.split(jax.random.PRNGKey(1), 2)
+
+    def after(buckets: int, updates: int = 4):
+        cfg = {**TINY, "rollout_length": 48, "unroll_buckets": buckets}
+        train = marl.algorithm("vdn")(env, cfg)
+        state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)
+        step = jax.jit(jax.vmap(train.step, axis_name=SEED_AXIS))
+        unrolled = []
+        for _ in range(updates):
+            state, m = step(state)
+            unrolled.append(np.asarray(m["unroll_steps"]))
+        return state.params, np.concatenate(unrolled)
+
+    short, unrolled = after(4)
+    full, unrolled_full = after(1)
+    assert (unrolled_full == 200).all()
+    assert (unrolled < 200).any(), unrolled  # a shorter branch ran ...
+    assert (unrolled == unrolled[:, None][:, 0]).all()  # ... the same one for both seeds
+    for x, y in zip(jax.tree.leaves(short), jax.tree.leaves(full), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
+
+
+def test_seed_max_agrees_across_named_seeds_only():
+    x = jnp.array([1.0, 5.0, 3.0])
+    np.testing.assert_array_equal(jax.vmap(seed_max, axis_name=SEED_AXIS)(x), [5.0, 5.0, 5.0])
+    np.testing.assert_array_equal(jax.vmap(seed_max)(x), x)  # no seed axis: per seed
 
 
 @pytest.mark.parametrize("algo", ["vdn", "qmix"])
