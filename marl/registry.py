@@ -44,6 +44,12 @@ _ENVS: dict[str, str | EnvFactory] = {
     "combat/smacv2_20_units": "marl.envs.combat:make_smacv2_20_units",
     "combat/smacv2_10_vs_11": "marl.envs.combat:make_smacv2_10_vs_11",
     "combat/smacv2_20_vs_23": "marl.envs.combat:make_smacv2_20_vs_23",
+    "pathfinding/custom": "marl.envs.pathfinding:Pathfinding",
+    "pathfinding/random_grid": "marl.envs.pathfinding:make_random_grid",
+    "pathfinding/labyrinth": "marl.envs.pathfinding:make_labyrinth",
+    "pathfinding/rooms": "marl.envs.pathfinding:make_rooms",
+    "pathfinding/caves": "marl.envs.pathfinding:make_caves",
+    "pathfinding/string": "marl.envs.pathfinding:make_string",
 }
 
 

@@ -21,7 +21,11 @@ __all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer", "w
 # (key, timestep) -> joint action (int32 [N] or float32 [N, d])
 Policy = Callable[[jax.Array, TimeStep], jax.Array]
 
-VIEWERS = {"particle": "marl.envs.particle.viewer", "combat": "marl.envs.combat.viewer"}
+VIEWERS = {
+    "particle": "marl.envs.particle.viewer",
+    "combat": "marl.envs.combat.viewer",
+    "pathfinding": "marl.envs.pathfinding.viewer",
+}
 
 
 def random_policy(env: MultiAgentEnv) -> Policy:

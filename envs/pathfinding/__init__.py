@@ -1,0 +1,79 @@
+"""Pathfinding family: continuous multi-agent routing on grid maps (after CAMAR and POGEMA).
+
+Each registered id is `Pathfinding` with a map family's keywords bound (`SCENARIOS`); every
+keyword can still be overridden, e.g. `marl.make("pathfinding/random_grid", num_agents=8,
+density=0.15)`, and `pathfinding/custom` is `Pathfinding` itself.
+"""
+
+from functools import partial
+
+from .env import DYNAMICS, MAPS, METRICS, Pathfinding, PathfindingState
+from .maps import MAPS_DIR, largest_component, load_map, parse_map
+from .planning import distance_field
+
+# the defaults of each registered id
+SCENARIOS: dict[str, dict] = {
+    # CAMAR's default configuration: 20 x 20 cells, density 0.2, 32 agents
+    "random_grid": {
+        "map": "random_grid",
+        "height": 20,
+        "width": 20,
+        "density": 0.2,
+        "num_agents": 32,
+        "episode_limit": 128,
+    },
+    "labyrinth": {
+        "map": "labyrinth",
+        "height": 21,
+        "width": 21,
+        "extra_connections": 0.2,
+        "num_agents": 8,
+        "episode_limit": 256,
+    },
+    "rooms": {
+        "map": "rooms",
+        "height": 21,
+        "width": 21,
+        "room_size": 5,
+        "extra_doors": 0.3,
+        "num_agents": 16,
+        "episode_limit": 192,
+    },
+    "caves": {
+        "map": "caves",
+        "height": 32,
+        "width": 32,
+        "fill": 0.45,
+        "smoothing": 4,
+        "num_agents": 16,
+        "episode_limit": 256,
+    },
+    "string": {"map": "string", "map_source": "warehouse", "num_agents": 16, "episode_limit": 192},
+}
+
+
+def scenario(name: str) -> partial:
+    """The constructor of `pathfinding/<name>`: `Pathfinding` with the scenario's keywords."""
+    return partial(Pathfinding, **SCENARIOS[name], name=f"pathfinding/{name}")
+
+
+make_random_grid = scenario("random_grid")
+make_labyrinth = scenario("labyrinth")
+make_rooms = scenario("rooms")
+make_caves = scenario("caves")
+make_string = scenario("string")
+
+__all__ = [
+    "DYNAMICS",
+    "MAPS",
+    "MAPS_DIR",
+    "METRICS",
+    "SCENARIOS",
+    "Pathfinding",
+    "PathfindingState",
+    "distance_field",
+    "largest_component",
+    "load_map",
+    "parse_map",
+    "scenario",
+]
