@@ -1,8 +1,9 @@
 """Non-learned reference policies (random, scripted) and the anchor scores that normalise
 per-task results: `normalised = (score - random) / (scripted - random)`.
 
-Scripted policies: particle scenarios (`baselines.particle`) and focus fire on combat
-battles (`baselines.combat`)."""
+Scripted policies: particle scenarios (`baselines.particle`), focus fire on combat battles
+(`baselines.combat`) and the wavefront planner on pathfinding maps (`baselines.pathfinding`,
+privileged: it reads the map from the environment state)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ from marl.learner import Policy
 from .combat import focus_fire_policy
 from .particle import Gains, NoScriptedPolicy, scripted_ids
 from .particle import scripted_policy as particle_scripted_policy
+from .pathfinding import PlannerGains, planner_policy
 from .random import random_policy
 
 __all__ = [
     "Gains",
     "NoScriptedPolicy",
+    "PlannerGains",
     "anchor_scores",
     "focus_fire_policy",
+    "planner_policy",
     "random_policy",
     "scripted_ids",
     "scripted_policy",
@@ -30,12 +34,16 @@ __all__ = [
 
 
 def scripted_policy(env: MultiAgentEnv, gains: Gains | None = None) -> Policy:
-    """The scripted reference policy of `env`: focus fire on combat battles, the particle
-    scenario's controller otherwise (NoScriptedPolicy, a KeyError, when there is none)."""
+    """The scripted reference policy of `env`: focus fire on combat battles, the planner on
+    pathfinding maps, the particle scenario's controller otherwise (NoScriptedPolicy, a
+    KeyError, when there is none)."""
     from marl.envs.combat.env import Combat
+    from marl.envs.pathfinding.env import Pathfinding
 
     if isinstance(env, Combat):
         return focus_fire_policy(env)
+    if isinstance(env, Pathfinding):
+        return planner_policy(env)
     return particle_scripted_policy(env, gains)
 
 

@@ -43,7 +43,8 @@ def evaluate(
         def body(carry, _):
             state, ts, h, ret, length, done, metrics, start, key = carry
             key, k_act, k_env = jax.random.split(key, 3)
-            actions, h = policy.act(params, ts.obs, ts.avail_actions, h, start, k_act, greedy)
+            seen = state if policy.privileged else ts.obs
+            actions, h = policy.act(params, seen, ts.avail_actions, h, start, k_act, greedy)
             state, nts = env.step(k_env, state, actions)
             active = jnp.logical_not(done)
             ret = ret + nts.reward * active

@@ -49,10 +49,14 @@ class Policy(NamedTuple):
     act(params, obs [N, obs_dim], avail [N, A], carry, start [] bool, key, greedy) ->
         (actions [N] int32 or [N, d] float32 within the action space, carry).
         `start` is True on an episode's first step (recurrent policies reset there).
+    privileged: a non-learned reference policy that reads the environment's state: `act`
+        then receives the (bare) environment state in place of `obs` (e.g. the pathfinding
+        planner, which needs the whole map). Learners never set it.
     """
 
     initial_carry: Callable[[], Carry]
     act: Callable[..., tuple[Array, Carry]]
+    privileged: bool = False
 
 
 class Train(NamedTuple):

@@ -81,7 +81,10 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             clipped to `max_speed`.
         max_turn: differential drive angular speed at |u| = 1 (rad / s); linear speed
             `max_speed * u`.
-        contact_stiffness, contact_margin: soft contacts (`world.penalty`).
+        contact_stiffness, contact_margin: soft contacts (`world.penalty`); behind them a
+            positional guard keeps every centre half a radius out of obstacle cells, so a
+            crowd cannot squeeze an agent through a wall (`world.keep_out`). Speeds, pushes
+            included, never exceed `max_speed`.
         obs_window: obstacles and agents are observed within this many cells (a block of
             `(2 obs_window + 1)^2` cells around the agent's own).
         max_obs: the k nearest objects (agents and obstacle cells) in the observation.
@@ -134,9 +137,9 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
         discrete_actions: bool = False,
         dt: float = 0.05,
         substeps: int = 2,
-        accel: float = 10.0,
+        accel: float = 15.0,
         damping: float = 0.1,
-        max_speed: float = 2.0,
+        max_speed: float = 3.0,
         max_turn: float = 4.0,
         contact_stiffness: float = 500.0,
         contact_margin: float = 0.01,
@@ -194,6 +197,7 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
         self.accel, self.damping, self.max_speed = float(accel), float(damping), float(max_speed)
         self.max_turn = float(max_turn)
         self.stiffness, self.margin = float(contact_stiffness), float(contact_margin)
+        self.guard = 0.5  # centres keep at least half a radius from obstacle cells
         self.window, self.max_obs = int(obs_window), int(max_obs)
         self.dense = neighbours == "dense" or (neighbours == "auto" and n <= 64)
         self.capacity = int(cell_capacity)
@@ -333,7 +337,10 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
         along = jnp.stack([jnp.cos(heading), jnp.sin(heading)], axis=-1)
         v_d = self.max_speed * u[:, :1] * along + force * dt
         vel = jnp.where(jnp.asarray(self.diffdrive)[:, None], v_d, v_h)
-        state = state.replace(pos=pos + vel * dt, vel=vel, heading=heading)
+        speed = jnp.linalg.norm(vel, axis=-1, keepdims=True)
+        vel = vel * jnp.minimum(1.0, self.max_speed / jnp.maximum(speed, 1e-9))
+        pos, vel = world.keep_out(pos + vel * dt, vel, self.guard * radius, lo, occupied, 1.0)
+        state = state.replace(pos=pos, vel=vel, heading=heading)
         return state, touch_obs | touch_agents
 
     def step_env(
@@ -450,7 +457,7 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             ],
             axis=-1,
         )
-        reach = w + 0.5  # the block's inscribed radius around the agent's cell centre
+        reach = float(w)  # every point this close to the agent lies inside its block
         # obstacle cells of the block: offset to their closest point, gap = distance - radius
         rows, cols = world.cell_of(pos, 1.0, self.height, self.width)
         lo, occupied = world.nearby_cells(state.obstacles, rows, cols, w, self.pad, 1.0)

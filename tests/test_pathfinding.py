@@ -1,0 +1,265 @@
+"""Pathfinding: maps, reachability, physics invariants, neighbour queries, the planner."""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import marl
+from marl.baselines.pathfinding import planner_policy
+from marl.envs.pathfinding import maps as mapgen
+from marl.envs.pathfinding.planning import UNREACHABLE, distance_field
+from marl.evaluation import evaluate
+from marl.testing import check_env
+
+IDS = [f"pathfinding/{m}" for m in ("random_grid", "labyrinth", "rooms", "caves", "string")]
+FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def bfs_reach(free: np.ndarray, start: tuple[int, int]) -> np.ndarray:
+    """4-connected cells reachable from `start` over `free` (numpy reference)."""
+    h, w = free.shape
+    seen = np.zeros_like(free)
+    seen[start] = True
+    queue = deque([start])
+    while queue:
+        r, c = queue.popleft()
+        for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            rr, cc = r + dr, c + dc
+            if 0 <= rr < h and 0 <= cc < w and free[rr, cc] and not seen[rr, cc]:
+                seen[rr, cc] = True
+                queue.append((rr, cc))
+    return seen
+
+
+def dijkstra(obstacles: np.ndarray, goal: tuple[int, int]) -> np.ndarray:
+    """8-connected shortest paths without corner cutting (numpy reference)."""
+    h, w = obstacles.shape
+    dist = np.full((h, w), UNREACHABLE)
+    dist[goal] = 0.0
+    heap = [(0.0, goal)]
+    while heap:
+        d, (r, c) = heapq.heappop(heap)
+        if d > dist[r, c]:
+            continue
+        for dr in (-1, 0, 1):
+            for dc in (-1, 0, 1):
+                rr, cc = r + dr, c + dc
+                if (dr, dc) == (0, 0) or not (0 <= rr < h and 0 <= cc < w) or obstacles[rr, cc]:
+                    continue
+                if dr and dc and (obstacles[r + dr, c] or obstacles[r, c + dc]):
+                    continue
+                nd = d + (np.sqrt(2.0) if dr and dc else 1.0)
+                if nd < dist[rr, cc] - 1e-9:
+                    dist[rr, cc] = nd
+                    heapq.heappush(heap, (nd, (rr, cc)))
+    return dist
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_registered_maps_keep_the_contract(env_id):
+    check_env(marl.make(env_id))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"dynamics": "mixed", "discrete_actions": True, "agent_radius": (0.2, 0.4)},
+        {"dynamics": "diffdrive", "lifelong": True, "geodesic_shaping": True},
+        {"neighbours": "grid", "num_maps": None, "state_map": False},
+    ],
+)
+def test_options_keep_the_contract(kwargs):
+    check_env(marl.make("pathfinding/random_grid", num_agents=12, **kwargs))
+
+
+@FAST
+@given(seed=st.integers(0, 2**30), extra=st.sampled_from([0.0, 0.3]))
+def test_labyrinths_are_connected_and_perfect_without_extra_connections(seed, extra):
+    grid = np.asarray(mapgen.labyrinth(15, 13, extra)(jax.random.key(seed)))
+    free = ~grid
+    start = tuple(np.argwhere(free)[0])
+    assert (bfs_reach(free, start) == free).all()  # one component
+    if extra == 0.0:  # a spanning tree: 7 x 6 rooms joined by 7 * 6 - 1 openings
+        assert free.sum() == 2 * 7 * 6 - 1
+
+
+@FAST
+@given(
+    seed=st.integers(0, 2**30),
+    kind=st.sampled_from(["random_grid", "rooms", "caves"]),
+    density=st.floats(0.0, 0.4),
+)
+def test_largest_component_matches_a_breadth_first_search(seed, kind, density):
+    gen = {
+        "random_grid": mapgen.random_grid(12, 17, density),
+        "rooms": mapgen.rooms(16, 16, 5, 1, density),
+        "caves": mapgen.caves(14, 14, 0.3 + density),
+    }[kind]
+    grid = np.asarray(gen(jax.random.key(seed)))
+    comp = np.asarray(mapgen.largest_component(jnp.asarray(grid)))
+    free = ~grid
+    if not free.any():
+        assert not comp.any()
+        return
+    sizes = {}
+    for cell in map(tuple, np.argwhere(free)):
+        if not any(cell in s for s in sizes.values()):
+            reach = bfs_reach(free, cell)
+            sizes[cell] = {tuple(x) for x in np.argwhere(reach)}
+    largest = max(len(s) for s in sizes.values())
+    assert comp.sum() == largest
+    assert bfs_reach(free, tuple(np.argwhere(comp)[0])).sum() == largest
+    assert (comp <= free).all()
+
+
+@FAST
+@given(seed=st.integers(0, 2**30), density=st.floats(0.0, 0.35))
+def test_distance_field_matches_dijkstra(seed, density):
+    grid = np.asarray(mapgen.random_grid(9, 11, density)(jax.random.key(seed)))
+    free = np.argwhere(~grid)
+    goal = tuple(free[seed % len(free)])
+    field = np.asarray(
+        distance_field(jnp.asarray(grid), jnp.array([goal[0]]), jnp.array([goal[1]]))
+    )
+    np.testing.assert_allclose(field[0], dijkstra(grid, goal), rtol=1e-5)
+
+
+@FAST
+@given(
+    seed=st.integers(0, 2**30),
+    env_id=st.sampled_from(IDS),
+)
+def test_every_goal_is_reachable_from_its_start(seed, env_id):
+    env = marl.make(env_id)
+    state, _ = jax.jit(env.reset)(jax.random.key(seed))
+    p = env.pad
+    free = ~np.asarray(state.obstacles[p:-p, p:-p])
+    cells = np.floor(np.asarray(state.pos)[:, ::-1]).astype(int)
+    goals = np.floor(np.asarray(state.goal)[:, ::-1]).astype(int)
+    assert len({tuple(c) for c in cells}) == env.num_agents  # distinct start cells
+    for start, goal in zip(cells, goals, strict=True):
+        assert free[tuple(start)] and free[tuple(goal)]
+        assert bfs_reach(free, tuple(start))[tuple(goal)]
+
+
+def rollout(env, key, steps: int, actions_fn):
+    """States of `steps` steps with `actions_fn(key, state)` (bare env, no reset)."""
+
+    @jax.jit
+    def run(key):
+        state, _ = env.reset(key)
+
+        def body(s, k):
+            k_act, k_env = jax.random.split(k)
+            s, ts = env.step(k_env, s, actions_fn(k_act, s))
+            return s, (s.pos, ts.metrics)
+
+        return jax.lax.scan(body, state, jax.random.split(key, steps))
+
+    return run(key)
+
+
+@FAST
+@given(
+    seed=st.integers(0, 2**30),
+    dynamics=st.sampled_from(["holonomic", "diffdrive", "mixed"]),
+    radius=st.sampled_from([0.3, (0.2, 0.45)]),
+)
+def test_agents_never_enter_obstacle_cells_at_full_throttle(seed, dynamics, radius):
+    """Agents pushed at full power in random (persistent) directions for 200 steps."""
+    env = marl.make(
+        "pathfinding/random_grid",
+        num_agents=24,
+        density=0.3,
+        dynamics=dynamics,
+        agent_radius=radius,
+        episode_limit=1000,
+    )
+    direction = jax.random.normal(jax.random.key(seed), (24, 2))
+
+    def push(key, s):
+        flip = jax.random.bernoulli(key, 0.05, (24, 1))
+        return jnp.clip(jnp.where(flip, -direction, direction) * 3.0, -1.0, 1.0)
+
+    final, (pos, metrics) = rollout(env, jax.random.key(seed), 200, push)
+    p = env.pad
+    grid = np.asarray(final.obstacles)
+    cells = np.floor(np.asarray(pos)).astype(int)  # [T, N, (x, y)]
+    inside = grid[cells[..., 1] + p, cells[..., 0] + p]
+    assert not inside.any(), "an agent's centre entered an obstacle cell"
+    size = np.array([env.width, env.height])
+    assert ((pos >= 0) & (pos <= size)).all()
+    coordination = np.asarray(metrics["coordination"])
+    assert ((coordination >= 0) & (coordination <= 1)).all()
+    success = np.asarray(metrics["success_rate"])
+    assert ((success >= 0) & (success <= 1)).all() and (np.diff(success) >= 0).all()
+
+
+def test_cell_list_neighbours_match_dense_ones():
+    kw = {"num_agents": 40, "density": 0.1, "agent_radius": (0.2, 0.45)}
+    dense = marl.make("pathfinding/random_grid", neighbours="dense", **kw)
+    grid = marl.make("pathfinding/random_grid", neighbours="grid", cell_capacity=8, **kw)
+    actions = jax.random.uniform(jax.random.key(3), (30, 40, 2), minval=-1, maxval=1)
+
+    def run(env):
+        state, ts = env.reset(jax.random.key(5))
+
+        def body(s, a):
+            s, ts = env.step(jax.random.key(0), s, a)
+            return s, ts.obs
+
+        state, obs = jax.lax.scan(body, state, actions)
+        return state.pos, obs
+
+    pos_d, obs_d = jax.jit(lambda: run(dense))()
+    pos_g, obs_g = jax.jit(lambda: run(grid))()
+    np.testing.assert_allclose(pos_d, pos_g, atol=1e-4)  # summation order only
+    np.testing.assert_allclose(obs_d, obs_g, atol=1e-4)
+
+
+def test_lifelong_agents_get_new_goals_and_never_terminate():
+    env = marl.make(
+        "pathfinding/random_grid", num_agents=6, density=0.1, lifelong=True, episode_limit=300
+    )
+    policy = planner_policy(env)
+    out = jax.jit(lambda k: evaluate(env, policy, None, k, 4))(jax.random.key(0))
+    assert (np.asarray(out["length"]) == 300).all()
+    assert np.asarray(out["goals_reached"]).mean() > 2.0
+
+
+def test_planner_reaches_most_goals():
+    """The classical baseline: >= 90% of agents reach their goal (8 agents, density 0.15)."""
+    env = marl.make("pathfinding/random_grid", num_agents=8, density=0.15)
+    out = jax.jit(lambda k: evaluate(env, planner_policy(env), None, k, 32))(jax.random.key(1))
+    assert float(np.mean(out["success_rate"])) >= 0.9, out["success_rate"]
+
+
+def test_movingai_maps_parse_and_refuse_bad_rows():
+    grid = mapgen.parse_map("type octile\nheight 2\nwidth 3\nmap\n.@.\nT..\n")
+    np.testing.assert_array_equal(grid, [[True, False, False], [False, True, False]])
+    assert mapgen.load_map("warehouse").shape == (20, 24)
+    with pytest.raises(ValueError, match="width 3"):
+        mapgen.parse_map("...\n..\n")
+    with pytest.raises(FileNotFoundError, match="shipped maps are .*two_rooms"):
+        mapgen.load_map("no_such_map")
+    env = marl.make("pathfinding/string", map_source="two_rooms", num_agents=4)
+    assert (env.height, env.width) == (16, 16)
+
+
+def test_bad_configurations_fail_with_one_line():
+    with pytest.raises(ValueError, match="unknown map 'maze'; valid: random_grid"):
+        marl.make("pathfinding/custom", map="maze")
+    with pytest.raises(ValueError, match="agent_radius"):
+        marl.make("pathfinding/random_grid", agent_radius=0.7)
+    with pytest.raises(ValueError, match="reachable free cells"):
+        marl.make("pathfinding/random_grid", density=0.6, num_agents=64)
+    with pytest.raises(ValueError, match="must stay below the agent radius"):
+        marl.make("pathfinding/random_grid", max_speed=20.0)
