@@ -58,7 +58,7 @@ class QConfig:
     """Hyperparameters shared by IQL, VDN and QMIX (pymarl2's tuned QMIX as defaults)."""
 
     num_envs: int = 8  # parallel environments per seed (pymarl2: batch_size_run 8)
-    rollout_length: int = 32  # steps per environment per update
+    rollout_length: int = 8  # steps per environment per update
     train_steps: int = 1  # gradient steps per update
     buffer_size: int = 5000  # episodes kept in the replay buffer
     batch_size: int = 128  # episodes per gradient step (pymarl: 32; pymarl2: 128)
@@ -71,7 +71,7 @@ class QConfig:
     epsilon_start: float = 1.0  # exploration at step 0
     epsilon_end: float = 0.05  # exploration after `epsilon_steps` (and when not greedy)
     epsilon_steps: int = 100_000  # env steps (per seed) over which epsilon is annealed
-    target_update_interval: int = 25  # updates between hard target copies (~200 episodes)
+    target_update_interval: int = 50  # updates between hard target copies (~200 episodes)
     tau: float | None = None  # Polyak rate per update instead of hard copies (None: hard)
     hidden: tuple[int, ...] = (64,)  # MLP widths (the first feeds the GRU when recurrent)
     activation: str = "relu"

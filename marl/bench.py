@@ -26,9 +26,12 @@ from marl.registry import make
 from marl.spaces import sample_actions
 
 __all__ = [
+    "CAMAR_MAPS",
     "JAXMARL_KEYWORDS",
     "JAXMARL_NAMES",
+    "bench_camar",
     "bench_env",
+    "camar_kwargs",
     "bench_jaxmarl",
     "jaxmarl_kwargs",
     "jaxmarl_name",
@@ -340,3 +343,90 @@ def bench_jaxmarl(
     jax.block_until_ready(carry)
     first, best = _time(lambda: run(carry), repeats)
     return _record(jm_name, len(agents), num_envs, steps, first, best)
+
+
+# --- CAMAR ----------------------------------------------------------------------------------
+
+# marl pathfinding id -> CAMAR map generator of the same task
+CAMAR_MAPS = {"pathfinding/random_grid": "random_grid"}
+# marl keyword -> CAMAR random_grid keyword
+CAMAR_MAP_KEYWORDS = {
+    "height": "num_rows",
+    "width": "num_cols",
+    "density": "obstacle_density",
+    "num_agents": "num_agents",
+}
+
+
+def camar_kwargs(name: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`camar_v0` keywords for the CAMAR counterpart of a marl pathfinding id: the id's
+    defaults and `env_kwargs` (map size, density, agent count, episode limit) carried over, the
+    rest at CAMAR's defaults. KeyError when CAMAR has no counterpart, ValueError for a keyword
+    it cannot take."""
+    if name not in CAMAR_MAPS:
+        raise KeyError(f"CAMAR has no counterpart of {name!r}; benchable: {', '.join(CAMAR_MAPS)}")
+    from marl.envs.pathfinding import SCENARIOS
+
+    settings = {**SCENARIOS[name.split("/")[1]], **env_kwargs}
+    out: dict[str, Any] = {"map_generator": CAMAR_MAPS[name], "map_kwargs": {}}
+    for key, value in settings.items():
+        if key == "map":
+            continue
+        if key == "episode_limit":
+            out["max_steps"] = int(value)
+        elif key in CAMAR_MAP_KEYWORDS:
+            out["map_kwargs"][CAMAR_MAP_KEYWORDS[key]] = value
+        elif key in env_kwargs:
+            raise ValueError(
+                f"CAMAR's {CAMAR_MAPS[name]} has no counterpart of the keyword {key!r}"
+            )
+    return out
+
+
+def bench_camar(
+    name: str,
+    num_envs: int = 64,
+    steps: int = 1000,
+    seed: int = 0,
+    *,
+    repeats: int = 3,
+    **env_kwargs: Any,
+) -> dict[str, Any]:
+    """Throughput of CAMAR's counterpart of a marl pathfinding id, same method as `bench_env`.
+
+    CAMAR's `step` does not reset; as on the marl side, a reset is computed every step and
+    selected where the episode ended. Actions are uniform in [-1, 1]. Returns the same dict as
+    `bench_env` (env: "camar_v0:<map>").
+    """
+    from camar import camar_v0
+
+    env = camar_v0(**camar_kwargs(name, env_kwargs))
+    n = env.num_agents
+    v_reset = jax.vmap(env.reset)
+    v_step = jax.vmap(env.step)
+
+    def body(carry, _):
+        obs, state, reward, done, key = carry
+        key, key_act, key_step, key_reset = jax.random.split(key, 4)
+        actions = jax.random.uniform(key_act, (num_envs, n, 2), minval=-1.0, maxval=1.0)
+        obs, state, reward, done, _ = v_step(jax.random.split(key_step, num_envs), state, actions)
+        first_obs, first = v_reset(jax.random.split(key_reset, num_envs))
+
+        def pick(a, b):
+            return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+
+        state = jax.tree.map(pick, first, state)
+        obs = pick(first_obs, obs)
+        return (obs, state, reward, done, key), None
+
+    @jax.jit
+    def run(carry):
+        carry, _ = jax.lax.scan(body, carry, None, length=steps)
+        return carry
+
+    key_reset, key_run = jax.random.split(jax.random.PRNGKey(seed))
+    obs, state = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
+    carry = (obs, state, jnp.zeros((num_envs, n, 1)), jnp.zeros((num_envs,), bool), key_run)
+    jax.block_until_ready(carry)
+    first, best = _time(lambda: run(carry), repeats)
+    return _record(f"camar_v0:{CAMAR_MAPS[name]}", n, num_envs, steps, first, best)

@@ -22,7 +22,7 @@ from marl import __version__
 from marl.registry import algorithm, list_algorithms, list_envs, make
 from marl.runtime import configure_xla
 
-PEERS = ("jaxmarl",)
+PEERS = ("jaxmarl", "camar")
 DEFAULT_NUM_ENVS = "1,64,1024,4096"
 
 
@@ -359,8 +359,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.vs:
         _check_peer(args.vs)
         try:
-            peer_name = bench.jaxmarl_name(args.env_id)
-            bench.jaxmarl_kwargs(args.env_id, kwargs)
+            if args.vs == "camar":
+                camar = bench.camar_kwargs(args.env_id, kwargs)
+                peer_name = f"camar_v0:{camar['map_generator']} {camar['map_kwargs']}"
+            else:
+                peer_name = bench.jaxmarl_name(args.env_id)
+                bench.jaxmarl_kwargs(args.env_id, kwargs)
         except KeyError as e:
             raise UsageError(e.args[0]) from None
         except ValueError as e:
@@ -391,9 +395,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ]
         record = {"marl": mine}
         if args.vs:
-            peer = bench.bench_jaxmarl(
-                args.env_id, n, args.steps, args.seed, repeats=args.repeats, **kwargs
-            )
+            peer_bench = bench.bench_camar if args.vs == "camar" else bench.bench_jaxmarl
+            peer = peer_bench(args.env_id, n, args.steps, args.seed, repeats=args.repeats, **kwargs)
             ratio = mine["steps_per_s"] / peer["steps_per_s"]
             row += [f"{peer['steps_per_s']:,.0f}", f"{peer['compile_s']:.2f}", f"{ratio:.2f}"]
             record[args.vs] = peer

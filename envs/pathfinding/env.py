@@ -458,43 +458,37 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             axis=-1,
         )
         reach = float(w)  # every point this close to the agent lies inside its block
-        # obstacle cells of the block: offset to their closest point, gap = distance - radius
+        # candidates: the block's obstacle cells (offset to their closest point) and agents
+        # (dense or from the cell list); the k nearest by gap between surfaces are kept, and
+        # only their features are built
         rows, cols = world.cell_of(pos, 1.0, self.height, self.width)
         lo, occupied = world.nearby_cells(state.obstacles, rows, cols, w, self.pad, 1.0)
         delta, d_obs = world.closest_on_boxes(pos, lo, 1.0)
-        cell_feat = jnp.concatenate(
-            [
-                -delta / reach,
-                ((d_obs - radius[:, None]) / reach)[..., None],
-                jnp.zeros_like(d_obs)[..., None],
-                jnp.zeros_like(d_obs)[..., None],
-            ],
-            axis=-1,
-        )
-        cell_ok = occupied & (d_obs < reach)
-        # agents: dense or from the cell list of the same block
         idx, valid = self._neighbours(pos, w)
         d_rel = pos[idx] - pos[:, None, :]
         d_ag = jnp.sqrt(jnp.sum(d_rel**2, axis=-1) + 1e-12)
-        gap = d_ag - radius[:, None] - radius[idx]
-        agent_feat = jnp.concatenate(
+        offsets = jnp.concatenate([-delta, d_rel], axis=1)  # [N, C, 2]
+        radii = jnp.concatenate([jnp.zeros_like(d_obs), radius[idx]], axis=1)
+        gaps = jnp.concatenate([d_obs, d_ag], axis=1) - radius[:, None] - radii
+        ok = jnp.concatenate([occupied & (d_obs < reach), valid & (d_ag < reach)], axis=1)
+        kk = min(k, ok.shape[1])
+        _, nearest = jax.lax.top_k(jnp.where(ok, -gaps, -jnp.inf), kk)
+
+        def pick(x):
+            return jnp.take_along_axis(x, nearest, axis=1)
+
+        present = pick(ok)
+        is_agent = nearest >= d_obs.shape[1]
+        objects = jnp.concatenate(
             [
-                d_rel / reach,
-                (gap / reach)[..., None],
-                radius[idx][..., None],
-                jnp.ones_like(gap)[..., None],
+                jnp.take_along_axis(offsets, nearest[..., None], axis=1) / reach,
+                (pick(gaps) / reach)[..., None],
+                pick(radii)[..., None],
+                is_agent[..., None],
+                present[..., None],
             ],
             axis=-1,
         )
-        agent_ok = valid & (d_ag < reach)
-        feats = jnp.concatenate([cell_feat, agent_feat], axis=1)
-        ok = jnp.concatenate([cell_ok, agent_ok], axis=1)
-        gaps = jnp.concatenate([d_obs - radius[:, None], gap], axis=1)
-        kk = min(k, feats.shape[1])
-        _, nearest = jax.lax.top_k(jnp.where(ok, -gaps, -jnp.inf), kk)
-        chosen = jnp.take_along_axis(feats, nearest[..., None], axis=1)
-        present = jnp.take_along_axis(ok, nearest, axis=1)
-        objects = jnp.concatenate([chosen, present[..., None]], axis=-1)
         objects = jnp.where(present[..., None], objects, 0.0)
         if kk < k:
             objects = jnp.pad(objects, ((0, 0), (0, k - kk), (0, 0)))
