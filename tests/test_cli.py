@@ -168,3 +168,33 @@ def test_combat_maps_run_on_jaxmarl_heuristic_smax():
         jaxmarl_kwargs("combat/3m", {"episode_limit": 10})
     record = bench_jaxmarl("combat/3m", num_envs=2, steps=5, repeats=1)
     assert record["env"] == "HeuristicEnemySMAX:3m" and record["steps_per_s"] > 0
+
+
+needs_camar = pytest.mark.skipif(not cli.peer_installed("camar"), reason="needs camar")
+
+
+def test_camar_counterpart_carries_the_map_settings():
+    from marl.bench import camar_kwargs
+
+    assert camar_kwargs("pathfinding/random_grid", {"num_agents": 8, "density": 0.15}) == {
+        "map_generator": "random_grid",
+        "map_kwargs": {"num_rows": 20, "num_cols": 20, "obstacle_density": 0.15, "num_agents": 8},
+        "max_steps": 128,
+    }
+    with pytest.raises(KeyError, match="benchable: pathfinding/random_grid"):
+        camar_kwargs("pathfinding/caves", {})
+    with pytest.raises(ValueError, match="no counterpart of the keyword 'lifelong'"):
+        camar_kwargs("pathfinding/random_grid", {"lifelong": True})
+
+
+@needs_camar
+def test_bench_vs_camar_adds_peer_columns(capsys):
+    argv = ["bench", "pathfinding/random_grid", "--num-envs", "2", "--steps", "5",
+            "--repeats", "1", "--set", "num_agents=4", "--vs", "camar"]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "camar_v0:random_grid" in out
+    (row,) = table_rows(out, "num_envs")
+    marl_sps, peer_sps, ratio = (float(row[i].replace(",", "")) for i in (1, 4, 6))
+    assert marl_sps > 0 and peer_sps > 0
+    assert ratio == pytest.approx(marl_sps / peer_sps, rel=0.02, abs=0.006)
