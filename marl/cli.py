@@ -199,6 +199,17 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
         episodes = max(run.settings.absolute_episodes, run.settings.eval_episodes)
         anchors = {**anchor_scores(env, num_episodes=episodes), "episodes": episodes}
     final = run_dir.finish(result, anchors)
+    if run.transfer:
+        from marl.rundir import write_json
+        from marl.transfer import evaluate_transfer, summary
+
+        params = result.best_params if result.best_params is not None else result.params
+        episodes = s.absolute_episodes or s.eval_episodes
+        print(f"transfer: {len(run.transfer)} targets x {episodes} episodes per seed", flush=True)
+        transfer = evaluate_transfer(run, train, params, episodes)
+        write_json(run_dir.path / "transfer.json", transfer)
+        for line in summary(transfer, s.metric):
+            print(line)
     print(f"wrote {run_dir.path}")
     print(
         f"final return {final['return_mean']:.3f} ± {final['return_std']:.3f} "

@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from marl.protocol import PROTOCOL_VERSION
 from marl.training import RunSettings
+from marl.transfer import TransferError, TransferTarget, build_targets, parse_targets
 
 if TYPE_CHECKING:
     from marl.env import EnvSpec, MultiAgentEnv
@@ -62,6 +63,7 @@ class RunConfig:
     num_segments: int  # evaluations after the one at step 0
     command: tuple[str, ...] = field(default=())  # the overrides it was composed from
     protocol_version: str = PROTOCOL_VERSION  # `protocol.version` of the config
+    transfer: tuple[TransferTarget, ...] = ()  # other envs the trained policy is played on
 
     @property
     def total_updates(self) -> int:
@@ -86,6 +88,7 @@ class RunConfig:
                 "eval_episodes": s.eval_episodes,
                 "absolute_episodes": s.absolute_episodes,
                 "metric": s.metric,
+                "transfer": [t.to_dict() for t in self.transfer],
             },
             "seeds": s.seeds,
             "budget": s.budget,
@@ -365,7 +368,11 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         raise ConfigError(f"algo {algo}: {e}") from None
     steps_per_update = int(probe.steps_per_update)
     per_segment, num_segments = schedule(settings, steps_per_update)
-    return RunConfig(
+    try:
+        transfer = parse_targets((data.get("protocol") or {}).get("transfer"))
+    except TransferError as e:
+        raise ConfigError(str(e)) from None
+    run = RunConfig(
         env_id=env_id,
         env_kwargs=env_kwargs,
         algo=algo,
@@ -378,7 +385,14 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         num_segments=num_segments,
         command=tuple(command),
         protocol_version=str((data.get("protocol") or {}).get("version", PROTOCOL_VERSION)),
+        transfer=transfer,
     )
+    if transfer:  # every target must take the trained parameters (shapes only, no compile)
+        try:
+            build_targets(run, probe)
+        except TransferError as e:
+            raise ConfigError(str(e)) from None
+    return run
 
 
 def build(run: RunConfig) -> tuple[MultiAgentEnv, Train]:

@@ -1,0 +1,60 @@
+"""Transfer evaluation (protocol.transfer) and the pathfinding tier presets."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from marl import cli
+from marl.config import ConfigError, compose, resolve
+from marl.transfer import TransferError, parse_targets
+
+TINY = ["env=particle/spread", "algo=ippo", "seeds=2", "budget=512", "algo.num_envs=4",
+        "algo.rollout_length=32", "protocol.num_evaluations=1", "protocol.eval_episodes=2",
+        "protocol.absolute_episodes=3"]  # fmt: skip
+SHORT = "protocol.transfer=[{name:short,id:'particle/spread',kwargs:{episode_limit:7}}]"
+
+
+def test_targets_parse_and_refuse_mistakes():
+    (t,) = parse_targets([{"id": "particle/spread", "kwargs": {"episode_limit": 7}}])
+    assert (t.name, t.env_id, t.env_kwargs) == (
+        "particle/spread",
+        "particle/spread",
+        {"episode_limit": 7},
+    )
+    with pytest.raises(TransferError, match=r"unknown key\(s\) kw; valid: name, id, kwargs"):
+        parse_targets([{"id": "particle/spread", "kw": {}}])
+    with pytest.raises(TransferError, match="two targets named 'a'"):
+        parse_targets(
+            [{"name": "a", "id": "particle/spread"}, {"name": "a", "id": "particle/simple"}]
+        )
+
+
+def test_trained_parameters_play_each_target_and_land_in_transfer_json(tmp_path, capsys):
+    assert cli.main(["train", *TINY, SHORT, f"out={tmp_path}"]) == 0
+    (run_dir,) = tmp_path.glob("*/*/*/*")  # <out>/<family>/<scenario>/<algo>/<name>
+    out = json.loads((run_dir / "transfer.json").read_text())
+    assert list(out) == ["short"] and out["short"]["episodes"] == 3
+    lengths = np.asarray(out["short"]["metrics"]["length"])
+    assert lengths.shape == (2, 3) and (lengths == 7).all()  # the target's own episode limit
+    assert "transfer short (particle/spread): return" in capsys.readouterr().out
+
+
+def test_targets_the_policy_cannot_drive_fail_before_compiling():
+    with pytest.raises(ConfigError, match="do not fit particle/spread.*agent_id=false"):
+        resolve(
+            compose([*TINY, "protocol.transfer=[{id:'particle/spread',kwargs:{num_agents:4}}]"])
+        )
+    with pytest.raises(ConfigError, match="transfer target nope:.*unknown environment"):
+        resolve(compose([*TINY, "protocol.transfer=[{name:nope,id:'particle/nope'}]"]))
+
+
+@pytest.mark.parametrize("tier", ["pathfinding_medium", "pathfinding_hard"])
+def test_pathfinding_tiers_resolve_for_agent_count_free_policies(tier):
+    base = ["env=pathfinding/random_grid", "algo=mappo", f"protocol={tier}"]
+    run = resolve(compose([*base, "algo.agent_id=false"]))
+    assert len(run.transfer) >= 4
+    with pytest.raises(ConfigError, match="agent_id=false"):
+        resolve(compose(base))
