@@ -2,8 +2,9 @@
 per-task results: `normalised = (score - random) / (scripted - random)`.
 
 Scripted policies: particle scenarios (`baselines.particle`), focus fire on combat battles
-(`baselines.combat`) and the wavefront planner on pathfinding maps (`baselines.pathfinding`,
-privileged: it reads the map from the environment state)."""
+(`baselines.combat`), the wavefront planner on pathfinding maps (`baselines.pathfinding`) and
+go-to-nearest-plastic on cleanup seas (`baselines.cleanup`); the last two are privileged: they
+read the environment state."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from marl.env import MultiAgentEnv
 from marl.evaluation import evaluate
 from marl.learner import Policy
 
+from .cleanup import greedy_policy
 from .combat import focus_fire_policy
 from .particle import Gains, NoScriptedPolicy, scripted_ids
 from .particle import scripted_policy as particle_scripted_policy
@@ -26,6 +28,7 @@ __all__ = [
     "PlannerGains",
     "anchor_scores",
     "focus_fire_policy",
+    "greedy_policy",
     "planner_policy",
     "random_policy",
     "scripted_ids",
@@ -35,11 +38,14 @@ __all__ = [
 
 def scripted_policy(env: MultiAgentEnv, gains: Gains | None = None) -> Policy:
     """The scripted reference policy of `env`: focus fire on combat battles, the planner on
-    pathfinding maps, the particle scenario's controller otherwise (NoScriptedPolicy, a
-    KeyError, when there is none)."""
+    pathfinding maps, greedy collection at sea, the particle scenario's controller otherwise
+    (NoScriptedPolicy, a KeyError, when there is none)."""
+    from marl.envs.cleanup.env import Cleanup
     from marl.envs.combat.env import Combat
     from marl.envs.pathfinding.env import Pathfinding
 
+    if isinstance(env, Cleanup):
+        return greedy_policy(env)
     if isinstance(env, Combat):
         return focus_fire_policy(env)
     if isinstance(env, Pathfinding):

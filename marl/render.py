@@ -25,6 +25,7 @@ VIEWERS = {
     "particle": "marl.envs.particle.viewer",
     "combat": "marl.envs.combat.viewer",
     "pathfinding": "marl.envs.pathfinding.viewer",
+    "cleanup": "marl.envs.cleanup.viewer",
 }
 
 

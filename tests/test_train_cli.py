@@ -334,3 +334,21 @@ def test_run_is_deterministic(runs):
     assert returns(first) == returns(second)
     final = [json.loads((d / "final.json").read_text()) for d in (first, second)]
     assert final[0]["final"] == final[1]["final"]
+
+
+@pytest.mark.parametrize("family", ["pathfinding", "cleanup"])
+def test_env_yaml_documents_every_constructor_default(family):
+    ids = [o for o in group_options("env") if o.startswith(f"{family}/")]
+    assert ids == list_envs(family)
+    for env_id in ids:
+        text = read_conf(f"env/{env_id}.yaml")
+        assert yaml.safe_load(text) == {"id": env_id, "kwargs": {}}
+        documented = {
+            m.group(1): yaml.safe_load(m.group(2))
+            for m in re.finditer(r"^#\s+(\w+): (\S+)\s+#", text, re.M)
+        }
+        defaults = {
+            k: list(v) if isinstance(v, tuple) else v for k, v in env_kwargs(env_id).items()
+        }
+        assert documented == defaults, env_id
+        assert max(len(line) for line in text.splitlines()) <= 100

@@ -1,0 +1,64 @@
+"""Cleanup family: vessels collect drifting macroplastic (after "Learning to Communicate and
+Collaborate in a Competitive Multi-Agent Setup to Clean the Ocean from Macroplastics" and
+HIVEX's ocean plastic collection).
+
+Each registered id is `Cleanup` with a scenario's keywords bound (`SCENARIOS`); every keyword
+can still be overridden, and `cleanup/custom` is `Cleanup` itself.
+"""
+
+from functools import partial
+
+from .env import METRICS, Cleanup, CleanupState
+from .ocean import CURRENTS, current_at, density, gini, spawn
+
+SCENARIOS: dict[str, dict] = {
+    # the paper's setting: a few vessels, each for itself, a binary signal (or none)
+    "comm": {"num_vessels": 4, "communication": True},
+    "nocomm": {"num_vessels": 4, "communication": False},
+    # larger fleets on larger seas (the last for the mean-field learners)
+    "fleet16": {
+        "num_vessels": 16,
+        "size": 20.0,
+        "capacity": 1024,
+        "initial_plastic": 384,
+        "num_sources": 6,
+        "patches": 6,
+        "grid": 24,
+        "port": (10.0, 0.0),
+    },
+    "fleet128": {
+        "num_vessels": 128,
+        "size": 56.0,
+        "capacity": 4096,
+        "initial_plastic": 2048,
+        "num_sources": 24,
+        "patches": 24,
+        "grid": 48,
+        "neighbours": 6,
+        "port": (28.0, 0.0),
+    },
+}
+
+
+def scenario(name: str) -> partial:
+    """The constructor of `cleanup/<name>`: `Cleanup` with the scenario's keywords."""
+    return partial(Cleanup, **SCENARIOS[name], name=f"cleanup/{name}")
+
+
+make_comm = scenario("comm")
+make_nocomm = scenario("nocomm")
+make_fleet16 = scenario("fleet16")
+make_fleet128 = scenario("fleet128")
+
+__all__ = [
+    "CURRENTS",
+    "METRICS",
+    "SCENARIOS",
+    "Cleanup",
+    "CleanupState",
+    "current_at",
+    "density",
+    "gini",
+    "scenario",
+    "spawn",
+]

@@ -1,0 +1,169 @@
+"""Ocean cleanup: currents, the plastic pool, conservation, rewards, signals, baselines."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import marl
+from marl.baselines import greedy_policy, random_policy
+from marl.envs.cleanup import ocean
+from marl.envs.cleanup.env import OWN_FEATURES
+from marl.evaluation import evaluate
+from marl.spaces import sample_actions
+from marl.testing import check_env
+
+FAST = settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.mark.parametrize("env_id", marl.list_envs("cleanup"))
+def test_scenarios_keep_the_contract(env_id):
+    check_env(marl.make(env_id))
+
+
+def test_continuous_vessels_keep_the_contract():
+    check_env(
+        marl.make("cleanup/comm", discrete_actions=False, hold_capacity=5, current="double_gyre")
+    )
+
+
+def test_spawn_fills_free_slots_in_order_and_drops_the_rest():
+    alive = jnp.array([True, False, True, False, False])
+    pos = jnp.zeros((5, 2))
+    where = jnp.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0]])
+    requests = jnp.array([True, False, True, True])
+    alive2, pos2, n = ocean.spawn(alive, pos, requests, where)
+    assert int(n) == 3
+    np.testing.assert_array_equal(alive2, [True, True, True, True, True])
+    np.testing.assert_array_equal(pos2[[1, 3, 4], 0], [1.0, 3.0, 4.0])
+    alive3, _, n = ocean.spawn(alive2, pos2, requests, where)
+    assert int(n) == 0 and alive3.all()  # no room: nothing spawned, nothing counted
+
+
+def test_gini_of_hand_computed_catches():
+    assert float(ocean.gini(jnp.array([1.0, 1.0, 1.0]))) == pytest.approx(0.0)
+    assert float(ocean.gini(jnp.array([0.0, 0.0, 0.0]))) == 0.0
+    # one vessel has everything: sum |xi - xj| = 2 * 2 * 3, / (2 * 3 * 3) = 2 / 3
+    assert float(ocean.gini(jnp.array([3.0, 0.0, 0.0]))) == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "gyres", "double_gyre"])
+def test_currents_are_divergence_free_and_capped(kind):
+    size, speed, h = 10.0, 0.05, 1e-3
+    xy = jax.random.uniform(jax.random.key(0), (200, 2), minval=0.5, maxval=9.5)
+
+    def field(p):
+        return ocean.current_at(kind, p, jnp.float32(17.0), size, speed)
+
+    ex, ey = jnp.array([h, 0.0]), jnp.array([0.0, h])
+    div = (field(xy + ex)[:, 0] - field(xy - ex)[:, 0]) / (2 * h) + (
+        field(xy + ey)[:, 1] - field(xy - ey)[:, 1]
+    ) / (2 * h)
+    assert float(jnp.max(jnp.abs(div))) < 1e-3
+    grid = jnp.stack(jnp.meshgrid(jnp.linspace(0, size, 101), jnp.linspace(0, size, 101)), -1)
+    top = float(jnp.max(jnp.linalg.norm(field(grid.reshape(-1, 2)), axis=-1)))
+    assert speed * 0.6 <= top <= speed * 1.01
+
+
+@FAST
+@given(
+    seed=st.integers(0, 2**30),
+    current=st.sampled_from(["calm", "uniform", "gyres", "double_gyre"]),
+    remove=st.booleans(),
+    hold=st.sampled_from([0, 3]),
+    capacity=st.sampled_from([64, 256]),
+)
+def test_plastic_mass_is_conserved_and_vessels_stay_at_sea(seed, current, remove, hold, capacity):
+    env = marl.make(
+        "cleanup/comm",
+        current=current,
+        remove_at_boundary=remove,
+        hold_capacity=hold,
+        capacity=capacity,
+        initial_plastic=min(96, capacity),
+        source_rate=0.8,
+        episode_limit=150,
+    )
+
+    @jax.jit
+    def run(key):
+        state, ts = env.reset(key)
+
+        def body(carry, k):
+            s, ts = carry
+            k_act, k_env = jax.random.split(k)
+            a = sample_actions(k_act, env.spec.action_space, ts.avail_actions)
+            s, ts = env.step(k_env, s, a)
+            return (s, ts), (s.pos, ts.metrics)
+
+        (_, _), out = jax.lax.scan(body, (state, ts), jax.random.split(key, 150))
+        return out
+
+    pos, metrics = run(jax.random.key(seed))
+    m = {k: np.asarray(v) for k, v in metrics.items()}
+    np.testing.assert_array_equal(m["spawned"], m["floating"] + m["collected"] + m["removed"])
+    assert (m["floating"] <= capacity).all()
+    if not remove:
+        assert (m["removed"] == 0).all()
+    assert ((np.asarray(pos) >= 0) & (np.asarray(pos) <= env.size)).all()
+    assert ((m["collected_fraction"] >= 0) & (m["collected_fraction"] <= 1)).all()
+    assert ((m["gini"] >= 0) & (m["gini"] <= 1)).all()
+
+
+def test_reward_dial_shares_the_catch():
+    def rewards(alpha):
+        env = marl.make("cleanup/comm", alpha=alpha, collision_penalty=0.0, collect_radius=2.0)
+        state, ts = env.reset(jax.random.key(3))
+        total = np.zeros(env.n)
+        catch = np.zeros(env.n)
+        for k in range(20):
+            state, ts = env.step(jax.random.key(k), state, jnp.full(env.n, 4, jnp.int32))
+            total += np.asarray(ts.reward)
+        catch = np.asarray(state.catch, float)
+        return total, catch
+
+    own, catch = rewards(0.0)
+    np.testing.assert_allclose(own, catch)
+    shared, catch = rewards(1.0)
+    np.testing.assert_allclose(shared, np.full(4, catch.sum() / 4), rtol=1e-6)
+    assert catch.sum() > 0
+
+
+def test_signals_reach_vessels_in_range_only_with_communication():
+    def heard(comm: bool):
+        env = marl.make("cleanup/comm" if comm else "cleanup/nocomm", comm_range=100.0)
+        state, _ = env.reset(jax.random.key(0))
+        action = jnp.array([4 + 9, 4, 4, 4]) if comm else jnp.array([4, 4, 4, 4])
+        _, ts = env.step(jax.random.key(1), state, action)
+        signals = np.asarray(ts.obs)[:, -2]  # the mean signal heard
+        return signals
+
+    with_comm = heard(True)
+    assert with_comm[0] == 0.0 and np.allclose(with_comm[1:], 1 / 3)  # only vessel 0 signalled
+    assert (heard(False) == 0.0).all()
+    env = marl.make("cleanup/nocomm")
+    assert env.spec.obs_dim == marl.make("cleanup/comm").spec.obs_dim  # same layout
+    assert env.spec.obs_dim > OWN_FEATURES
+
+
+def test_greedy_collects_more_than_random():
+    env = marl.make("cleanup/comm")
+
+    def collected(policy):
+        out = jax.jit(lambda k: evaluate(env, policy, None, k, 8))(jax.random.key(0))
+        return float(np.mean(out["collected"]))
+
+    assert collected(greedy_policy(env)) > 2 * collected(random_policy(env))
+
+
+def test_bad_settings_fail_with_one_line():
+    with pytest.raises(ValueError, match="unknown current 'storm'; valid: calm"):
+        marl.make("cleanup/comm", current="storm")
+    with pytest.raises(ValueError, match="alpha must be in"):
+        marl.make("cleanup/comm", alpha=2.0)
+    with pytest.raises(ValueError, match="window must be odd"):
+        marl.make("cleanup/comm", window=4)
