@@ -200,6 +200,17 @@ class MultiAgentEnv(Generic[StateT]):
         truncated = jnp.logical_and(at_limit, jnp.logical_not(ts.terminated))
         return state, ts.replace(truncated=truncated)
 
+    def neighbourhood(self, state: StateT) -> Array:
+        """`[N, N]` float32 weights: row i weighs the agents whose actions agent i's mean-field
+        learner averages (zero on the diagonal; dead agents are masked by the learner).
+
+        Default: every other agent of the same group, weight 1. Spatial families override it
+        (within a radius or the k nearest).
+        """
+        group = jnp.asarray(self.spec.agent_group)
+        same = group[:, None] == group[None, :]
+        return (same & ~jnp.eye(self.spec.num_agents, dtype=bool)).astype(jnp.float32)
+
     def render_frame(self, state: StateT) -> dict[str, Any]:  # pragma: no cover - optional
         """Optional: what a viewer draws for `state` (see the family's viewer)."""
         raise NotImplementedError(f"{type(self).__name__} has no renderer")

@@ -141,6 +141,13 @@ def check_env(
     _check(env, not bool(ts0.terminated) and not bool(ts0.truncated), "reset TimeStep is done")
     _check(env, int(s0.t) == 0, "reset state must have t == 0")
 
+    # mean-field neighbourhood: [N, N] non-negative weights, nobody its own neighbour
+    nbhd = np.asarray(jax.jit(env.neighbourhood)(s0))
+    n = spec.num_agents
+    _check(env, nbhd.shape == (n, n), f"neighbourhood shape {nbhd.shape}, expected {(n, n)}")
+    _check(env, bool(np.all(np.isfinite(nbhd)) and np.all(nbhd >= 0)), "neighbourhood weights")
+    _check(env, bool(np.all(np.diag(nbhd) == 0)), "an agent is its own neighbour")
+
     # determinism of step
     a0 = sample_actions(k_act, spec.action_space, ts0.avail_actions)
     _check(env, actions_in_space(spec.action_space, a0, ts0.avail_actions), "bad sampled action")

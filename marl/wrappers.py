@@ -72,8 +72,15 @@ class Wrapper(MultiAgentEnv):
     def step(self, key: PRNGKey, state: Any, actions: Array) -> tuple[Any, TimeStep]:
         return self.env.step(key, state, actions)
 
+    def inner_state(self, state: Any) -> Any:
+        """The inner env's state inside this wrapper's `state` (the same object by default)."""
+        return state
+
+    def neighbourhood(self, state: Any) -> Array:
+        return self.env.neighbourhood(self.inner_state(state))
+
     def render_frame(self, state: Any) -> dict[str, Any]:  # pragma: no cover - delegation
-        return self.env.render_frame(state)
+        return self.env.render_frame(self.inner_state(state))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.env!r})"
@@ -178,6 +185,9 @@ class EpisodeStatistics(Wrapper):
         super().__init__(env)
         names = tuple(m for m in env.spec.metric_names if m not in EPISODE_METRICS)
         self.spec = dataclasses.replace(env.spec, metric_names=names + EPISODE_METRICS)
+
+    def inner_state(self, state: EpisodeStatsState) -> Any:
+        return state.env_state
 
     def _metrics(self, ts: TimeStep, ret: Array, length: Array, done: Array) -> dict[str, Array]:
         n = self.spec.num_agents

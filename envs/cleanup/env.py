@@ -444,6 +444,11 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         )
         return jnp.concatenate([vessels.ravel(), grid.ravel() / 4.0, tail]).astype(jnp.float32)
 
+    def neighbourhood(self, state: CleanupState) -> Array:
+        """Vessels within communication range of each other."""
+        d = jnp.linalg.norm(state.pos[:, None] - state.pos[None], axis=-1)
+        return (super().neighbourhood(state) * (d < self.comm_range)).astype(jnp.float32)
+
     # --- rendering -----------------------------------------------------------------------------
 
     def render_frame(self, state: CleanupState) -> dict[str, Any]:

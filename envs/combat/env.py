@@ -547,6 +547,14 @@ class Combat(MultiAgentEnv[CombatState]):
         zeros = jnp.zeros((self.spec.num_agents,), jnp.float32)
         return self._timestep(state, state.t, zeros, jnp.zeros((), bool))
 
+    def neighbourhood(self, state: CombatState) -> jax.Array:
+        """Teammates within each agent's sight range (the ones it observes; not itself)."""
+        n = self.spec.num_agents
+        pos = state.pos[:n]
+        sight = jnp.asarray(STATS.sight_range)[state.unit_type[:n]][:, None]
+        d = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1)
+        return (super().neighbourhood(state) * (d < sight)).astype(jnp.float32)
+
     def render_frame(self, state: CombatState) -> dict[str, Any]:
         """What `viewer.py` draws: positions, radii, teams, health fractions, liveness, and
         `target` [U] int: whom each unit attacked in the step that led to `state` (its last

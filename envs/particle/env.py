@@ -163,6 +163,16 @@ class ParticleEnv(MultiAgentEnv[ParticleState]):
         s = state.replace(pos=pos, vel=vel, comm=comm.astype(state.comm.dtype))
         return s, self._timestep(s, self.rewards(s), self.terminal(s))
 
+    # mean-field neighbourhoods: agents of the same group within this distance
+    neighbour_radius: float = 1.0
+
+    def neighbourhood(self, state: ParticleState) -> jax.Array:
+        """Agents of the same group within `neighbour_radius` of each other (not oneself)."""
+        n = self.spec.num_agents
+        pos = state.pos[:n]
+        d = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1)
+        return (super().neighbourhood(state) * (d < self.neighbour_radius)).astype(jnp.float32)
+
     def render_frame(self, state: ParticleState) -> dict[str, Any]:
         """Positions, sizes and roles for the viewer."""
         return {

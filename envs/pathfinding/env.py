@@ -514,6 +514,11 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             parts.append(state.obstacles[p:-p, p:-p].ravel())
         return jnp.concatenate([x.astype(jnp.float32) for x in parts])
 
+    def neighbourhood(self, state: PathfindingState) -> Array:
+        """Agents within the observation window (`obs_window` cells) of each other."""
+        d = jnp.linalg.norm(state.pos[:, None] - state.pos[None], axis=-1)
+        return (super().neighbourhood(state) * (d < self.window)).astype(jnp.float32)
+
     # --- rendering -----------------------------------------------------------------------------
 
     def render_frame(self, state: PathfindingState) -> dict[str, Any]:
