@@ -202,7 +202,8 @@ class MultiAgentEnv(Generic[StateT]):
 
     def neighbourhood(self, state: StateT) -> Array:
         """`[N, N]` float32 weights: row i weighs the agents whose actions agent i's mean-field
-        learner averages (zero on the diagonal; dead agents are masked by the learner).
+        learner averages (zero on the diagonal, and in the columns of agents that cannot act,
+        e.g. dead units; learners normalise each row).
 
         Default: every other agent of the same group, weight 1. Spatial families override it
         (within a radius or the k nearest).

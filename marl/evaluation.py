@@ -44,7 +44,10 @@ def evaluate(
             state, ts, h, ret, length, done, metrics, start, key = carry
             key, k_act, k_env = jax.random.split(key, 3)
             seen = state if policy.privileged else ts.obs
-            actions, h = policy.act(params, seen, ts.avail_actions, h, start, k_act, greedy)
+            extra = {"neighbours": env.neighbourhood(state)} if policy.neighbourhood else {}
+            actions, h = policy.act(
+                params, seen, ts.avail_actions, h, start, k_act, greedy, **extra
+            )
             state, nts = env.step(k_env, state, actions)
             active = jnp.logical_not(done)
             ret = ret + nts.reward * active

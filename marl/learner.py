@@ -52,11 +52,14 @@ class Policy(NamedTuple):
     privileged: a non-learned reference policy that reads the environment's state: `act`
         then receives the (bare) environment state in place of `obs` (e.g. the pathfinding
         planner, which needs the whole map). Learners never set it.
+    neighbourhood: `act` also takes `neighbours=` (the env's `[N, N]` neighbourhood of the
+        state acted in; mean-field learners average their neighbours' actions over it).
     """
 
     initial_carry: Callable[[], Carry]
     act: Callable[..., tuple[Array, Carry]]
     privileged: bool = False
+    neighbourhood: bool = False
 
 
 class Train(NamedTuple):

@@ -66,6 +66,7 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
     "iql": f"{_A}.iql:make_train",
     "vdn": f"{_A}.vdn:make_train",
     "qmix": f"{_A}.qmix:make_train",
+    "mfq": f"{_A}.mfq:make_train",
 }
 
 

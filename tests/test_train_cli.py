@@ -102,6 +102,19 @@ def test_value_based_yaml_sets_every_field_with_a_comment(algo):
             assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
 
 
+def test_mfq_yaml_sets_every_field_with_a_comment():
+    from marl.algorithms.mfq import MFQConfig
+
+    text = read_conf("algo/mfq.yaml")
+    data = yaml.safe_load(text)
+    assert data.pop("name") == "mfq"
+    assert set(data) == {f.name for f in dataclasses.fields(MFQConfig)}
+    assert MFQConfig.from_dict(data) == MFQConfig()  # the yaml states the defaults
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            assert re.search(r"\S\s+#\s+\S", line), f"mfq.yaml: no comment on {line!r}"
+
+
 def test_real_value_based_learners_refuse_continuous_actions_and_mixed_teams(capsys, tmp_path):
     with pytest.raises(ConfigError, match="qmix acts only in discrete action spaces"):
         resolve(compose(["algo=qmix", "env.kwargs.continuous_actions=true"]))
@@ -155,7 +168,7 @@ def test_every_top_level_and_protocol_key_has_a_comment():
     "override, needles",
     [
         ("env=particle/nope", ["unknown environment 'particle/nope'", "particle/spread"]),
-        ("algo=nope", ["unknown algorithm 'nope'", "ippo, iql, mappo, qmix, vdn"]),
+        ("algo=nope", ["unknown algorithm 'nope'", "ippo, iql, mappo, mfq, qmix, vdn"]),
         ("algo.lrr=1e-3", ["lrr", "valid:", "critic_lr", "num_envs"]),
         ("env.kwargs.num_agent=5", ["num_agent", "valid:", "num_agents=3"]),
         ("protocol=nope", ["unknown protocol 'nope'", "default"]),
