@@ -44,6 +44,7 @@ _ENVS: dict[str, str | EnvFactory] = {
     "combat/smacv2_20_units": "marl.envs.combat:make_smacv2_20_units",
     "combat/smacv2_10_vs_11": "marl.envs.combat:make_smacv2_10_vs_11",
     "combat/smacv2_20_vs_23": "marl.envs.combat:make_smacv2_20_vs_23",
+    "combat/64m_vs_64m": "marl.envs.combat:make_64m_vs_64m",
     "pathfinding/custom": "marl.envs.pathfinding:Pathfinding",
     "pathfinding/random_grid": "marl.envs.pathfinding:make_random_grid",
     "pathfinding/labyrinth": "marl.envs.pathfinding:make_labyrinth",

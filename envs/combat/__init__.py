@@ -9,7 +9,7 @@ from functools import partial
 
 from .env import Combat, CombatState
 from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial_memory
-from .scenarios import SMAC_MAPS, SMACV2_MAPS, BattleGenerator, scenario_kwargs
+from .scenarios import LARGE_MAPS, SMAC_MAPS, SMACV2_MAPS, BattleGenerator, scenario_kwargs
 from .units import STATS, UNIT_NAMES, UnitStats, parse_composition
 
 
@@ -36,9 +36,11 @@ make_smacv2_10_units = scenario("smacv2_10_units")
 make_smacv2_20_units = scenario("smacv2_20_units")
 make_smacv2_10_vs_11 = scenario("smacv2_10_vs_11")
 make_smacv2_20_vs_23 = scenario("smacv2_20_vs_23")
+make_64m_vs_64m = scenario("64m_vs_64m")
 
 __all__ = [
     "ATTACK_MODES",
+    "LARGE_MAPS",
     "SMAC_MAPS",
     "SMACV2_MAPS",
     "STATS",

@@ -548,12 +548,14 @@ class Combat(MultiAgentEnv[CombatState]):
         return self._timestep(state, state.t, zeros, jnp.zeros((), bool))
 
     def neighbourhood(self, state: CombatState) -> jax.Array:
-        """Teammates within each agent's sight range (the ones it observes; not itself)."""
+        """Living teammates within each living agent's sight range (those it observes)."""
         n = self.spec.num_agents
         pos = state.pos[:n]
+        alive = state.health[:n] > 0
         sight = jnp.asarray(STATS.sight_range)[state.unit_type[:n]][:, None]
         d = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1)
-        return (super().neighbourhood(state) * (d < sight)).astype(jnp.float32)
+        seen = (d < sight) & alive[:, None] & alive[None, :]
+        return (super().neighbourhood(state) * seen).astype(jnp.float32)
 
     def render_frame(self, state: CombatState) -> dict[str, Any]:
         """What `viewer.py` draws: positions, radii, teams, health fractions, liveness, and

@@ -64,6 +64,18 @@ SMACV2_MAPS: dict[str, tuple[int, int]] = {
     "smacv2_20_vs_23": (20, 23),
 }
 SMACV2_EPISODE_LIMIT = 200
+
+# Many-agent battles (MAgent's battle, 64 vs 64 on a 40 x 40 map, built from combat units):
+# the mean-field learners' benchmark.
+LARGE_MAPS: dict[str, dict] = {
+    "64m_vs_64m": {
+        "allies": "64m",
+        "enemies": "64m",
+        "episode_limit": 200,
+        "start_positions": "reflect",
+        "map_size": 40.0,
+    },
+}
 SMACV2_RACE = "any"  # JaxMARL's smacv2_* draw (uniform over the six types)
 
 
@@ -81,7 +93,10 @@ def scenario_kwargs(map_name: str) -> dict:
             "start_positions": "smacv2",
             "episode_limit": SMACV2_EPISODE_LIMIT,
         }
-    raise ValueError(f"unknown map {map_name!r}; valid: {', '.join([*SMAC_MAPS, *SMACV2_MAPS])}")
+    if map_name in LARGE_MAPS:
+        return dict(LARGE_MAPS[map_name])
+    valid = ", ".join([*SMAC_MAPS, *SMACV2_MAPS, *LARGE_MAPS])
+    raise ValueError(f"unknown map {map_name!r}; valid: {valid}")
 
 
 def line_positions(key: jax.Array, n: int, m: int, map_size: float) -> jax.Array:
