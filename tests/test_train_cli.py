@@ -102,17 +102,20 @@ def test_value_based_yaml_sets_every_field_with_a_comment(algo):
             assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
 
 
-def test_mfq_yaml_sets_every_field_with_a_comment():
+@pytest.mark.parametrize("algo", ["mfq", "mfac"])
+def test_mean_field_yaml_sets_every_field_with_a_comment(algo):
+    from marl.algorithms.mfac import MFACConfig
     from marl.algorithms.mfq import MFQConfig
 
-    text = read_conf("algo/mfq.yaml")
+    config = {"mfq": MFQConfig, "mfac": MFACConfig}[algo]
+    text = read_conf(f"algo/{algo}.yaml")
     data = yaml.safe_load(text)
-    assert data.pop("name") == "mfq"
-    assert set(data) == {f.name for f in dataclasses.fields(MFQConfig)}
-    assert MFQConfig.from_dict(data) == MFQConfig()  # the yaml states the defaults
+    assert data.pop("name") == algo
+    assert set(data) == {f.name for f in dataclasses.fields(config)}
+    assert config.from_dict(data) == config()  # the yaml states the defaults
     for line in text.splitlines():
         if line and not line.startswith("#"):
-            assert re.search(r"\S\s+#\s+\S", line), f"mfq.yaml: no comment on {line!r}"
+            assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
 
 
 def test_real_value_based_learners_refuse_continuous_actions_and_mixed_teams(capsys, tmp_path):
@@ -168,7 +171,7 @@ def test_every_top_level_and_protocol_key_has_a_comment():
     "override, needles",
     [
         ("env=particle/nope", ["unknown environment 'particle/nope'", "particle/spread"]),
-        ("algo=nope", ["unknown algorithm 'nope'", "ippo, iql, mappo, mfq, qmix, vdn"]),
+        ("algo=nope", ["unknown algorithm 'nope'", "ippo, iql, mappo, mfac, mfq, qmix, vdn"]),
         ("algo.lrr=1e-3", ["lrr", "valid:", "critic_lr", "num_envs"]),
         ("env.kwargs.num_agent=5", ["num_agent", "valid:", "num_agents=3"]),
         ("protocol=nope", ["unknown protocol 'nope'", "default"]),
