@@ -1,0 +1,119 @@
+"""MF-Q training at growing agent counts: compile time and training steps/s.
+
+    python scripts/meanfield_scaling.py [--agents 16,128,1024] [--env cleanup] [--out FILE]
+
+Each agent count gets its own environment (cleanup: a sea whose side grows with sqrt(N) so the
+density of vessels and plastic stays that of `cleanup/comm`; pathfinding: a random grid with
+the same free cells per agent), the MF-Q learner (`marl/conf/algo/mfq.yaml` defaults, 2 envs x
+4 steps per update, batches of 16 env steps, a replay buffer of about 32k agent-steps) and `--seeds` seeds vmapped, as `marl train` runs them. Compile time is
+the wall time to trace, lower and compile one `scan` of `--updates` updates; steps/s is the
+best of two timed calls of it (env steps, all seeds). With agents on an array axis the
+program does not grow with N, so compile time should stay flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import time
+from pathlib import Path
+
+import jax
+
+import marl
+from marl.learner import SEED_AXIS
+from marl.runtime import configure_xla
+
+
+def make_env(family: str, n: int):
+    if family == "cleanup":
+        scale = math.sqrt(n / 4)
+        return marl.make(
+            "cleanup/custom",
+            num_vessels=n,
+            size=10.0 * scale,
+            capacity=16 * n,
+            initial_plastic=8 * n,
+            num_sources=max(2, n // 2),
+            patches=max(3, n // 2),
+            grid=max(16, int(16 * scale)),
+            port=(5.0 * scale, 0.0),
+            neighbours=6,
+        )
+    if family == "pathfinding":
+        side = max(12, int(math.ceil(math.sqrt(n * 12.5))))
+        return marl.make(
+            "pathfinding/random_grid", num_agents=n, height=side, width=side, num_maps=16
+        )
+    raise ValueError(f"unknown family {family!r}; valid: cleanup, pathfinding")
+
+
+def measure(family: str, n: int, seeds: int, updates: int) -> dict:
+    env = make_env(family, n)
+    # the replay buffer holds whole env steps (all agents): keep it near 32k agent-steps
+    buffer = max(64, 32_768 // n)
+    train = marl.algorithm("mfq")(env, {"num_envs": 2, "batch_size": 16, "buffer_size": buffer})
+    keys = jax.random.split(jax.random.key(0), seeds)
+    state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)
+
+    def many(s):
+        def body(s, _):
+            return jax.vmap(train.step, axis_name=SEED_AXIS)(s)
+
+        return jax.lax.scan(body, s, None, length=updates)
+
+    start = time.perf_counter()
+    compiled = jax.jit(many).lower(state).compile()
+    compile_s = time.perf_counter() - start
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        state, _ = jax.block_until_ready(compiled(state))
+        best = min(best, time.perf_counter() - start)
+    steps = updates * train.steps_per_update * seeds
+    return {"agents": n, "compile_s": compile_s, "steps_per_s": steps / best}
+
+
+def main() -> None:
+    configure_xla()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", default="16,128,1024")
+    parser.add_argument("--env", default="cleanup", choices=["cleanup", "pathfinding"])
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--updates", type=int, default=20)
+    parser.add_argument("--out", default=None, help="also write the table as markdown here")
+    args = parser.parse_args()
+    rows = []
+    print(f"{'agents':>7} {'compile s':>10} {'ratio':>7} {'env steps/s':>12} {'agent-steps/s':>14}")
+    for n in (int(x) for x in args.agents.split(",")):
+        r = measure(args.env, n, args.seeds, args.updates)
+        base = rows[0]["compile_s"] if rows else r["compile_s"]
+        r["ratio"] = r["compile_s"] / base
+        rows.append(r)
+        print(
+            f"{n:>7} {r['compile_s']:>10.2f} {r['ratio']:>7.2f} {r['steps_per_s']:>12,.0f} "
+            f"{r['steps_per_s'] * n:>14,.0f}",
+            flush=True,
+        )
+    if args.out:
+        lines = [
+            f"# MF-Q training scaling ({args.env})",
+            "",
+            f"`python scripts/meanfield_scaling.py --env {args.env} --agents {args.agents}` on "
+            f"{platform.machine()} with jax {jax.__version__} ({jax.devices()[0].platform}), "
+            f"{args.seeds} seeds x 2 envs, {args.updates} updates of 4 steps per timed call.",
+            "",
+            "| agents | compile s | ratio to the smallest | env steps/s | agent-steps/s |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['agents']} | {r['compile_s']:.2f} | {r['ratio']:.2f} | {r['steps_per_s']:,.0f} "
+            f"| {r['steps_per_s'] * r['agents']:,.0f} |"
+            for r in rows
+        ]
+        Path(args.out).write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
