@@ -57,7 +57,7 @@ class MFQConfig:
     num_envs: int = 8  # parallel environments per seed
     rollout_length: int = 4  # steps per environment per update
     train_steps: int = 1  # gradient steps per update
-    buffer_size: int = 20_000  # env steps (all agents together) kept in the replay buffer
+    buffer_size: int = 50_000  # agent-steps in replay: buffer_size // N env steps (>= batch)
     batch_size: int = 64  # env steps per gradient step (each with all its agents)
     lr: float = 1e-4  # Adam (the paper's 1e-4)
     max_grad_norm: float = 10.0
@@ -88,7 +88,7 @@ class MFQConfig:
                 self.parameter_sharing in ("all", "group", "none"),
                 "all, group or none",
             ),
-            "num_envs": (1 <= self.num_envs <= self.buffer_size, "in 1 .. buffer_size"),
+            "num_envs": (self.num_envs >= 1, "a positive integer"),
             "rollout_length": (self.rollout_length >= 1, "a positive integer"),
             "train_steps": (self.train_steps >= 0, "an integer >= 0"),
             "batch_size": (1 <= self.batch_size <= self.buffer_size, "in 1 .. buffer_size"),
@@ -214,6 +214,9 @@ def make_train(
     tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr))
     temperature = linear_schedule(cfg.temperature_start, cfg.temperature_end, cfg.temperature_steps)
     n, b, a = spec.num_agents, cfg.num_envs, spec.action_dim
+    # a stored env step holds every agent's transition: size the buffer in agent-steps so
+    # memory does not grow with N (64 units of 1,727-float observations fill gigabytes fast)
+    capacity = max(cfg.batch_size, cfg.num_envs, cfg.buffer_size // n)
 
     def init(key: Array) -> MFQState:
         k_net, k_env, key = jax.random.split(key, 3)
@@ -233,7 +236,7 @@ def make_train(
             params=params,
             target_params=params,
             opt_state=tx.init(params),
-            buffer=replay.init(example, cfg.buffer_size),
+            buffer=replay.init(example, capacity),
             env_state=env_state,
             timestep=ts,
             prev_mean=jnp.zeros((b, n, a)),

@@ -51,9 +51,7 @@ def make_env(family: str, n: int):
 
 def measure(family: str, n: int, seeds: int, updates: int) -> dict:
     env = make_env(family, n)
-    # the replay buffer holds whole env steps (all agents): keep it near 32k agent-steps
-    buffer = max(64, 32_768 // n)
-    train = marl.algorithm("mfq")(env, {"num_envs": 2, "batch_size": 16, "buffer_size": buffer})
+    train = marl.algorithm("mfq")(env, {"num_envs": 2, "batch_size": 16, "buffer_size": 32_768})
     keys = jax.random.split(jax.random.key(0), seeds)
     state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)
 
