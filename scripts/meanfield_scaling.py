@@ -4,11 +4,12 @@
 
 Each agent count gets its own environment (cleanup: a sea whose side grows with sqrt(N) so the
 density of vessels and plastic stays that of `cleanup/comm`; pathfinding: a random grid with
-the same free cells per agent), the MF-Q learner (`marl/conf/algo/mfq.yaml` defaults, 2 envs x
-4 steps per update, batches of 16 env steps, a replay buffer of about 32k agent-steps) and `--seeds` seeds vmapped, as `marl train` runs them. Compile time is
-the wall time to trace, lower and compile one `scan` of `--updates` updates; steps/s is the
-best of two timed calls of it (env steps, all seeds). With agents on an array axis the
-program does not grow with N, so compile time should stay flat.
+the same free cells per agent), the MF-Q learner (`marl/conf/algo/mfq.yaml` defaults; 2 envs x
+4 steps per update, batches of 16 env steps, a replay buffer of 32k agent-steps) and `--seeds`
+seeds vmapped, as `marl train` runs them. Compile time is the wall time to trace, lower and
+compile one `scan` of `--updates` updates; steps/s is the best of two timed calls of it (env
+steps, all seeds). With agents on an array axis the program does not grow with N, so compile
+time should stay flat.
 """
 
 from __future__ import annotations
