@@ -33,6 +33,14 @@ VALUE_BASED = "iql,vdn,qmix"  # discrete actions only
 TASKS: list[tuple[str, str, list[str]]] = [
     ("particle/spread,particle/speaker_listener", f"{ON_POLICY},{VALUE_BASED}", []),
     ("particle/spread", ON_POLICY, ["env.kwargs.continuous_actions=true"]),
+    # pathfinding, easy tier (train and test on one configuration), next to the planner anchor
+    (
+        "pathfinding/random_grid",
+        "mappo",
+        ["env.kwargs.num_agents=8", "env.kwargs.density=0.15", "algo.agent_id=false"],
+    ),
+    # ocean cleanup with and without the one-bit signal, on the same budget
+    ("cleanup/comm,cleanup/nocomm", "mappo", []),
 ]
 
 
