@@ -9,6 +9,7 @@ import pytest
 
 import marl
 from marl.algorithms.meanfield import boltzmann_probs, mean_action, mean_field_value
+from marl.learner import SEED_AXIS
 from marl.training import RunSettings, run
 
 
@@ -74,23 +75,28 @@ def test_mfq_learns_the_single_agent_task():
     assert curve[-1] > curve[0] + 30 and curve[-1] > -40, curve
 
 
-def test_mfq_runs_deterministically_and_without_mean_action():
+def test_mfq_updates_are_deterministic_and_without_mean_action():
     env = marl.make("particle/spread", num_agents=4)
+    train = marl.algorithm("mfq")(env, {"num_envs": 2, "batch_size": 8})
+    keys = jax.random.split(jax.random.key(0), 2)
+    init = jax.jit(lambda k: jax.lax.map(train.init, k))
+    step = jax.jit(jax.vmap(train.step, axis_name=SEED_AXIS))
 
-    def once(**cfg):
-        train = marl.algorithm("mfq")(env, {"num_envs": 2, "batch_size": 8, **cfg})
-        return run(env, train, RunSettings(seeds=2, budget=128, eval_interval=64, eval_episodes=2),
-                   log=None)  # fmt: skip
+    def updates(n: int = 6):
+        state = init(keys)
+        for _ in range(n):
+            state, metrics = step(state)
+        return state, metrics
 
-    a, b = once(), once()
+    (a, m), (b, _) = updates(), updates()
     for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
         assert np.array_equal(x, y)
-    il = once(mean_action=False)
-    first = il.params["params"]["MLP_0"]["Dense_0"]["kernel"]  # inputs: obs, no mean action
-    assert first.shape[-2] == env.spec.obs_dim
-    assert a.params["params"]["MLP_0"]["Dense_0"]["kernel"].shape[-2] == (
-        env.spec.obs_dim + env.spec.action_dim
-    )
+    assert float(m["learning"].min()) == 1.0  # gradient steps were taken
+    kernel = a.params["params"]["MLP_0"]["Dense_0"]["kernel"]  # inputs: obs and mean action
+    assert kernel.shape[-2] == env.spec.obs_dim + env.spec.action_dim
+    il = marl.algorithm("mfq")(env, {"mean_action": False})
+    shapes = jax.eval_shape(il.init, jax.random.key(0)).params
+    assert shapes["params"]["MLP_0"]["Dense_0"]["kernel"].shape[-2] == env.spec.obs_dim
 
 
 def test_mfac_learns_the_single_agent_task():

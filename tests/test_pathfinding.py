@@ -20,7 +20,11 @@ from marl.evaluation import evaluate
 from marl.testing import check_env
 
 IDS = [f"pathfinding/{m}" for m in ("random_grid", "labyrinth", "rooms", "caves", "string")]
+# check_env compiles a few dozen programs per id: one runs by default, the rest with `-m slow`
+CORE = ("pathfinding/random_grid",)
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+# each example builds its own env (a new program to compile): fewer examples
+PER_ENV = settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def bfs_reach(free: np.ndarray, start: tuple[int, int]) -> np.ndarray:
@@ -63,21 +67,29 @@ def dijkstra(obstacles: np.ndarray, goal: tuple[int, int]) -> np.ndarray:
     return dist
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize(
+    "env_id", [i if i in CORE else pytest.param(i, marks=pytest.mark.slow) for i in IDS]
+)
 def test_registered_maps_keep_the_contract(env_id):
-    check_env(marl.make(env_id))
+    check_env(marl.make(env_id, num_maps=64), num_episodes=1)
 
 
 @pytest.mark.parametrize(
     "kwargs",
     [
         {"dynamics": "mixed", "discrete_actions": True, "agent_radius": (0.2, 0.4)},
-        {"dynamics": "diffdrive", "lifelong": True, "geodesic_shaping": True},
-        {"neighbours": "grid", "num_maps": None, "state_map": False},
+        pytest.param(
+            {"dynamics": "diffdrive", "lifelong": True, "geodesic_shaping": True},
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            {"neighbours": "grid", "num_maps": None, "state_map": False}, marks=pytest.mark.slow
+        ),
     ],
 )
 def test_options_keep_the_contract(kwargs):
-    check_env(marl.make("pathfinding/random_grid", num_agents=12, **kwargs))
+    env = marl.make("pathfinding/random_grid", num_agents=12, episode_limit=48, **kwargs)
+    check_env(env, num_episodes=1)
 
 
 @FAST
@@ -132,13 +144,13 @@ def test_distance_field_matches_dijkstra(seed, density):
     np.testing.assert_allclose(field[0], dijkstra(grid, goal), rtol=1e-5)
 
 
-@FAST
+@PER_ENV
 @given(
     seed=st.integers(0, 2**30),
     env_id=st.sampled_from(IDS),
 )
 def test_every_goal_is_reachable_from_its_start(seed, env_id):
-    env = marl.make(env_id)
+    env = marl.make(env_id, num_maps=16)
     state, _ = jax.jit(env.reset)(jax.random.key(seed))
     p = env.pad
     free = ~np.asarray(state.obstacles[p:-p, p:-p])
@@ -167,7 +179,7 @@ def rollout(env, key, steps: int, actions_fn):
     return run(key)
 
 
-@FAST
+@PER_ENV
 @given(
     seed=st.integers(0, 2**30),
     dynamics=st.sampled_from(["holonomic", "diffdrive", "mixed"]),

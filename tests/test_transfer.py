@@ -51,7 +51,9 @@ def test_targets_the_policy_cannot_drive_fail_before_compiling():
         resolve(compose([*TINY, "protocol.transfer=[{name:nope,id:'particle/nope'}]"]))
 
 
-@pytest.mark.parametrize("tier", ["pathfinding_medium", "pathfinding_hard"])
+@pytest.mark.parametrize(
+    "tier", [pytest.param("pathfinding_medium", marks=pytest.mark.slow), "pathfinding_hard"]
+)
 def test_pathfinding_tiers_resolve_for_agent_count_free_policies(tier):
     base = ["env=pathfinding/random_grid", "algo=mappo", f"protocol={tier}"]
     run = resolve(compose([*base, "algo.agent_id=false"]))
