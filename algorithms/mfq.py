@@ -41,7 +41,7 @@ from marl.wrappers import episode_metrics, training_env
 
 from . import replay
 from .meanfield import boltzmann_logits, mean_action, mean_field_value
-from .qlearning import linear_schedule, soft_update
+from .qlearning import keep_if, linear_schedule, update_target
 from .replay import EpisodeBuffer
 
 Array = jax.Array
@@ -312,17 +312,11 @@ def make_train(
             grad_step, (state.params, state.opt_state), jax.random.split(k_learn, cfg.train_steps)
         )
         ready = state.buffer.size >= cfg.batch_size
-        params, opt_state = jax.tree.map(
-            lambda new, old: jnp.where(ready, new, old),
-            (params, opt_state),
-            (state.params, state.opt_state),
-        )
+        params, opt_state = keep_if(ready, (params, opt_state), (state.params, state.opt_state))
         updates = state.updates + 1
-        if cfg.tau is None:
-            copy = updates % cfg.target_update_interval == 0
-            target = jax.tree.map(lambda o, t: jnp.where(copy, o, t), params, state.target_params)
-        else:
-            target = soft_update(state.target_params, params, cfg.tau)
+        target = update_target(
+            state.target_params, params, updates, cfg.tau, cfg.target_update_interval
+        )
         state = state.replace(
             params=params, target_params=target, opt_state=opt_state, key=key, updates=updates
         )

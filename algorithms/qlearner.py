@@ -40,9 +40,10 @@ from .onpolicy import ValueNorm
 from .qlearning import (
     double_q_targets,
     epsilon_greedy,
+    keep_if,
     linear_schedule,
     masked_td_loss,
-    soft_update,
+    update_target,
 )
 from .replay import Episode, EpisodeBuffer
 
@@ -464,17 +465,9 @@ def make_train(
             grad_step, (online, state.opt_state), jax.random.split(k_learn, cfg.train_steps)
         )
         ready = state.buffer.size >= cfg.batch_size
-        online, opt_state = jax.tree.map(
-            lambda new, old: jnp.where(ready, new, old),
-            (new_online, new_opt),
-            (online, state.opt_state),
-        )
+        online, opt_state = keep_if(ready, (new_online, new_opt), (online, state.opt_state))
         updates = state.updates + 1
-        if cfg.tau is None:
-            copy = updates % cfg.target_update_interval == 0
-            target = jax.tree.map(lambda o, t: jnp.where(copy, o, t), online, target)
-        else:
-            target = soft_update(target, online, cfg.tau)
+        target = update_target(target, online, updates, cfg.tau, cfg.target_update_interval)
         state = state.replace(
             params=online[0],
             mixer_params=online[1],

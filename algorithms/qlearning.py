@@ -144,3 +144,17 @@ def hard_update(target: Any, online: Any) -> Any:
 def soft_update(target: Any, online: Any, tau: float) -> Any:
     """Polyak averaging: `tau * online + (1 - tau) * target`."""
     return jax.tree.map(lambda t, o: tau * o + (1.0 - tau) * t, target, online)
+
+
+def update_target(target: Any, online: Any, updates: Array, tau: float | None, interval: int):
+    """The target network after update number `updates`: Polyak with `tau`, or (tau None) a
+    hard copy every `interval` updates."""
+    if tau is not None:
+        return soft_update(target, online, tau)
+    copy = updates % interval == 0
+    return jax.tree.map(lambda o, t: jnp.where(copy, o, t), online, target)
+
+
+def keep_if(ready: Array, new: Any, old: Any) -> Any:
+    """`new` where `ready` ([] bool), else `old` (pytrees): gate updates on a warm buffer."""
+    return jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)

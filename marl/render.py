@@ -1,7 +1,7 @@
 """Play an episode and save it as a GIF with the environment family's viewer.
 
 `render_episode` is generic; `save_gif` dispatches to `marl.envs.<family>.viewer` (the
-families in `VIEWERS`).
+families in `VIEWERS`): the viewer's own `save_gif` if it has one, else its `draw_frame`.
 """
 
 from __future__ import annotations
@@ -112,4 +112,6 @@ def save_gif(env: MultiAgentEnv, states: list[Any], path: str | Path, fps: int =
     view = viewer(env)
     frames = [env.render_frame(s) for s in states]
     titles = [f"{env.spec.name}  t={k}" for k in range(len(states))]
-    return view.save_gif(frames, path, fps=fps, titles=titles)
+    if hasattr(view, "save_gif"):  # a viewer with its own framing (e.g. combat's view box)
+        return view.save_gif(frames, path, fps=fps, titles=titles)
+    return write_gif(frames, path, view.draw_frame, fps=fps, titles=titles)

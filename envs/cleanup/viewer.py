@@ -1,4 +1,4 @@
-"""Draw cleanup episodes with matplotlib (Agg, no display needed) and save them as GIFs.
+"""Draw cleanup frames with matplotlib (Agg, no display needed); `marl.render` animates them.
 
 A frame is `Cleanup.render_frame(state)`: the sea's `size`, vessel `pos` [N, 2], `heading`
 [N], `signal` [N], `catch` [N], floating `plastic` [K, 2], river `sources` [S, 2], the current
@@ -9,22 +9,18 @@ wedge pointing along its heading inside its collection circle, outlined gold whi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Circle, Polygon, Rectangle
 
-from marl.render import write_gif
-
 SEA = "#dcecf5"
 PLASTIC = "#f28e2b"
 VESSEL = "#1f4e79"
 SIGNAL = "#e6b800"
 
-__all__ = ["draw_frame", "save_gif"]
+__all__ = ["draw_frame"]
 
 
 def draw_frame(ax: Axes, frame: dict[str, Any], title: str = "") -> None:
@@ -65,17 +61,3 @@ def draw_frame(ax: Axes, frame: dict[str, Any], title: str = "") -> None:
     label = f"collected {caught}, floating {len(plastic)}"
     box = {"fc": "white", "alpha": 0.7, "lw": 0}
     ax.text(0.02 * size, 0.98 * size, label, fontsize=7, va="top", zorder=5, bbox=box)
-
-
-def save_gif(
-    frames: Sequence[dict[str, Any]],
-    path: str | Path,
-    *,
-    fps: int = 10,
-    titles: Sequence[str] | None = None,
-    dpi: int = 80,
-) -> Path:
-    """Write `frames` as an animated GIF at `path`; returns the path."""
-    if not frames:
-        raise ValueError("no frames to draw")
-    return write_gif(frames, path, draw_frame, fps=fps, titles=titles, dpi=dpi)

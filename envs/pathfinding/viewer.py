@@ -1,4 +1,4 @@
-"""Draw pathfinding episodes with matplotlib (Agg, no display needed) and save them as GIFs.
+"""Draw pathfinding frames with matplotlib (Agg, no display needed); `marl.render` animates them.
 
 A frame is `Pathfinding.render_frame(state)`: `obstacles` [H, W] (row 0 at the bottom), `pos`
 [N, 2], `radius` [N], `goal` [N, 2], `goal_radius`, `heading` [N], `diffdrive` [N] and
@@ -9,8 +9,6 @@ the agent by a faint line until it arrives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,12 +16,10 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.patches import Circle
 
-from marl.render import write_gif
-
 OBSTACLE_COLOUR = "#3b3b3b"
 FLOOR_COLOUR = "#f4f1e8"
 
-__all__ = ["draw_frame", "save_gif"]
+__all__ = ["draw_frame"]
 
 
 def _colours(n: int) -> np.ndarray:
@@ -67,17 +63,3 @@ def draw_frame(ax: Axes, frame: dict[str, Any], title: str = "") -> None:
         zorder=5,
         bbox={"fc": "white", "alpha": 0.7, "lw": 0},
     )
-
-
-def save_gif(
-    frames: Sequence[dict[str, Any]],
-    path: str | Path,
-    *,
-    fps: int = 10,
-    titles: Sequence[str] | None = None,
-    dpi: int = 80,
-) -> Path:
-    """Write `frames` as an animated GIF at `path`; returns the path."""
-    if not frames:
-        raise ValueError("no frames to draw")
-    return write_gif(frames, path, draw_frame, fps=fps, titles=titles, dpi=dpi)
