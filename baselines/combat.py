@@ -26,8 +26,8 @@ def focus_fire_policy(env: MultiAgentEnv) -> Policy:
 
     if not isinstance(env, Combat):
         raise TypeError(f"focus fire needs a combat environment, got {type(env).__name__}")
-    n, m = env.num_allies, env.num_enemies
-    start = OWN_FEATURES + ALLY_FEATURES * (n - 1)
+    mates, m = env.slots("allies")  # every unit, or the nearest few (a local view)
+    start = OWN_FEATURES + ALLY_FEATURES * mates
     moves = jnp.asarray(MOVE_VECTORS[:STOP], jnp.float32)  # [4, 2]
 
     def one(obs: Array, avail: Array) -> Array:

@@ -19,6 +19,7 @@ _P = "marl.envs.particle.scenarios"
 _ENVS: dict[str, str | EnvFactory] = {
     "particle/simple": f"{_P}.simple:Simple",
     "particle/spread": f"{_P}.spread:Spread",
+    "particle/spread50": f"{_P}.spread:make_spread50",
     "particle/adversary": f"{_P}.adversary:Adversary",
     "particle/tag": f"{_P}.tag:Tag",
     "particle/push": f"{_P}.push:Push",
@@ -45,8 +46,10 @@ _ENVS: dict[str, str | EnvFactory] = {
     "combat/smacv2_10_vs_11": "marl.envs.combat:make_smacv2_10_vs_11",
     "combat/smacv2_20_vs_23": "marl.envs.combat:make_smacv2_20_vs_23",
     "combat/64m_vs_64m": "marl.envs.combat:make_64m_vs_64m",
+    "combat/battle64": "marl.envs.combat:make_battle64",
     "pathfinding/custom": "marl.envs.pathfinding:Pathfinding",
     "pathfinding/random_grid": "marl.envs.pathfinding:make_random_grid",
+    "pathfinding/random_grid128": "marl.envs.pathfinding:make_random_grid128",
     "pathfinding/labyrinth": "marl.envs.pathfinding:make_labyrinth",
     "pathfinding/rooms": "marl.envs.pathfinding:make_rooms",
     "pathfinding/caves": "marl.envs.pathfinding:make_caves",

@@ -47,8 +47,10 @@ EXPECTED = {
     "smacv2_10_vs_11": (10, 11, 200),
     "smacv2_20_vs_23": (20, 23, 200),
     "64m_vs_64m": (64, 64, 200),
+    "battle64": (64, 64, 200),
     "custom": (3, 3, 60),
 }
+LOCAL = {"battle64": 8}  # ids with a local view: the nearest k teammates and foes
 
 
 # --- the contract -------------------------------------------------------------------------
@@ -62,12 +64,15 @@ def test_check_env(env_id):
 def test_registered_ids_have_smac_sizes_and_limits():
     assert sorted(COMBAT_IDS) == sorted(f"combat/{m}" for m in EXPECTED)
     for name, (n, m, limit) in EXPECTED.items():
-        spec = marl.make(f"combat/{name}").spec
-        sizes = (spec.num_agents, spec.action_dim - FIRST_ATTACK, spec.episode_limit)
-        assert sizes == (n, m, limit), name
+        env = marl.make(f"combat/{name}")
+        spec, k = env.spec, LOCAL.get(name)
+        mates, foes = (n - 1, m) if k is None else (min(k, n - 1), min(k, m))
+        assert env.slots() == (mates, foes)
+        sizes = (spec.num_agents, env.num_enemies, spec.action_dim - FIRST_ATTACK)
+        assert (*sizes, spec.episode_limit) == (n, m, foes, limit), name
         assert spec.name == f"combat/{name}"
         assert [g.name for g in spec.groups] == ["allies"]
-        assert spec.obs_dim == 14 + 15 * (n - 1) + 12 * m
+        assert spec.obs_dim == 14 + 15 * mates + 12 * foes
         assert spec.state_dim == 10 * (n + m) + 4 * n + 1
 
 
@@ -290,6 +295,68 @@ def test_observation_layout_on_a_hand_built_state():
     assert float(ts.metrics["damage_dealt"]) == pytest.approx(36 / 135)
     assert float(ts.metrics["allies_alive"]) == pytest.approx(2 / 3)
     assert float(ts.metrics["won"]) == 0.0
+
+
+def test_local_view_keeps_the_nearest_and_attacks_by_slot():
+    full, local = marl.make("combat/3m"), marl.make("combat/3m", nearest=2)
+    assert local.slots() == (2, 2) and local.spec.obs_dim == 14 + 15 * 2 + 12 * 2
+    state, _ = full.reset(jax.random.key(0))
+    pos = [[10, 10], [10, 15], [14, 14], [15, 10], [12, 11], [10, 25]]
+    health = [45.0, 0.0, 45.0, 45.0, 45.0, 45.0]  # ally 1 dead; enemy 1 nearer than enemy 0
+    state = state.replace(pos=jnp.asarray(pos, jnp.float32), health=jnp.asarray(health))
+    seen, near = np.asarray(full.observe(state).obs), local.observe(state)
+    obs, avail = np.asarray(near.obs), np.asarray(near.avail_actions)
+    np.testing.assert_array_equal(obs[0, :14], seen[0, :14])
+    np.testing.assert_array_equal(obs[0, 14:29], seen[0, 29:44])  # ally 2 (visible) first
+    assert not obs[0, 29:44].any()  # the second slot: ally 1, dead
+    foes = seen[0, 44:].reshape(3, 12)
+    np.testing.assert_array_equal(obs[0, 44:].reshape(2, 12), foes[[1, 0]])  # nearest first
+    assert avail[0].tolist() == [True] * 5 + [True, False]  # only enemy 1 is in range
+    actions = jnp.asarray([FIRST_ATTACK, STOP, STOP])  # ally 0 attacks its slot 0: enemy 1
+    after, _ = local.step(jax.random.key(1), state, actions)
+    hit = np.asarray(after.health) < np.asarray(state.health)
+    assert hit.tolist()[3:] == [False, True, False]
+    assert int(after.last_action[0]) == FIRST_ATTACK + 1  # world frame: enemy 1
+
+
+def test_local_view_with_every_unit_replays_the_full_view():
+    """nearest >= every unit: the same battle as the full view, with observation rows and
+    attack targets permuted (matched by their features)."""
+    full, local = marl.make("combat/2s3z"), marl.make("combat/2s3z", nearest=8)
+    first = 14 + 15 * 4
+
+    def advance(carry, key):
+        s_full, s_local, ts = carry
+        k_act, k_step = jax.random.split(key)
+        slot_actions = sample_actions(k_act, local.spec.action_space, ts.avail_actions)
+        seen = full.observe(s_full).obs[:, first:].reshape(5, 5, 12)
+        near = ts.obs[:, first:].reshape(5, 5, 12)
+        gap = jnp.sum(jnp.abs(near[:, :, None] - seen[:, None]), axis=-1)  # [N, slot, foe]
+        target = jnp.argmin(gap, axis=-1)  # the foe whose row each slot shows
+        slot = jnp.clip(slot_actions - FIRST_ATTACK, 0, 4)
+        world = jnp.where(
+            slot_actions >= FIRST_ATTACK,
+            FIRST_ATTACK + jnp.take_along_axis(target, slot[:, None], 1)[:, 0],
+            slot_actions,
+        )
+        s_full, _ = full.step(k_step, s_full, world)
+        s_local, ts = local.step(k_step, s_local, slot_actions)
+        return (s_full, s_local, ts), jnp.max(jnp.abs(s_full.health - s_local.health))
+
+    @jax.jit
+    def run(key):
+        s_full, _ = full.reset(key)
+        s_local, ts = local.reset(key)
+        carry = (s_full, s_local, ts)
+        (_, _, ts), gaps = jax.lax.scan(advance, carry, jax.random.split(key, 60))
+        return jnp.max(gaps), ts.metrics["damage_dealt"]
+
+    damage = []
+    for seed in range(3):
+        gap, dealt = run(jax.random.key(seed))
+        assert float(gap) == 0.0
+        damage.append(float(dealt))
+    assert max(damage) > 0.1  # the agents did attack (through the slot mapping)
 
 
 def test_unit_stats_are_smax_defaults():

@@ -16,7 +16,8 @@ from marl.testing import EnvCheckError, check_env
 # family (tests/test_<family>.py checks the rest with `-m slow`: check_env compiles ~50 programs
 # per id), and non-default counts where an env has them.
 FAMILY_CORE = {"combat": ("combat/3m", "combat/2s3z", "combat/smacv2_5_units", "combat/custom")}
-ENV_CASES = [
+SLOW = ("particle/spread50",)  # the same code as particle/spread at 50 agents
+CASES = [
     (env_id, {})
     for env_id in marl.list_envs()
     if env_id.startswith("particle/") or env_id in FAMILY_CORE.get(env_id.split("/")[0], ())
@@ -24,16 +25,21 @@ ENV_CASES = [
     ("particle/spread", {"num_agents": 1}),
     ("particle/spread", {"num_agents": 7, "num_landmarks": 4}),
     ("particle/adversary", {"num_good": 3}),
+    ("combat/5m_vs_6m", {"nearest": 2, "opponent": "self_play"}),  # local view, both sides
     ("particle/tag", {"num_good": 3, "num_adversaries": 1, "num_obstacles": 0}),
     (
         "particle/world_comm",
         {"num_good": 1, "num_adversaries": 2, "num_food": 1, "num_forests": 1, "num_obstacles": 0},
     ),
 ]
+ENV_CASES = [
+    pytest.param(e, k, id=f"{e}-{k}", marks=[pytest.mark.slow] if e in SLOW else [])
+    for e, k in CASES
+]
 
 
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
-@pytest.mark.parametrize("env_id,kwargs", ENV_CASES, ids=[f"{e}-{k}" for e, k in ENV_CASES])
+@pytest.mark.parametrize("env_id,kwargs", ENV_CASES)
 def test_check_env(env_id, kwargs, continuous):
     if env_id.startswith("particle/"):
         kwargs = {**kwargs, "continuous_actions": continuous}

@@ -19,7 +19,10 @@ from marl.envs.pathfinding.planning import UNREACHABLE, distance_field
 from marl.evaluation import evaluate
 from marl.testing import check_env
 
-IDS = [f"pathfinding/{m}" for m in ("random_grid", "labyrinth", "rooms", "caves", "string")]
+IDS = [
+    f"pathfinding/{m}"
+    for m in ("random_grid", "random_grid128", "labyrinth", "rooms", "caves", "string")
+]
 # check_env compiles a few dozen programs per id: one runs by default, the rest with `-m slow`
 CORE = ("pathfinding/random_grid",)
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))

@@ -10,6 +10,7 @@ from marl.registry import RegistryError
 PARTICLE = [
     "simple",
     "spread",
+    "spread50",
     "adversary",
     "tag",
     "push",

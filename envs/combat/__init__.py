@@ -37,6 +37,7 @@ make_smacv2_20_units = scenario("smacv2_20_units")
 make_smacv2_10_vs_11 = scenario("smacv2_10_vs_11")
 make_smacv2_20_vs_23 = scenario("smacv2_20_vs_23")
 make_64m_vs_64m = scenario("64m_vs_64m")
+make_battle64 = scenario("battle64")
 
 __all__ = [
     "ATTACK_MODES",

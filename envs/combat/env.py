@@ -58,6 +58,16 @@ def _others(k: int) -> np.ndarray:
     return np.array([[j for j in range(k) if j != i] for i in range(k)], int).reshape(k, k - 1)
 
 
+def _sight(
+    pos: jax.Array, alive: jax.Array, unit_type: jax.Array, k: int
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """What the first k units see of all U: dx, dy, distance, sight [K, 1], visible [K, U]."""
+    dx, dy, distance = pairwise_offsets(pos[:k], pos)
+    sight = jnp.asarray(STATS.sight_range)[unit_type[:k]][:, None]
+    visible = alive[:k, None] & alive[None, :] & (distance < sight)
+    return dx, dy, distance, sight, visible
+
+
 class CombatState(struct.PyTreeNode):
     """State of a battle (U = N allies + M enemies, allies first).
 
@@ -120,6 +130,8 @@ class Combat(MultiAgentEnv[CombatState]):
         enemy_policy: a `marl.learner.Policy` acting for the M enemies (opponent "policy").
         enemy_params: its parameters (any pytree, e.g. a learner's trained actor parameters).
         enemy_greedy: the enemy policy acts greedily (else it samples).
+        nearest: None (the SMAX view of every unit, above) or k: a local, MAgent-style view
+            of the k nearest teammates and k nearest foes (see below).
         name: the registry id.
 
     Dynamics (SMAX): each step is 8 sub-steps of 1/16 s. In a sub-step every living unit
@@ -168,6 +180,14 @@ class Combat(MultiAgentEnv[CombatState]):
     State [14 U + 1]: the unit features, every unit's last action (world frame), t / limit.
     Metrics as above, from the allies' side.
 
+    Local view (`nearest=k`): each unit observes only its min(k, N - 1) nearest teammates and
+    min(k, M) nearest foes, nearest first (visible ones before invisible ones, which are zeros),
+    with the per-unit features above; attack action 5 + j targets the foe in slot j of the
+    unit's observation at the step's start. Obs [N, 14 + 15 min(k, N - 1) + 12 min(k, M)],
+    actions Discrete(5 + min(k, M)). The observation and the network then stop growing with
+    the battle's size (`combat/battle64`); the state and last-action features stay in world
+    terms.
+
     Policy: the agents are the allies as in heuristic mode (same spec); each step the env
     calls `enemy_policy.act(enemy_params, obs, avail, carry, t == 0, key, enemy_greedy)` on
     the enemies' view; the carry lives in `CombatState.enemy_carry` (its `initial_carry()`
@@ -193,6 +213,7 @@ class Combat(MultiAgentEnv[CombatState]):
         enemy_policy: Policy | None = None,
         enemy_params: Any = None,
         enemy_greedy: bool = True,
+        nearest: int | None = None,
         name: str = "combat/custom",
     ):
         if attack_mode not in ATTACK_MODES:
@@ -201,11 +222,14 @@ class Combat(MultiAgentEnv[CombatState]):
             )
         if map_size <= 0:
             raise ValueError(f"map_size must be > 0, got {map_size}")
+        if nearest is not None and int(nearest) < 1:
+            raise ValueError(f"nearest must be None or >= 1, got {nearest}")
         _check_opponent(opponent, enemy_policy, enemy_shoots)
         ally_types = _team(allies, race, "allies")
         enemy_types = _team(allies if enemies is None else enemies, race, "enemies")
         n, m = len(ally_types), len(enemy_types)
         self.num_allies, self.num_enemies = n, m
+        self.nearest = None if nearest is None else int(nearest)
         self.attack_mode = attack_mode
         self.enemy_shoots = bool(enemy_shoots)
         self.map_size = float(map_size)
@@ -225,28 +249,45 @@ class Combat(MultiAgentEnv[CombatState]):
         self._target_offset = np.array([n] * n + [0] * m, np.int32)
         self.spec = self._make_spec(name, int(episode_limit))
 
+    def slots(self, side: str = "allies") -> tuple[int, int]:
+        """(teammates, foes) a unit of `side` observes: all of them, or the `nearest` few."""
+        own, foes = (
+            (self.num_allies, self.num_enemies)
+            if side == "allies"
+            else (self.num_enemies, self.num_allies)
+        )
+        if self.nearest is None:
+            return own - 1, foes
+        return min(self.nearest, own - 1), min(self.nearest, foes)
+
+    def obs_width(self, side: str = "allies") -> int:
+        """Observation width of a unit of `side` (unpadded)."""
+        mates, foes = self.slots(side)
+        return OWN_FEATURES + ALLY_FEATURES * mates + ENEMY_FEATURES * foes
+
     def _make_spec(self, name: str, episode_limit: int) -> EnvSpec:
         n, m = self.num_allies, self.num_enemies
         units = UNIT_STATE_FEATURES * (n + m) + 1
+        ally_foes, enemy_foes = self.slots("allies")[1], self.slots("enemies")[1]
         if self.opponent != "self_play":
             return EnvSpec(
                 name=name,
                 num_agents=n,
-                obs_dim=obs_size(n, m),
+                obs_dim=self.obs_width("allies"),
                 state_dim=units + ACTION_FEATURES * n,
-                action_space=Discrete(FIRST_ATTACK + m),
+                action_space=Discrete(FIRST_ATTACK + ally_foes),
                 groups=(AgentGroup("allies", tuple(range(n))),),
                 agent_names=tuple(f"ally_{i}" for i in range(n)),
                 episode_limit=episode_limit,
                 metric_names=METRICS,
             )
-        obs_sizes = (obs_size(n, m),) * n + (obs_size(m, n),) * m
+        obs_sizes = (self.obs_width("allies"),) * n + (self.obs_width("enemies"),) * m
         return EnvSpec(
             name=name,
             num_agents=n + m,
             obs_dim=max(obs_sizes),
             state_dim=units + ACTION_FEATURES * (n + m),
-            action_space=Discrete(FIRST_ATTACK + max(n, m)),
+            action_space=Discrete(FIRST_ATTACK + max(ally_foes, enemy_foes)),
             groups=(
                 AgentGroup("allies", tuple(range(n))),
                 AgentGroup("enemies", tuple(range(n, n + m))),
@@ -256,7 +297,7 @@ class Combat(MultiAgentEnv[CombatState]):
             episode_limit=episode_limit,
             metric_names=METRICS,
             obs_sizes=obs_sizes,
-            action_sizes=(FIRST_ATTACK + m,) * n + (FIRST_ATTACK + n,) * m,
+            action_sizes=(FIRST_ATTACK + ally_foes,) * n + (FIRST_ATTACK + enemy_foes,) * m,
         )
 
     # --- reset and step ----------------------------------------------------------------------
@@ -286,8 +327,9 @@ class Combat(MultiAgentEnv[CombatState]):
         sizes = jnp.asarray(self.spec.action_sizes)
         agent_actions = jnp.where(agent_actions < sizes, agent_actions, STOP)  # padding: stop
         memory, carry = state.enemy_memory, state.enemy_carry
+        ally_actions = self._attack_targets(state, agent_actions[:n], "allies")
         if self.opponent == "self_play":
-            enemy_actions = mirror_moves(agent_actions[n:])
+            enemy_actions = mirror_moves(self._attack_targets(state, agent_actions[n:], "enemies"))
         elif self.opponent == "policy":
             enemy_actions, carry = self._policy_actions(key_enemy, state)
         else:
@@ -303,7 +345,7 @@ class Combat(MultiAgentEnv[CombatState]):
                 self.attack_mode,
                 self.enemy_shoots,
             )
-        all_actions = jnp.concatenate([agent_actions[:n], enemy_actions])
+        all_actions = jnp.concatenate([ally_actions, enemy_actions])
         pos, health, cooldown = self.simulate(key_world, state, all_actions)
         after = state.replace(
             pos=pos,
@@ -324,8 +366,9 @@ class Combat(MultiAgentEnv[CombatState]):
         actions, carry = self.enemy_policy.act(
             self.enemy_params, obs, avail, state.enemy_carry, start, key, self.enemy_greedy
         )
-        actions = jnp.clip(jnp.asarray(actions, jnp.int32), 0, FIRST_ATTACK + self.num_allies - 1)
-        return mirror_moves(actions), carry
+        foes = self.slots("enemies")[1]
+        actions = jnp.clip(jnp.asarray(actions, jnp.int32), 0, FIRST_ATTACK + foes - 1)
+        return mirror_moves(self._attack_targets(state, actions, "enemies")), carry
 
     # --- dynamics -------------------------------------------------------------------------
     def _separate(self, pos: jax.Array, unit_type: jax.Array, alive: jax.Array) -> jax.Array:
@@ -469,10 +512,8 @@ class Combat(MultiAgentEnv[CombatState]):
         alive = health > 0
         unit = self._unit_features(pos, health, cooldown, unit_type)
         last_action = self._action_features(last[:k], f, mirror) * alive[:k, None]
-        dx, dy, distance = pairwise_offsets(pos[:k], pos)  # [K, U]
-        sight = jnp.asarray(STATS.sight_range)[unit_type[:k]][:, None]
+        dx, dy, distance, sight, visible = _sight(pos, alive, unit_type, k)  # [K, U]
         reach = jnp.asarray(STATS.attack_range)[unit_type[:k]][:, None]
-        visible = alive[:k, None] & alive[None, :] & (distance < sight)
         in_range = visible & (distance < reach)
         geometry = jnp.stack(
             [
@@ -487,19 +528,59 @@ class Combat(MultiAgentEnv[CombatState]):
         type_onehot = jnp.broadcast_to(unit[None, :, 4:], (k, u, NUM_UNIT_TYPES))
         mate_action = jnp.broadcast_to(last_action[None], (k, k, ACTION_FEATURES))
         mates = jnp.concatenate([geometry[:, :k], type_onehot[:, :k], mate_action], axis=-1)
-        others = self._others[int(mirror)]
-        mates = (mates * visible[:, :k, None])[np.arange(k)[:, None], others]
+        mates = mates * (visible[:, :k] & ~np.eye(k, dtype=bool))[..., None]
         foes = jnp.concatenate(
             [geometry[:, k:], in_range[:, k:, None], type_onehot[:, k:]], axis=-1
         )
         foes = foes * visible[:, k:, None]
+        attackable = in_range[:, k:]
+        if self.nearest is None:  # every teammate and foe, in index order
+            mates = mates[np.arange(k)[:, None], self._others[int(mirror)]]
+        else:  # the nearest few, nearest first
+            mate_slot, foe_slot = self._slot_indices(distance, visible, side)
+            mates = jnp.take_along_axis(mates, mate_slot[..., None], axis=1)
+            foes = jnp.take_along_axis(foes, foe_slot[..., None], axis=1)
+            attackable = jnp.take_along_axis(attackable, foe_slot, axis=1)
         own = jnp.concatenate([unit[:k], last_action], axis=1)
         obs = jnp.concatenate([own, mates.reshape(k, -1), foes.reshape(k, -1)], axis=1)
         avail = jnp.concatenate(
-            [jnp.broadcast_to(alive[:k, None], (k, STOP)), jnp.ones((k, 1), bool), in_range[:, k:]],
+            [jnp.broadcast_to(alive[:k, None], (k, STOP)), jnp.ones((k, 1), bool), attackable],
             axis=1,
         )
         return obs.astype(jnp.float32), avail
+
+    def _slot_indices(
+        self, distance: jax.Array, visible: jax.Array, side: str
+    ) -> tuple[jax.Array, jax.Array]:
+        """Local view: [K, mates] teammate and [K, foes] foe indices of each unit's slots,
+        nearest visible first (then the invisible ones, zeros in the observation), from its
+        side's own-first `distance` and `visible` [K, U]."""
+        k = distance.shape[0]
+        mates, foes = self.slots(side)
+        far = jnp.where(visible, distance, jnp.inf)
+        far = far.at[:, :k].set(jnp.where(np.eye(k, dtype=bool), jnp.inf, far[:, :k]))
+        # top_k of -distance: nearest first; ties (all the invisible) in index order
+        mate_slot = jax.lax.top_k(-far[:, :k], mates)[1] if mates else jnp.zeros((k, 0), int)
+        foe_slot = jax.lax.top_k(-far[:, k:], foes)[1]
+        return mate_slot, foe_slot
+
+    def _attack_targets(self, state: CombatState, actions: jax.Array, side: str) -> jax.Array:
+        """Local view: a side's actions with attack slots (5 + j: the j-th foe it observed at
+        the step's start) turned into foe indices (5 + foe), as the world reads them."""
+        if self.nearest is None:
+            return actions
+        n = self.num_allies
+        k = n if side == "allies" else self.num_enemies
+
+        def own_first(x: jax.Array) -> jax.Array:
+            return x if side == "allies" else jnp.concatenate([x[n:], x[:n]])
+
+        pos, alive, unit_type = (own_first(x) for x in (state.pos, state.alive, state.unit_type))
+        *_, distance, _, visible = _sight(pos, alive, unit_type, k)
+        _, foe_slot = self._slot_indices(distance, visible, side)
+        slot = jnp.clip(actions - FIRST_ATTACK, 0, foe_slot.shape[1] - 1)
+        target = jnp.take_along_axis(foe_slot, slot[:, None], axis=1)[:, 0]
+        return jnp.where(actions >= FIRST_ATTACK, FIRST_ATTACK + target, actions)
 
     def _agent_views(self, state: CombatState) -> tuple[jax.Array, jax.Array]:
         """Observations [num_agents, obs_dim] and available actions [num_agents, A]."""

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from marl.learner import Policy
 
-from .env import ALLY_FEATURES, ENEMY_FEATURES, OWN_FEATURES, Combat, obs_size
+from .env import ALLY_FEATURES, ENEMY_FEATURES, OWN_FEATURES, Combat
 from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial_memory
 from .units import FIRST_ATTACK, NUM_UNIT_TYPES, STATS, STOP, UNIT_NAMES
 
@@ -33,8 +33,12 @@ def heuristic_policy(
     attack_mode: str = "closest",
     shoot: bool = True,
     map_size: float = 32.0,
+    slots: tuple[int, int] | None = None,
 ) -> Policy:
     """The scripted heuristic acting from a side's observations [K, >= obs_size(K, F)].
+
+    `slots`: the (teammates, foes) a unit observes in a local view (`Combat.slots`); default
+    all of them, (K - 1, F).
 
     Each unit rebuilds what the heuristic needs from its own observation: its position (x / W,
     y / H) and type, and each visible foe's offset (times its sight range), health and type.
@@ -43,8 +47,9 @@ def heuristic_policy(
     """
     if attack_mode not in ATTACK_MODES:
         raise ValueError(f"unknown attack_mode {attack_mode!r}; valid: {', '.join(ATTACK_MODES)}")
-    k, f = num_units, num_foes
-    first_foe = OWN_FEATURES + ALLY_FEATURES * (k - 1)
+    k = num_units
+    mates, f = (k - 1, num_foes) if slots is None else slots
+    first_foe = OWN_FEATURES + ALLY_FEATURES * mates
     sight_range = jnp.asarray(STATS.sight_range)
     max_health = jnp.asarray(STATS.health)
 
@@ -103,7 +108,9 @@ def self_play_policy(env: Combat, allies: Policy, enemies: Policy) -> Policy:
     `enemies` on rows [N:], each on its side's unpadded obs and available actions. Params and
     carry are pairs (allies', enemies')."""
     n, m = env.num_allies, env.num_enemies
-    sizes = ((obs_size(n, m), FIRST_ATTACK + m), (obs_size(m, n), FIRST_ATTACK + n))
+    sizes = tuple(
+        (env.obs_width(side), FIRST_ATTACK + env.slots(side)[1]) for side in ("allies", "enemies")
+    )
     rows = (slice(0, n), slice(n, n + m))
 
     def initial_carry() -> tuple[Any, Any]:
@@ -149,6 +156,7 @@ def mirror_env(env: Combat, **overrides: Any) -> Combat:
         "attack_mode": env.attack_mode,
         "episode_limit": env.spec.episode_limit,
         "map_size": env.map_size,
+        "nearest": env.nearest,
         "name": f"{env.spec.name}_mirrored",
         **overrides,
     }

@@ -75,6 +75,15 @@ LARGE_MAPS: dict[str, dict] = {
         "start_positions": "reflect",
         "map_size": 40.0,
     },
+    # the same battle with a local, MAgent-style view: the 8 nearest teammates and foes
+    "battle64": {
+        "allies": "64m",
+        "enemies": "64m",
+        "episode_limit": 200,
+        "start_positions": "reflect",
+        "map_size": 40.0,
+        "nearest": 8,
+    },
 }
 SMACV2_RACE = "any"  # JaxMARL's smacv2_* draw (uniform over the six types)
 

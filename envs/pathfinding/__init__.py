@@ -22,6 +22,15 @@ SCENARIOS: dict[str, dict] = {
         "num_agents": 32,
         "episode_limit": 128,
     },
+    # the mean-field scale: 128 agents with the free cells per agent of random_grid
+    "random_grid128": {
+        "map": "random_grid",
+        "height": 40,
+        "width": 40,
+        "density": 0.2,
+        "num_agents": 128,
+        "episode_limit": 256,
+    },
     "labyrinth": {
         "map": "labyrinth",
         "height": 21,
@@ -58,6 +67,7 @@ def scenario(name: str) -> partial:
 
 
 make_random_grid = scenario("random_grid")
+make_random_grid128 = scenario("random_grid128")
 make_labyrinth = scenario("labyrinth")
 make_rooms = scenario("rooms")
 make_caves = scenario("caves")
