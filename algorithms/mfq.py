@@ -339,3 +339,13 @@ def make_train(
         policy=make_policy(nets, cfg.temperature_end),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
     )
+
+
+def make_train_il(
+    env: MultiAgentEnv, cfg: MFQConfig | dict | None = None, total_updates: int | None = None
+) -> Train:
+    """IL, the paper's independent Q-learning baseline: MF-Q with `mean_action: false` (the same
+    network minus the mean-action input, the same replay, Boltzmann policy and targets)."""
+    if isinstance(cfg, MFQConfig):
+        return make_train(env, cfg, total_updates)
+    return make_train(env, {"mean_action": False, **(cfg or {})}, total_updates)

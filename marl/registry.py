@@ -71,6 +71,7 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
     "vdn": f"{_A}.vdn:make_train",
     "qmix": f"{_A}.qmix:make_train",
     "mfq": f"{_A}.mfq:make_train",
+    "il": f"{_A}.mfq:make_train_il",
     "mfac": f"{_A}.mfac:make_train",
 }
 
