@@ -344,8 +344,8 @@ def make_train(
 def make_train_il(
     env: MultiAgentEnv, cfg: MFQConfig | dict | None = None, total_updates: int | None = None
 ) -> Train:
-    """IL, the paper's independent Q-learning baseline: MF-Q with `mean_action: false` (the same
-    network minus the mean-action input, the same replay, Boltzmann policy and targets)."""
+    """IL (Yang et al. 2018's baseline): MF-Q without the mean-action input, i.e. independent
+    Q-learning with the same network, replay, Boltzmann policy and targets."""
     if isinstance(cfg, MFQConfig):
         return make_train(env, cfg, total_updates)
     return make_train(env, {"mean_action": False, **(cfg or {})}, total_updates)

@@ -129,13 +129,15 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def describe_algorithm(name: str, width: int = 90) -> str:
-    """First line of a learner module's docstring, or why it cannot be imported."""
+    """First paragraph of a learner's docstring (its module's, unless `make_train` is not the
+    module's own), or why it cannot be imported."""
     try:
         make_train = algorithm(name)
     except Exception as e:  # one broken learner must not hide the rest
         return f"unavailable: {type(e).__name__}"
     module = sys.modules.get(make_train.__module__)
-    doc = (getattr(module, "__doc__", None) or make_train.__doc__ or "").strip()
+    own = getattr(make_train, "__name__", "") == "make_train"
+    doc = ((getattr(module, "__doc__", None) if own else None) or make_train.__doc__ or "").strip()
     first_paragraph = " ".join(doc.split("\n\n")[0].split())
     return textwrap.shorten(first_paragraph, width=width, placeholder=" ...")
 
