@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import importlib.util
 import json
 import os
@@ -175,14 +176,23 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
         print(OmegaConf.to_yaml(OmegaConf.create(run.to_dict())), end="")
         print(plan)
         return None
+    from marl.checkpoint import SegmentCheckpoints
+    from marl.rundir import unfinished_run
+
     try:
-        run_dir = RunDir(run)
+        previous = unfinished_run(run) if run.resume else None
+        run_dir = RunDir(run, path=previous)
     except FileExistsError as e:
-        raise UsageError(f"run directory exists, choose another name=: {e.filename or e}") from None
+        hint = "" if run.resume else ", choose another name= or pass resume=true"
+        raise UsageError(f"run directory exists{hint}: {e.filename or e}") from None
+    except ValueError as e:
+        raise UsageError(f"cannot resume: {e}; choose another name=") from None
     except OSError as e:
         raise UsageError(f"cannot create the run directory under {run.out}: {e}") from None
-    print(f"{plan}\nrun directory: {run_dir.path}", flush=True)
+    verb = "resuming" if previous is not None else "run directory:"
+    print(f"{plan}\n{verb} {run_dir.path}", flush=True)
     env, train = config.build(run)
+    checkpoints = SegmentCheckpoints(run_dir.checkpoint_dir)
     try:
         result = run_training(
             env,
@@ -190,9 +200,14 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
             run.settings,
             log=lambda line: print(line, flush=True),
             on_evaluation=run_dir.on_evaluation,
+            checkpoints=checkpoints,
         )
     except KeyboardInterrupt:
-        print(f"interrupted; the evaluations so far are in {run_dir.path}", file=sys.stderr)
+        print(
+            f"interrupted; the evaluations so far are in {run_dir.path}; the same command with "
+            "resume=true continues after the last finished segment",
+            file=sys.stderr,
+        )
         return None
     anchors = None
     if run.settings.metric == "return":
@@ -201,6 +216,7 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
         episodes = max(run.settings.absolute_episodes, run.settings.eval_episodes)
         anchors = {**anchor_scores(env, num_episodes=episodes), "episodes": episodes}
     final = run_dir.finish(result, anchors)
+    checkpoints.clear()
     if run.transfer:
         from marl.rundir import write_json
         from marl.transfer import evaluate_transfer, summary
@@ -281,20 +297,11 @@ def sweep_overrides(overrides: Sequence[str]) -> list[list[str]]:
     return [list(combo) for batch in batches for combo in batch]
 
 
-def _differs(before: Any, planned: Any) -> bool:
-    """True when `planned` changes a value `before` recorded (keys added since are ignored:
-    a new config key's default keeps the old behaviour)."""
-    if isinstance(before, dict) and isinstance(planned, dict):
-        return any(k in planned and _differs(v, planned[k]) for k, v in before.items())
-    if isinstance(before, (list, tuple)) and isinstance(planned, (list, tuple)):
-        return list(before) != list(planned)
-    return before != planned
-
-
 def _same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> None:
     """A finished run is reused only if it was trained with the planned config."""
-    keys = ("env", "algo", "protocol", "seeds", "budget", "seed")
-    diff = [k for k in keys if _differs(before.get(k), planned.get(k))]
+    from marl.rundir import config_differences
+
+    diff = config_differences(before, planned)
     if diff:
         raise UsageError(
             f"{path} holds a finished run with a different {', '.join(diff)}; "
@@ -308,7 +315,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from marl import config
     from marl.protocol import META
-    from marl.rundir import run_parent
+    from marl.rundir import config_differences, run_parent
 
     grid = sweep_overrides(args.overrides)
     if not any(o.startswith("name=") for o in args.overrides):
@@ -332,9 +339,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 print(f"finished before: {path}", flush=True)
                 dirs.append(path)
                 continue
-            aside = path.with_name(f"{path.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
-            path.rename(aside)
-            print(f"moved the unfinished run aside to {aside}", flush=True)
+            if config_differences(before.get("config"), run.to_dict()):
+                aside = path.with_name(f"{path.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
+                path.rename(aside)
+                print(f"moved the unfinished run (another config) aside to {aside}", flush=True)
+            else:  # a killed sweep continues its run after the last finished segment
+                run = dataclasses.replace(run, resume=True)
         done = train_run(run)
         if done is None:
             return 130

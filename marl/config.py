@@ -64,6 +64,7 @@ class RunConfig:
     command: tuple[str, ...] = field(default=())  # the overrides it was composed from
     protocol_version: str = PROTOCOL_VERSION  # `protocol.version` of the config
     transfer: tuple[TransferTarget, ...] = ()  # other envs the trained policy is played on
+    resume: bool = False  # continue an unfinished run of this config from its last checkpoint
 
     @property
     def total_updates(self) -> int:
@@ -258,6 +259,12 @@ def evaluation_metrics(spec: EnvSpec) -> list[str]:
     return names + list(spec.metric_names)
 
 
+def _resume(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"resume must be true or false, got {value!r}")
+    return value
+
+
 def _run_name(value: Any) -> str | None:
     if value is None:
         return None
@@ -380,6 +387,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         settings=settings,
         out=Path(str(data.get("out") or ".")),
         name=_run_name(data.get("name")),
+        resume=_resume(data.get("resume", False)),
         steps_per_update=steps_per_update,
         updates_per_segment=per_segment,
         num_segments=num_segments,

@@ -12,6 +12,7 @@ final.json           summary: last evaluation and absolute metric per seed, mean
 params.msgpack       final acting parameters of every seed, `flax.serialization.to_bytes`
                      (leaves [seeds, ...]; read back with `flax.serialization.msgpack_restore`)
 best_params.msgpack  each seed's best evaluated parameters (those the absolute metric scores)
+checkpoint/          while unfinished: the newest segment (`marl.checkpoint`), for resume=true
 ```
 
 Every file is written atomically (a temporary file in the same directory, then `os.replace`),
@@ -38,6 +39,7 @@ from marl.protocol import META, RECORD, record_metric, run_record, task_name
 from marl.training import RunResult
 
 STAMP = "%Y%m%d-%H%M%S"
+CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
 VERSIONED = ("marl", "jax", "jaxlib", "flax", "optax", "numpy", "hydra-core")
 
 
@@ -79,6 +81,49 @@ def _claim(parent: Path, name: str | None, now: datetime) -> Path:
         except FileExistsError:
             continue
     raise FileExistsError(f"no free run directory under {parent} for {stamp}")
+
+
+PLANNED = ("env", "algo", "protocol", "seeds", "budget", "seed")  # what makes two runs the same
+
+
+def config_differences(before: Any, planned: Any) -> list[str]:
+    """The top-level keys of `PLANNED` whose values `planned` changes from `before` (keys
+    added to the config since `before` was written are ignored: their defaults keep the old
+    behaviour)."""
+
+    def differs(a: Any, b: Any) -> bool:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return any(k in b and differs(v, b[k]) for k, v in a.items())
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return list(a) != list(b)
+        return a != b
+
+    return [k for k in PLANNED if differs((before or {}).get(k), planned.get(k))]
+
+
+def unfinished_run(run: RunConfig) -> Path | None:
+    """The run directory `resume=true` continues: `name=`'s if given (an error when it is
+    finished or holds another config), else the newest unfinished one with this config;
+    None when there is none (the run starts afresh)."""
+    parent = run_parent(run)
+    planned = run.to_dict()
+    if run.name is not None:
+        path = parent / run.name
+        if not (path / META).exists():
+            return None
+        meta = json.loads((path / META).read_text())
+        if meta.get("finished"):
+            raise FileExistsError(f"{path} is finished; nothing to resume")
+        diff = config_differences(meta.get("config"), planned)
+        if diff:
+            raise ValueError(f"{path} holds a run with a different {', '.join(diff)}")
+        return path
+    found = []
+    for meta_path in parent.glob(f"*/{META}"):
+        meta = json.loads(meta_path.read_text())
+        if not meta.get("finished") and not config_differences(meta.get("config"), planned):
+            found.append((meta.get("created", ""), meta_path.parent))
+    return max(found)[1] if found else None
 
 
 def run_task(run: RunConfig) -> str:
@@ -125,14 +170,26 @@ def _floats(x: Any) -> Any:
 class RunDir:
     """A run directory being filled: config first, the curve as it grows, final files last."""
 
-    def __init__(self, run: RunConfig, now: datetime | None = None):
+    def __init__(self, run: RunConfig, now: datetime | None = None, path: Path | None = None):
+        """Claim a new directory for `run`, or reopen the unfinished run at `path` (its config
+        and creation time kept; its evaluations are replayed through `on_evaluation`)."""
         self.run = run
-        self.created = now or datetime.now()
         self.task = run_task(run)
-        self.path = _claim(run_parent(run), run.name, self.created)
         self.steps: list[int] = []
         self.evaluations: list[dict[str, np.ndarray]] = []
+        if path is not None:
+            self.path = Path(path)
+            created = json.loads((self.path / META).read_text()).get("created")
+            self.created = datetime.fromisoformat(created) if created else datetime.now()
+            return
+        self.created = now or datetime.now()
+        self.path = _claim(run_parent(run), run.name, self.created)
         self.write_config()
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        """Where `marl.checkpoint.SegmentCheckpoints` keeps the run's newest segment."""
+        return self.path / CHECKPOINT
 
     def write_config(self) -> None:
         from omegaconf import OmegaConf

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from marl.checkpoint import SegmentCheckpoints, stack_history, unstack
 from marl.env import MultiAgentEnv
 from marl.evaluation import evaluate
 from marl.learner import SEED_AXIS, Train
@@ -94,11 +95,15 @@ def run(
     settings: RunSettings,
     log: Callable[[str], None] | None = print,
     on_evaluation: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+    checkpoints: SegmentCheckpoints | None = None,
 ) -> RunResult:
     """Train `settings.seeds` seeds of `train` on `env` for `settings.budget` env steps each.
 
     Evaluates the greedy policy at step 0 and every `settings.interval()` env steps (rounded
-    to whole updates; the budget is rounded up to whole segments).
+    to whole updates; the budget is rounded up to whole segments). With `checkpoints`, every
+    segment is saved there and a run that finds a saved segment continues after it (its
+    evaluations so far are replayed through `on_evaluation`), giving the same result as an
+    uninterrupted run.
     """
     spu = train.steps_per_update
     per_segment, num_segments = settings.schedule(spu)
@@ -159,23 +164,38 @@ def run(
     # Seeds are initialised with lax.map, not vmap: batched QR (orthogonal init) can deadlock
     # on XLA's CPU backend. Wait for init before dispatching anything that reads its result.
     state = jax.block_until_ready(jax.jit(lambda k: jax.lax.map(train.init, k))(init_keys))
-    first = jax.device_get(evaluate_j(state))
-    track(0, first)
-    result.steps.append(0)
-    result.evaluations.append(first)
-    if on_evaluation:
-        on_evaluation(0, first)
+    done = None if checkpoints is None else checkpoints.latest()
+    train_time = 0.0
+    if done is None:
+        first = jax.device_get(evaluate_j(state))
+        track(0, first)
+        result.steps.append(0)
+        result.evaluations.append(first)
+        if on_evaluation:
+            on_evaluation(0, first)
+        done = 0
+    else:  # continue after the saved segment
+        best_like = jax.eval_shape(train.params, state)
+        state, best, saved = checkpoints.restore(done, state, best_like)
+        result.steps = [int(x) for x in saved["steps"]]
+        result.evaluations = unstack(saved["evaluations"])
+        result.train_metrics = unstack(saved["train_metrics"])
+        best_score, best_step = saved["best_score"], saved["best_step"]
+        train_time = float(saved["train_time"])
+        if on_evaluation:
+            for step, evals in zip(result.steps, result.evaluations, strict=True):
+                on_evaluation(step, evals)
     compiled = segment_j.lower(state).compile()
     result.compile_time = time.perf_counter() - t0  # init, first evaluation, segment
+    resumed = f"; resumed after segment {done}" if done else ""
     say(
         f"{env.spec.name}: {settings.seeds} seeds x {num_segments * per_segment * spu:,} steps, "
         f"{num_segments} segments of {per_segment} updates x {spu} steps "
         f"(compiled in {result.compile_time:.1f}s); eval return at 0: "
-        f"{first['return'].mean():.3f}"
+        f"{result.evaluations[0]['return'].mean():.3f}{resumed}"
     )
-    train_time = 0.0
     loop_start = time.perf_counter()
-    for k in range(1, num_segments + 1):
+    for k in range(done + 1, num_segments + 1):
         start = time.perf_counter()
         state, metrics = compiled(state)
         metrics = jax.device_get(metrics)
@@ -188,8 +208,18 @@ def run(
         result.train_metrics.append(metrics)
         if on_evaluation:
             on_evaluation(steps, evals)
+        if checkpoints is not None:
+            history = stack_history(
+                result.steps,
+                result.evaluations,
+                result.train_metrics,
+                best_score=best_score,
+                best_step=best_step,
+                train_time=train_time,
+            )
+            checkpoints.save(k, state, best, history)
         sps = steps * settings.seeds / max(train_time, 1e-9)
-        eta = (num_segments - k) * (time.perf_counter() - loop_start) / k
+        eta = (num_segments - k) * (time.perf_counter() - loop_start) / (k - done)
         ret = evals["return"].mean(axis=-1)
         say(
             f"[{k:>3}/{num_segments}] {steps:>11,} steps  {sps:>10,.0f} steps/s  "

@@ -29,7 +29,7 @@ from marl.runtime import configure_xla
 ROOT = Path(__file__).resolve().parents[1]
 ON_POLICY = "ippo,mappo,happo"
 VALUE_BASED = "iql,vdn,qmix"  # discrete actions only
-MEAN_FIELD = "il,mfq,mfac"
+BATTLE = ["seeds=5", "budget=1e5"]
 # one `marl sweep` per group: (tasks, learners, extra overrides)
 TASKS: list[tuple[str, str, list[str]]] = [
     ("particle/spread,particle/speaker_listener", f"{ON_POLICY},{VALUE_BASED}", []),
@@ -43,8 +43,10 @@ TASKS: list[tuple[str, str, list[str]]] = [
     # ocean cleanup with and without the one-bit signal, on the same budget
     ("cleanup/comm,cleanup/nocomm", "mappo", []),
     # the mean-field benchmark: 64 vs 64 with a local view; MF-Q, its IL baseline and MF-AC
-    # at equal budget (64 agents make an env step ~20x a particle one: fewer seeds and steps)
-    ("combat/battle64", MEAN_FIELD, ["seeds=5", "budget=1e5"]),
+    # at equal budget (64 agents make an env step ~20x a particle one: fewer seeds and steps;
+    # the Boltzmann temperature anneals over the first half)
+    ("combat/battle64", "il,mfq", [*BATTLE, "algo.temperature_steps=50000"]),
+    ("combat/battle64", "mfac", BATTLE),
 ]
 
 
