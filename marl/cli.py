@@ -193,6 +193,10 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
     print(f"{plan}\n{verb} {run_dir.path}", flush=True)
     env, train = config.build(run)
     checkpoints = SegmentCheckpoints(run_dir.checkpoint_dir)
+    from marl.loggers import make_logger
+
+    logger = make_logger(run.logger, run_dir.path, run.to_dict())
+    run_dir.loggers = [logger] if logger is not None else []
     try:
         result = run_training(
             env,
@@ -201,8 +205,11 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
             log=lambda line: print(line, flush=True),
             on_evaluation=run_dir.on_evaluation,
             checkpoints=checkpoints,
+            on_train_metrics=run_dir.on_train_metrics,
         )
     except KeyboardInterrupt:
+        if logger is not None:
+            logger.close()
         print(
             f"interrupted; the evaluations so far are in {run_dir.path}; the same command with "
             "resume=true continues after the last finished segment",
@@ -217,6 +224,8 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
         anchors = {**anchor_scores(env, num_episodes=episodes), "episodes": episodes}
     final = run_dir.finish(result, anchors)
     checkpoints.clear()
+    if logger is not None:
+        logger.close()
     if run.transfer:
         from marl.rundir import write_json
         from marl.transfer import evaluate_transfer, summary

@@ -65,6 +65,7 @@ class RunConfig:
     protocol_version: str = PROTOCOL_VERSION  # `protocol.version` of the config
     transfer: tuple[TransferTarget, ...] = ()  # other envs the trained policy is played on
     resume: bool = False  # continue an unfinished run of this config from its last checkpoint
+    logger: str | None = None  # external logger (`marl.loggers`): None, "wandb", "tensorboard"
 
     @property
     def total_updates(self) -> int:
@@ -259,6 +260,15 @@ def evaluation_metrics(spec: EnvSpec) -> list[str]:
     return names + list(spec.metric_names)
 
 
+def _logger(value: Any) -> str | None:
+    from marl.loggers import check_logger
+
+    try:
+        return check_logger(None if value is None else str(value))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 def _resume(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"resume must be true or false, got {value!r}")
@@ -388,6 +398,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         out=Path(str(data.get("out") or ".")),
         name=_run_name(data.get("name")),
         resume=_resume(data.get("resume", False)),
+        logger=_logger(data.get("logger")),
         steps_per_update=steps_per_update,
         updates_per_segment=per_segment,
         num_segments=num_segments,

@@ -12,6 +12,8 @@ final.json           summary: last evaluation and absolute metric per seed, mean
 params.msgpack       final acting parameters of every seed, `flax.serialization.to_bytes`
                      (leaves [seeds, ...]; read back with `flax.serialization.msgpack_restore`)
 best_params.msgpack  each seed's best evaluated parameters (those the absolute metric scores)
+metrics.jsonl        one line per evaluation: step, wall seconds, the evaluation's and the
+                     segment's training metrics (per seed, means over episodes / updates)
 checkpoint/          while unfinished: the newest segment (`marl.checkpoint`), for resume=true
 ```
 
@@ -39,6 +41,7 @@ from marl.protocol import META, RECORD, record_metric, run_record, task_name
 from marl.training import RunResult
 
 STAMP = "%Y%m%d-%H%M%S"
+METRICS = "metrics.jsonl"  # one JSON line per evaluation
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
 VERSIONED = ("marl", "jax", "jaxlib", "flax", "optax", "numpy", "hydra-core")
 
@@ -177,6 +180,9 @@ class RunDir:
         self.task = run_task(run)
         self.steps: list[int] = []
         self.evaluations: list[dict[str, np.ndarray]] = []
+        self.loggers: list[Any] = []  # marl.loggers: each gets log(step, scalars)
+        self._train_metrics: dict[str, np.ndarray] = {}
+        self._started = datetime.now()
         if path is not None:
             self.path = Path(path)
             created = json.loads((self.path / META).read_text()).get("created")
@@ -239,8 +245,15 @@ class RunDir:
             }
         return out
 
+    def on_train_metrics(self, step: int, metrics: dict[str, np.ndarray]) -> None:
+        """Keep a segment's training metrics for the next evaluation's log line."""
+        self._train_metrics = {k: np.asarray(v) for k, v in metrics.items()}
+
     def on_evaluation(self, step: int, evals: dict[str, np.ndarray]) -> None:
-        """Add one evaluation to `record.json` (pass as `training.run`'s hook)."""
+        """Add one evaluation to `record.json` and `metrics.jsonl` (pass as `training.run`'s
+        hook). A resumed run replays its saved evaluations: lines already logged stay as they
+        are (the run is deterministic, so a line logged after the last checkpoint is the line
+        the resumed run would write)."""
         self.steps.append(int(step))
         self.evaluations.append(evals)
         if len(self.steps) == 1:
@@ -249,6 +262,31 @@ class RunDir:
             self.run.env_id, self.run.algo, self.steps, self.evaluations, task=self.task
         )
         write_json(self.path / RECORD, record, indent=None)
+        if int(step) not in self._logged_steps():
+            self._log(int(step), evals)
+        self._train_metrics = {}
+
+    def _logged_steps(self) -> set[int]:
+        if not hasattr(self, "_logged"):
+            path = self.path / METRICS
+            lines = path.read_text().splitlines() if path.exists() else []
+            self._logged = {int(json.loads(line)["step"]) for line in lines if line.strip()}
+        return self._logged
+
+    def _log(self, step: int, evals: dict[str, np.ndarray]) -> None:
+        line = {
+            "step": step,
+            "time": round((datetime.now() - self._started).total_seconds(), 3),
+            "eval": {k: _floats(np.asarray(v).mean(axis=-1)) for k, v in evals.items()},
+            "train": {k: _floats(v) for k, v in self._train_metrics.items()},
+        }
+        with open(self.path / METRICS, "a") as f:  # appended whole lines: a reader may tail it
+            f.write(json.dumps(line) + "\n")
+        self._logged.add(step)
+        scalars = {f"eval/{k}": float(np.mean(v)) for k, v in line["eval"].items()}
+        scalars |= {f"train/{k}": float(np.mean(v)) for k, v in line["train"].items()}
+        for logger in self.loggers:
+            logger.log(step, scalars)
 
     def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
         """Write the full record with the absolute metric, the sidecar, `final.json` and the

@@ -96,6 +96,7 @@ def run(
     log: Callable[[str], None] | None = print,
     on_evaluation: Callable[[int, dict[str, np.ndarray]], None] | None = None,
     checkpoints: SegmentCheckpoints | None = None,
+    on_train_metrics: Callable[[int, dict[str, np.ndarray]], None] | None = None,
 ) -> RunResult:
     """Train `settings.seeds` seeds of `train` on `env` for `settings.budget` env steps each.
 
@@ -103,7 +104,8 @@ def run(
     to whole updates; the budget is rounded up to whole segments). With `checkpoints`, every
     segment is saved there and a run that finds a saved segment continues after it (its
     evaluations so far are replayed through `on_evaluation`), giving the same result as an
-    uninterrupted run.
+    uninterrupted run. `on_train_metrics(step, metrics)` gets each segment's training metrics
+    (per seed, means over its updates) just before that segment's `on_evaluation`.
     """
     spu = train.steps_per_update
     per_segment, num_segments = settings.schedule(spu)
@@ -206,6 +208,8 @@ def run(
         result.steps.append(steps)
         result.evaluations.append(evals)
         result.train_metrics.append(metrics)
+        if on_train_metrics:
+            on_train_metrics(steps, metrics)
         if on_evaluation:
             on_evaluation(steps, evals)
         if checkpoints is not None:

@@ -1,11 +1,14 @@
 """Segment checkpoints: a killed run resumed with resume=true ends bit for bit where an
-uninterrupted run ends."""
+uninterrupted run ends; the per-run metrics log and the optional external loggers."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import io
 import json
+import sys
+import types
 
 import jax
 import numpy as np
@@ -123,16 +126,49 @@ def train(*overrides: str) -> int:
         return cli.main(["train", *TINY, *overrides])
 
 
-def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path):
+class FakeWandb(types.ModuleType):
+    """Stands in for wandb: records what marl sends (tests never go online)."""
+
+    def __init__(self):
+        super().__init__("wandb")
+        self.__spec__ = importlib.machinery.ModuleSpec("wandb", None)
+        self.inits, self.logged, self.finished = [], [], 0
+
+    def init(self, **kwargs):
+        self.inits.append(kwargs)
+        return self
+
+    def log(self, scalars, step):
+        self.logged.append((step, scalars))
+
+    def finish(self):
+        self.finished += 1
+
+
+def eval_lines(path):
+    return [{k: v for k, v in json.loads(x).items() if k != "time"} for x in path.open()]
+
+
+def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, monkeypatch):
     out = tmp_path / "runs"
     parent = out / "particle" / "simple" / "ippo"
-    assert train(f"out={out}", "name=whole") == 0
+    monkeypatch.setitem(sys.modules, "wandb", FakeWandb())
+    assert train(f"out={out}", "name=whole", "logger=wandb") == 0
+    fake = sys.modules["wandb"]
+    assert fake.inits[0]["mode"] == "offline" and fake.finished == 1
+    logged = eval_lines(parent / "whole" / "metrics.jsonl")
+    assert [step for step, _ in fake.logged] == [line["step"] for line in logged]
+    assert len(logged) == 9 and logged[0]["step"] == 0 and not logged[0]["train"]
+    assert "eval/return" in fake.logged[-1][1]
+    assert any(k.startswith("train/") for k in fake.logged[-1][1])
+    assert len(logged[-1]["eval"]["return"]) == 2  # per seed
     with killed_after(KILL_AFTER), pytest.raises(Killed):
         train(f"out={out}", "name=killed")
     killed, whole = parent / "killed", parent / "whole"
     assert not json.loads((killed / "meta.json").read_text())["finished"]
     assert (killed / "checkpoint").is_dir()
     for extra, needle in [
+        (["logger=bogus"], "unknown logger 'bogus'; valid: null, wandb, tensorboard"),
         (["name=killed"], "resume=true"),  # a plain rerun says how to continue
         (["name=killed", "resume=true", "seeds=3"], "different seeds"),
         (["name=whole", "resume=true"], "is finished; nothing to resume"),
@@ -143,6 +179,7 @@ def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path):
     assert train(f"out={out}", "name=killed", "resume=true") == 0
     assert (killed / "record.json").read_bytes() == (whole / "record.json").read_bytes()
     assert (killed / "params.msgpack").read_bytes() == (whole / "params.msgpack").read_bytes()
+    assert eval_lines(killed / "metrics.jsonl") == eval_lines(whole / "metrics.jsonl")
     assert json.loads((killed / "meta.json").read_text())["finished"]
     assert not (killed / "checkpoint").exists()  # a finished run keeps no checkpoint
     # without name=: the newest unfinished run of this config is continued

@@ -288,6 +288,7 @@ def test_run_writes_the_run_directory(runs):
         "config.yaml",
         "final.json",
         "meta.json",
+        "metrics.jsonl",
         "params.msgpack",
         "record.json",
     ]
