@@ -15,6 +15,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -453,9 +454,64 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if args.steps is not None and args.steps < 1:
         raise UsageError("--steps must be >= 1")
-    states = render_episode(env, jax.random.PRNGKey(args.seed), steps=args.steps)
+    trained, who = None, "random valid actions"
+    if args.params is not None:
+        saved = _load_saved(args.params, "final" if args.final else "best")
+        if (saved.run.env_id, dict(saved.run.env_kwargs)) != (args.env_id, parse_sets(args.set)):
+            raise UsageError(
+                f"{args.params} was trained on {saved.run.env_id} with "
+                f"{dict(saved.run.env_kwargs) or 'default keywords'}; render that env "
+                f"(marl render {saved.run.env_id} ... with the same --set)"
+            )
+        try:
+            trained = (saved.train.policy, saved.seed_params(args.seed_index))
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        env, who = saved.env, f"{saved.run.algo} seed {args.seed_index} (greedy)"
+    states = render_episode(env, jax.random.PRNGKey(args.seed), steps=args.steps, trained=trained)
     path = save_gif(env, states, args.out, fps=args.fps)
-    print(f"wrote {path} ({len(states)} frames)")
+    print(f"wrote {path} ({len(states)} frames, {who})")
+    return 0
+
+
+def _load_saved(path: str, which: str) -> Any:
+    from marl.saved import SavedRunError, load
+
+    try:
+        return load(path, which)
+    except SavedRunError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Re-evaluate a finished run's saved parameters (every seed) on fresh episodes."""
+    import jax
+    import numpy as np
+
+    from marl.evaluation import evaluate
+    from marl.rundir import write_json
+
+    saved = _load_saved(args.run_dir, "final" if args.final else "best")
+    if args.episodes < 1:
+        raise UsageError("--episodes must be >= 1")
+    env, policy = saved.env, saved.train.policy
+    key = jax.random.key(args.seed)
+    results = jax.device_get(
+        jax.jit(jax.vmap(lambda p: evaluate(env, policy, p, key, args.episodes)))(saved.params)
+    )
+    which = "final" if args.final else "best evaluated"
+    print(
+        f"{saved.run.env_id} {saved.run.algo}: {saved.seeds} seeds x {args.episodes} episodes, "
+        f"{which} parameters of {saved.path}"
+    )
+    summary = {}
+    for name, values in sorted(results.items()):
+        per_seed = np.asarray(values, np.float64).mean(axis=-1)
+        summary[name] = per_seed.tolist()
+        spread = per_seed.std(ddof=1) if len(per_seed) > 1 else 0.0
+        print(f"  {name:<24} {per_seed.mean():12.4f} ± {spread:.4f} (mean ± std over seeds)")
+    if args.json:
+        write_json(Path(args.json), {"run": str(saved.path), "episodes": args.episodes, **summary})
     return 0
 
 
@@ -561,14 +617,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="also write the records as JSON")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("render", help="write a GIF of one episode with random valid actions")
+    p = sub.add_parser(
+        "render", help="write a GIF of one episode (random valid actions or a trained policy)"
+    )
     p.add_argument("env_id", help="environment id, e.g. particle/spread")
     p.add_argument("--out", required=True, metavar="FILE.gif", help="output GIF path")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, help="steps to play (default: the episode limit)")
     p.add_argument("--fps", type=int, default=10)
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env keyword (repeatable)")
+    p.add_argument("--params", metavar="RUN_DIR", help="act with a finished run's policy")
+    p.add_argument("--seed-index", type=int, default=0, help="which of its seeds (default 0)")
+    p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
     p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("eval", help="re-evaluate a finished run's saved parameters")
+    p.add_argument("run_dir", help="a run directory written by marl train")
+    p.add_argument("--episodes", type=int, default=320, help="greedy episodes per seed")
+    p.add_argument("--seed", type=int, default=1, help="episode keys (training used 0)")
+    p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
+    p.add_argument("--json", metavar="FILE", help="also write the per-seed means as JSON")
+    p.set_defaults(func=cmd_eval)
     return parser
 
 

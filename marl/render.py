@@ -40,26 +40,38 @@ def render_episode(
     key: jax.Array,
     policy: Policy | None = None,
     steps: int | None = None,
+    trained: tuple[Any, Any] | None = None,
 ) -> list[Any]:
     """States of one episode: the reset state, then one per step.
 
     Plays `steps` steps (default `spec.episode_limit`) or until the episode ends, whichever
-    comes first, with `policy` (default: random valid actions).
+    comes first, with `policy` (default: random valid actions) or, given `trained` = (a
+    `marl.learner.Policy`, its parameters for one seed), that policy acting greedily.
     """
     policy = random_policy(env) if policy is None else policy
     steps = env.spec.episode_limit if steps is None else steps
 
+    def act(key, state, ts, carry, start):
+        if trained is None:
+            return policy(key, ts), carry
+        learner, params = trained
+        seen = state if learner.privileged else ts.obs
+        extra = {"neighbours": env.neighbourhood(state)} if learner.neighbourhood else {}
+        return learner.act(params, seen, ts.avail_actions, carry, start, key, True, **extra)
+
     @jax.jit
-    def step(key, state, ts):
+    def step(key, state, ts, carry, start):
         key_act, key_step = jax.random.split(key)
-        return env.step(key_step, state, policy(key_act, ts))
+        actions, carry = act(key_act, state, ts, carry, start)
+        return env.step(key_step, state, actions), carry
 
     key, key_reset = jax.random.split(key)
     state, ts = jax.jit(env.reset)(key_reset)
+    carry = None if trained is None else trained[0].initial_carry()
     states = [state]
-    for _ in range(steps):
+    for t in range(steps):
         key, key_step = jax.random.split(key)
-        state, ts = step(key_step, state, ts)
+        (state, ts), carry = step(key_step, state, ts, carry, jax.numpy.asarray(t == 0))
         states.append(state)
         if bool(ts.done):
             break

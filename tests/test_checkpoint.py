@@ -7,6 +7,7 @@ import contextlib
 import importlib.machinery
 import io
 import json
+import shutil
 import sys
 import types
 
@@ -149,19 +150,59 @@ def eval_lines(path):
     return [{k: v for k, v in json.loads(x).items() if k != "time"} for x in path.open()]
 
 
-def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, monkeypatch):
-    out = tmp_path / "runs"
-    parent = out / "particle" / "simple" / "ippo"
-    monkeypatch.setitem(sys.modules, "wandb", FakeWandb())
-    assert train(f"out={out}", "name=whole", "logger=wandb") == 0
-    fake = sys.modules["wandb"]
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    """The tiny run, uninterrupted, logged to a stand-in wandb: (run dir, the fake wandb)."""
+    out = tmp_path_factory.mktemp("whole")
+    fake, saved = FakeWandb(), sys.modules.get("wandb")
+    sys.modules["wandb"] = fake
+    try:
+        assert train(f"out={out}", "name=whole", "logger=wandb") == 0
+    finally:
+        if saved is None:
+            del sys.modules["wandb"]
+        else:
+            sys.modules["wandb"] = saved
+    return out / "particle" / "simple" / "ippo" / "whole", fake
+
+
+def test_every_evaluation_is_logged_to_jsonl_and_the_logger(whole):
+    path, fake = whole
     assert fake.inits[0]["mode"] == "offline" and fake.finished == 1
-    logged = eval_lines(parent / "whole" / "metrics.jsonl")
+    logged = eval_lines(path / "metrics.jsonl")
     assert [step for step, _ in fake.logged] == [line["step"] for line in logged]
     assert len(logged) == 9 and logged[0]["step"] == 0 and not logged[0]["train"]
     assert "eval/return" in fake.logged[-1][1]
     assert any(k.startswith("train/") for k in fake.logged[-1][1])
     assert len(logged[-1]["eval"]["return"]) == 2  # per seed
+
+
+def test_marl_eval_and_render_use_the_saved_parameters(whole, tmp_path, capsys):
+    path, _ = whole
+    report = tmp_path / "eval.json"
+    assert cli.main(["eval", str(path), "--episodes", "8", "--json", str(report)]) == 0
+    assert "2 seeds x 8 episodes" in capsys.readouterr().out
+    again = json.loads(report.read_text())
+    absolute = json.loads((path / "final.json").read_text())["absolute"]["return"]
+    assert len(again["return"]) == 2 and again["return"] != absolute  # fresh episodes
+    gif = tmp_path / "trained.gif"
+    argv = ["render", "particle/simple", "--out", str(gif), "--params", str(path)]
+    assert cli.main([*argv, "--seed-index", "1"]) == 0
+    assert gif.stat().st_size > 0 and "ippo seed 1 (greedy)" in capsys.readouterr().out
+    for extra, needle in [
+        (["--seed-index", "2"], "out of range: the run has 2 seeds"),
+        (["--set", "episode_limit=10"], "was trained on particle/simple"),
+    ]:
+        assert cli.main([*argv, *extra]) == 2
+        assert needle in capsys.readouterr().err
+    assert cli.main(["eval", str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, whole):
+    out = tmp_path / "runs"
+    parent = out / "particle" / "simple" / "ippo"
+    shutil.copytree(whole[0], parent / "whole")
     with killed_after(KILL_AFTER), pytest.raises(Killed):
         train(f"out={out}", "name=killed")
     killed, whole = parent / "killed", parent / "whole"
