@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +84,31 @@ class RunResult:
         return np.stack([e[metric].mean(axis=-1) for e in self.evaluations])
 
 
+def seed_sharding(
+    seeds: int, devices: Sequence[jax.Device] | None = None, log: Callable[[str], None] = print
+) -> Callable[[Any], Any]:
+    """A function placing a pytree with seeds on its leading axis: split over `devices`
+    (default: all local devices) when there are several and they divide `seeds`, else left
+    where it is. Programs called on sharded inputs run partitioned (jit follows the input
+    sharding), each device computing its seeds."""
+    devices = list(jax.local_devices() if devices is None else devices)
+    if len(devices) < 2:
+        return lambda tree: tree
+    if seeds % len(devices):
+        log(f"{seeds} seeds do not divide over {len(devices)} devices: running on one")
+        return lambda tree: tree
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.array(devices), (SEED_AXIS,))
+    split, whole = (
+        NamedSharding(mesh, PartitionSpec(SEED_AXIS)),
+        NamedSharding(mesh, PartitionSpec()),
+    )
+    log(f"{seeds} seeds sharded over {len(devices)} devices ({devices[0].platform})")
+    # empty arrays stay replicated, as XLA returns them
+    return lambda tree: jax.tree.map(lambda x: jax.device_put(x, split if x.size else whole), tree)
+
+
 def _fmt_time(sec: float) -> str:
     sec = int(max(sec, 0))
     return f"{sec // 3600}:{sec % 3600 // 60:02d}:{sec % 60:02d}"
@@ -97,6 +122,7 @@ def run(
     on_evaluation: Callable[[int, dict[str, np.ndarray]], None] | None = None,
     checkpoints: SegmentCheckpoints | None = None,
     on_train_metrics: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+    devices: Sequence[jax.Device] | None = None,
 ) -> RunResult:
     """Train `settings.seeds` seeds of `train` on `env` for `settings.budget` env steps each.
 
@@ -106,9 +132,14 @@ def run(
     evaluations so far are replayed through `on_evaluation`), giving the same result as an
     uninterrupted run. `on_train_metrics(step, metrics)` gets each segment's training metrics
     (per seed, means over its updates) just before that segment's `on_evaluation`.
+
+    The seeds are sharded over `devices` (default: all local devices) when there are several
+    and they divide the number of seeds; each device then trains and evaluates its share of
+    the seeds, with the same results as on one device (`seed_sharding`).
     """
     spu = train.steps_per_update
     per_segment, num_segments = settings.schedule(spu)
+    say = log or (lambda _: None)
     root = jax.random.key(settings.seed)
     init_keys = jax.random.split(root, settings.seeds)
     eval_key = jax.random.fold_in(root, EVAL_SALT)
@@ -142,7 +173,6 @@ def run(
     evaluate_j = jax.jit(evaluate_all)
     select_j = jax.jit(select, donate_argnums=0)
     result = RunResult()
-    say = log or (lambda _: None)
     best = best_score = best_step = None
 
     def track(steps: int, evals: dict[str, np.ndarray]) -> None:
@@ -165,7 +195,9 @@ def run(
     t0 = time.perf_counter()
     # Seeds are initialised with lax.map, not vmap: batched QR (orthogonal init) can deadlock
     # on XLA's CPU backend. Wait for init before dispatching anything that reads its result.
-    state = jax.block_until_ready(jax.jit(lambda k: jax.lax.map(train.init, k))(init_keys))
+    place = seed_sharding(settings.seeds, devices, say)
+    state = jax.jit(lambda k: jax.lax.map(train.init, k))(init_keys)
+    state = jax.block_until_ready(place(state))
     done = None if checkpoints is None else checkpoints.latest()
     train_time = 0.0
     if done is None:
@@ -179,6 +211,7 @@ def run(
     else:  # continue after the saved segment
         best_like = jax.eval_shape(train.params, state)
         state, best, saved = checkpoints.restore(done, state, best_like)
+        state, best = place(state), place(best)
         result.steps = [int(x) for x in saved["steps"]]
         result.evaluations = unstack(saved["evaluations"])
         result.train_metrics = unstack(saved["train_metrics"])
