@@ -1,0 +1,52 @@
+"""`marl train` as a Hydra application, so Hydra's launchers can spread a sweep over processes
+or a cluster:
+
+    python -m marl.app --multirun env=particle/spread,combat/3m algo=ippo,mappo seeds=10 \\
+        hydra/launcher=joblib hydra.launcher.n_jobs=2          # local processes
+    python -m marl.app --multirun ... hydra/launcher=submitit_slurm \\
+        hydra.launcher.partition=gpu hydra.launcher.gpus_per_node=1   # one Slurm job per run
+
+Each job validates its config, trains and writes its run directory exactly as `marl train`
+does (same config tree, same overrides). Run directories are claimed atomically (`mkdir`, a
+timestamp with a -2, -3 suffix when two jobs start in the same second) and every file is
+written atomically, so concurrent jobs never corrupt one another; `name=` plus `resume=true`
+makes a relaunched sweep continue its unfinished runs after their last segment and skip
+nothing twice. `marl report` then reads all the run directories at once.
+
+Launchers are Hydra plugins: `pip install hydra-joblib-launcher` or
+`pip install hydra-submitit-launcher`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from marl.runtime import configure_xla
+
+configure_xla()  # before JAX starts
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    """One Hydra job: one `marl train` run."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from marl import config
+    from marl.cli import UsageError, train_run
+
+    overrides = list(HydraConfig.get().overrides.task)
+    try:
+        run = config.resolve(cfg, command=overrides)
+        done = train_run(run)
+    except (config.ConfigError, UsageError) as e:
+        print(f"marl: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if done is None:
+        raise SystemExit(130)
+
+
+if __name__ == "__main__":
+    main()
