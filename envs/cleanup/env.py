@@ -294,17 +294,19 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             removed_now = jnp.zeros((), jnp.int32)
             plastic = jnp.clip(plastic, 0.0, size)
         # collection: each piece within reach goes to the nearest vessel with room
-        d = jnp.linalg.norm(plastic[:, None, :] - pos[None, :, :], axis=-1)  # [P, N]
+        d2 = _squared_distances(plastic, pos)  # [P, N]
         room = (
             jnp.full(n, 2**30, jnp.int32)
             if self.hold_capacity <= 0
             else self.hold_capacity - state.hold
         )
-        reach = (d < self.collect_radius) & alive[:, None] & (room > 0)[None, :]
-        nearest = jnp.argmin(jnp.where(reach, d, jnp.inf), axis=1)
-        claim = jax.nn.one_hot(nearest, n, dtype=jnp.int32) * jnp.any(reach, axis=1)[:, None]
-        rank = jnp.cumsum(claim, axis=0) - claim  # pieces claimed before this one, per vessel
-        taken = claim * (rank < room[None, :])
+        reach = (d2 < self.collect_radius**2) & alive[:, None] & (room > 0)[None, :]
+        claim = _nearest_claims(jnp.where(reach, d2, jnp.inf), reach).astype(jnp.int32)
+        if self.hold_capacity > 0:  # a hold fills up: pieces beyond its room stay afloat
+            rank = jnp.cumsum(claim, axis=0) - claim  # pieces claimed before this one
+            taken = claim * (rank < room[None, :])
+        else:
+            taken = claim
         got = jnp.sum(taken, axis=0)  # [N] pieces collected this step
         alive = alive & ~jnp.any(taken > 0, axis=1)
         hold = state.hold + got
@@ -468,6 +470,25 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             "collect_radius": self.collect_radius,
             "port": np.asarray(self.port) if self.hold_capacity > 0 else None,
         }
+
+
+def _squared_distances(a: Array, b: Array) -> Array:
+    """[A, B] squared distances between points a [A, 2] and b [B, 2] (per coordinate: XLA's
+    CPU backend reduces a trailing axis of 2 several times slower)."""
+    dx = a[:, 0:1] - b[None, :, 0]
+    dy = a[:, 1:2] - b[None, :, 1]
+    return dx * dx + dy * dy
+
+
+def _nearest_claims(masked: Array, reach: Array) -> Array:
+    """[P, N] bool: each row's smallest entry of `masked` among `reach` (the lowest index on
+    ties), none for a row without reach. The same as `one_hot(argmin)`, by min reductions
+    (argmin is several times slower on XLA's CPU backend)."""
+    n = masked.shape[1]
+    claim = reach & (masked == jnp.min(masked, axis=1, keepdims=True))
+    index = jnp.arange(n)
+    first = jnp.min(jnp.where(claim, index, n), axis=1, keepdims=True)
+    return claim & (index == first)
 
 
 def _check(ok: bool, message: str) -> None:
