@@ -39,6 +39,7 @@ def main(cfg: DictConfig) -> None:
 
     overrides = list(HydraConfig.get().overrides.task)
     try:
+        config.start_distributed(cfg)
         run = config.resolve(cfg, command=overrides)
         done = train_run(run)
     except (config.ConfigError, UsageError) as e:

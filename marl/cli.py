@@ -149,7 +149,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from marl import config
 
     try:
-        run = config.resolve(config.compose(args.overrides), command=args.overrides)
+        cfg = config.compose(args.overrides)
+        if not args.dry_run:
+            config.start_distributed(cfg)
+        run = config.resolve(cfg, command=args.overrides)
     except config.ConfigError as e:
         raise UsageError(str(e)) from None
     if args.dry_run:
@@ -177,8 +180,15 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
         print(OmegaConf.to_yaml(OmegaConf.create(run.to_dict())), end="")
         print(plan)
         return None
+    import jax
+
     from marl.checkpoint import SegmentCheckpoints
     from marl.rundir import unfinished_run
+
+    if jax.process_index() > 0:  # a multi-host run: host 0 writes, the others only compute
+        env, train = config.build(run)
+        run_training(env, train, run.settings, log=None)
+        return None
 
     try:
         previous = unfinished_run(run) if run.resume else None

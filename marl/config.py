@@ -260,6 +260,21 @@ def evaluation_metrics(spec: EnvSpec) -> list[str]:
     return names + list(spec.metric_names)
 
 
+def start_distributed(cfg: DictConfig) -> bool:
+    """`distributed=true`: join the multi-host run (`jax.distributed.initialize()`, which reads
+    the coordinator from the cluster's environment: Slurm, Open MPI, Cloud TPU, or the
+    JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID variables). Must run before
+    JAX computes anything, so before `resolve`; returns whether it did."""
+    value = cfg.get("distributed", False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"distributed must be true or false, got {value!r}")
+    if value:
+        import jax
+
+        jax.distributed.initialize()
+    return value
+
+
 def _logger(value: Any) -> str | None:
     from marl.loggers import check_logger
 

@@ -88,10 +88,10 @@ def seed_sharding(
     seeds: int, devices: Sequence[jax.Device] | None = None, log: Callable[[str], None] = print
 ) -> Callable[[Any], Any]:
     """A function placing a pytree with seeds on its leading axis: split over `devices`
-    (default: all local devices) when there are several and they divide `seeds`, else left
-    where it is. Programs called on sharded inputs run partitioned (jit follows the input
-    sharding), each device computing its seeds."""
-    devices = list(jax.local_devices() if devices is None else devices)
+    (default: every device of the run, all hosts' in a multi-host run) when there are several
+    and they divide `seeds`, else left where it is. Programs called on sharded inputs run
+    partitioned (jit follows the input sharding), each device computing its seeds."""
+    devices = list(_run_devices() if devices is None else devices)
     if len(devices) < 2:
         return lambda tree: tree
     if seeds % len(devices):
@@ -105,8 +105,29 @@ def seed_sharding(
         NamedSharding(mesh, PartitionSpec()),
     )
     log(f"{seeds} seeds sharded over {len(devices)} devices ({devices[0].platform})")
-    # empty arrays stay replicated, as XLA returns them
-    return lambda tree: jax.tree.map(lambda x: jax.device_put(x, split if x.size else whole), tree)
+
+    def place(tree: Any) -> Any:
+        # empty arrays stay replicated, as XLA returns them; a jitted identity with output
+        # shardings also builds global arrays across hosts, where device_put cannot
+        shardings = jax.tree.map(lambda x: split if x.size else whole, tree)
+        return jax.jit(lambda t: t, out_shardings=shardings)(tree)
+
+    return place
+
+
+def _run_devices() -> list[jax.Device]:
+    """The devices a run spreads its seeds over: this host's, or every host's once
+    `jax.distributed` is initialised (`distributed=true`)."""
+    return jax.devices() if jax.process_count() > 1 else jax.local_devices()
+
+
+def fetch(tree: Any) -> Any:
+    """Device arrays to host numpy: `device_get`, or an all-gather across hosts."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.process_allgather(tree, tiled=True)
+    return jax.device_get(tree)
 
 
 def _fmt_time(sec: float) -> str:
@@ -201,7 +222,7 @@ def run(
     done = None if checkpoints is None else checkpoints.latest()
     train_time = 0.0
     if done is None:
-        first = jax.device_get(evaluate_j(state))
+        first = fetch(evaluate_j(state))
         track(0, first)
         result.steps.append(0)
         result.evaluations.append(first)
@@ -233,9 +254,9 @@ def run(
     for k in range(done + 1, num_segments + 1):
         start = time.perf_counter()
         state, metrics = compiled(state)
-        metrics = jax.device_get(metrics)
+        metrics = fetch(metrics)
         train_time += time.perf_counter() - start
-        evals = jax.device_get(evaluate_j(state))
+        evals = fetch(evaluate_j(state))
         steps = k * per_segment * spu
         track(steps, evals)
         result.steps.append(steps)
@@ -264,11 +285,11 @@ def run(
             f"..{ret.max():.2f})"
         )
     result.final_state = state
-    result.params = jax.device_get(train.params(state))
+    result.params = fetch(train.params(state))
     result.best_step, result.best_score = best_step, best_score
-    result.best_params = jax.device_get(best)
+    result.best_params = fetch(best)
     if settings.absolute_episodes > 0:
-        result.absolute = jax.device_get(jax.jit(absolute_all)(best))
+        result.absolute = fetch(jax.jit(absolute_all)(best))
         absolute = result.absolute[settings.metric].mean(axis=-1)
         say(
             f"absolute {settings.metric} (best evaluated parameters, "
