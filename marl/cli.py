@@ -227,13 +227,7 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
             file=sys.stderr,
         )
         return None
-    anchors = None
-    if run.settings.metric == "return":
-        from marl.baselines import anchor_scores
-
-        episodes = max(run.settings.absolute_episodes, run.settings.eval_episodes)
-        anchors = {**anchor_scores(env, num_episodes=episodes), "episodes": episodes}
-    final = run_dir.finish(result, anchors)
+    final = run_dir.finish(result, _anchors(run, env))
     checkpoints.clear()
     if logger is not None:
         logger.close()
@@ -249,17 +243,7 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
         for line in summary(transfer, s.metric):
             print(line)
     print(f"wrote {run_dir.path}")
-    print(
-        f"final return {final['return_mean']:.3f} ± {final['return_std']:.3f} "
-        f"(mean ± std over {s.seeds} seeds) after {final['env_steps']:,} steps; "
-        f"{final['wall_time']:.0f}s wall, {final['compile_time']:.0f}s compile, "
-        f"{final['steps_per_second']:,.0f} steps/s"
-    )
-    if "absolute_mean" in final:
-        print(
-            f"absolute {s.metric} {final['absolute_mean']:.3f} ± {final['absolute_std']:.3f} "
-            f"(each seed's best evaluated parameters, {s.absolute_episodes} episodes)"
-        )
+    _print_final(final, run)
     return run_dir.path
 
 
@@ -333,12 +317,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Train every combination of comma-separated overrides, then write one report."""
     from datetime import datetime
 
-    from marl import config
+    from marl import config, hyper
     from marl.protocol import META
     from marl.rundir import config_differences, run_parent
 
-    grid = sweep_overrides(args.overrides)
-    if not any(o.startswith("name=") for o in args.overrides):
+    vmap = [o.removeprefix("vmap=") for o in args.overrides if o.startswith("vmap=")]
+    overrides = [o for o in args.overrides if not o.startswith("vmap=")]
+    try:
+        combos = hyper.combinations(hyper.parse(vmap)) if vmap else []
+    except hyper.HyperError as e:
+        raise UsageError(str(e)) from None
+    grid = sweep_overrides(overrides)
+    if not any(o.startswith("name=") for o in overrides):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         grid = [[*combo, f"name=sweep-{stamp}"] for combo in grid]
     runs = []
@@ -352,6 +342,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for k, run in enumerate(runs, 1):
         path = run_parent(run) / str(run.name)
         print(f"[{k}/{len(runs)}] {' '.join(run.command)}", flush=True)
+        if combos:  # one program for the value combinations x seeds; not resumable
+            dirs += vmapped_runs(run, combos)
+            continue
         if (path / META).exists():
             before = json.loads((path / META).read_text())
             if before.get("finished"):
@@ -482,6 +475,112 @@ def cmd_render(args: argparse.Namespace) -> int:
     path = save_gif(env, states, args.out, fps=args.fps)
     print(f"wrote {path} ({len(states)} frames, {who})")
     return 0
+
+
+def _anchors(run: Any, env: Any) -> dict[str, Any] | None:
+    """The random and scripted policies' scores a record keeps (return metric only)."""
+    if run.settings.metric != "return":
+        return None
+    from marl.baselines import anchor_scores
+
+    episodes = max(run.settings.absolute_episodes, run.settings.eval_episodes)
+    return {**anchor_scores(env, num_episodes=episodes), "episodes": episodes}
+
+
+def _print_final(final: dict[str, Any], run: Any) -> None:
+    s = run.settings
+    print(
+        f"final return {final['return_mean']:.3f} ± {final['return_std']:.3f} "
+        f"(mean ± std over {s.seeds} seeds) after {final['env_steps']:,} steps; "
+        f"{final['wall_time']:.0f}s wall, {final['compile_time']:.0f}s compile, "
+        f"{final['steps_per_second']:,.0f} steps/s"
+    )
+    if "absolute_mean" in final:
+        print(
+            f"absolute {s.metric} {final['absolute_mean']:.3f} ± {final['absolute_std']:.3f} "
+            f"(each seed's best evaluated parameters, {s.absolute_episodes} episodes)"
+        )
+
+
+def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
+    """Train every value combination of `combos` x the run's seeds as one program
+    (`marl.hyper`) and write one run directory per combination (named `<name>-<key>_<value>`);
+    returns the directories."""
+    import dataclasses as dc
+
+    import jax
+
+    from marl import config, hyper
+    from marl.registry import algorithm
+    from marl.rundir import RunDir
+    from marl.training import RunResult
+    from marl.training import run as run_training
+
+    names = list(combos[0])
+    runs = []
+    for c in combos:  # each combination is a run of its own: validated with concrete values
+        label = "-".join(f"{k}_{v:g}" for k, v in c.items())
+        overrides = [*run.command, *(f"algo.{k}={v!r}" for k, v in c.items())]
+        overrides = [o for o in overrides if not o.startswith("name=")]
+        overrides.append(f"name={run.name}-{label}")
+        try:
+            runs.append(config.resolve(config.compose(overrides), command=overrides))
+        except config.ConfigError as e:
+            raise UsageError(f"vmap {label}: {e}") from None
+    env, _ = config.build(run)
+    make_train = algorithm(run.algo)
+    try:
+        hyper.check_traceable(make_train, env, dict(run.algo_cfg), run.total_updates, names)
+    except hyper.HyperError as e:
+        raise UsageError(str(e)) from None
+    seeds, count = run.settings.seeds, len(combos)
+    try:
+        dirs = [RunDir(r) for r in runs]
+    except FileExistsError as e:
+        raise UsageError(f"run directory exists, choose another name=: {e.filename or e}") from None
+    for r, d in zip(runs, dirs, strict=True):
+        print(f"{' '.join(r.command)}\nrun directory: {d.path}", flush=True)
+    train = hyper.hyper_train(make_train, env, dict(run.algo_cfg), run.total_updates, names)
+    keys = jax.random.split(jax.random.key(run.settings.seed), seeds)
+    inputs = hyper.member_inputs(keys, combos)
+
+    def each(hook: str):
+        def call(step: int, tree: Any) -> None:
+            for c, d in enumerate(dirs):
+                getattr(d, hook)(step, hyper.split_members(tree, c, seeds))
+
+        return call
+
+    print(f"{count} value combinations x {seeds} seeds = {count * seeds} members", flush=True)
+    result = run_training(
+        env,
+        train,
+        dc.replace(run.settings, seeds=count * seeds),
+        log=lambda line: print(line, flush=True),
+        on_evaluation=each("on_evaluation"),
+        on_train_metrics=each("on_train_metrics"),
+        init_inputs=inputs,
+    )
+    anchors = _anchors(run, env)
+    for c, (r, d) in enumerate(zip(runs, dirs, strict=True)):
+        part = RunResult(
+            steps=result.steps,
+            evaluations=[hyper.split_members(e, c, seeds) for e in result.evaluations],
+            train_metrics=[hyper.split_members(m, c, seeds) for m in result.train_metrics],
+            params=hyper.split_members(result.params, c, seeds),
+            wall_time=result.wall_time,
+            compile_time=result.compile_time,
+            steps_per_second=result.steps_per_second / count,
+            best_step=result.best_step[c * seeds : (c + 1) * seeds],
+            best_score=result.best_score[c * seeds : (c + 1) * seeds],
+            best_params=hyper.split_members(result.best_params, c, seeds),
+            absolute=None
+            if result.absolute is None
+            else hyper.split_members(result.absolute, c, seeds),
+        )
+        print(f"wrote {d.path}")
+        _print_final(d.finish(part, anchors), r)
+    return [d.path for d in dirs]
 
 
 def _load_saved(path: str, which: str) -> Any:

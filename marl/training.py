@@ -144,6 +144,7 @@ def run(
     checkpoints: SegmentCheckpoints | None = None,
     on_train_metrics: Callable[[int, dict[str, np.ndarray]], None] | None = None,
     devices: Sequence[jax.Device] | None = None,
+    init_inputs: Any = None,
 ) -> RunResult:
     """Train `settings.seeds` seeds of `train` on `env` for `settings.budget` env steps each.
 
@@ -156,7 +157,9 @@ def run(
 
     The seeds are sharded over `devices` (default: all local devices) when there are several
     and they divide the number of seeds; each device then trains and evaluates its share of
-    the seeds, with the same results as on one device (`seed_sharding`).
+    the seeds, with the same results as on one device (`seed_sharding`). `init_inputs`
+    replaces the seed keys given to `train.init` (leaves `[settings.seeds, ...]`; a vectorised
+    hyperparameter sweep passes keys and values, `marl.hyper`).
     """
     spu = train.steps_per_update
     per_segment, num_segments = settings.schedule(spu)
@@ -217,7 +220,8 @@ def run(
     # Seeds are initialised with lax.map, not vmap: batched QR (orthogonal init) can deadlock
     # on XLA's CPU backend. Wait for init before dispatching anything that reads its result.
     place = seed_sharding(settings.seeds, devices, say)
-    state = jax.jit(lambda k: jax.lax.map(train.init, k))(init_keys)
+    inputs = init_keys if init_inputs is None else init_inputs
+    state = jax.jit(lambda k: jax.lax.map(train.init, k))(inputs)
     state = jax.block_until_ready(place(state))
     done = None if checkpoints is None else checkpoints.latest()
     train_time = 0.0
