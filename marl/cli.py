@@ -203,7 +203,7 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
     verb = "resuming" if previous is not None else "run directory:"
     print(f"{plan}\n{verb} {run_dir.path}", flush=True)
     env, train = config.build(run)
-    checkpoints = SegmentCheckpoints(run_dir.checkpoint_dir)
+    checkpoints = SegmentCheckpoints(run_dir.checkpoint_dir) if run.checkpoint else None
     from marl.loggers import make_logger
 
     logger = make_logger(run.logger, run_dir.path, run.to_dict())
@@ -228,7 +228,8 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
         )
         return None
     final = run_dir.finish(result, _anchors(run, env))
-    checkpoints.clear()
+    if checkpoints is not None:
+        checkpoints.clear()
     if logger is not None:
         logger.close()
     if run.transfer:

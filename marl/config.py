@@ -66,6 +66,7 @@ class RunConfig:
     transfer: tuple[TransferTarget, ...] = ()  # other envs the trained policy is played on
     resume: bool = False  # continue an unfinished run of this config from its last checkpoint
     logger: str | None = None  # external logger (`marl.loggers`): None, "wandb", "tensorboard"
+    checkpoint: bool = True  # save every segment (`marl.checkpoint`) so resume=true can continue
 
     @property
     def total_updates(self) -> int:
@@ -284,9 +285,9 @@ def _logger(value: Any) -> str | None:
         raise ConfigError(str(e)) from None
 
 
-def _resume(value: Any) -> bool:
+def _flag(key: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"resume must be true or false, got {value!r}")
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
     return value
 
 
@@ -412,7 +413,8 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         settings=settings,
         out=Path(str(data.get("out") or ".")),
         name=_run_name(data.get("name")),
-        resume=_resume(data.get("resume", False)),
+        resume=_flag("resume", data.get("resume", False)),
+        checkpoint=_flag("checkpoint", data.get("checkpoint", True)),
         logger=_logger(data.get("logger")),
         steps_per_update=steps_per_update,
         updates_per_segment=per_segment,
@@ -421,6 +423,8 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         protocol_version=str((data.get("protocol") or {}).get("version", PROTOCOL_VERSION)),
         transfer=transfer,
     )
+    if run.resume and not run.checkpoint:
+        raise ConfigError("resume=true needs checkpoint=true (the segments to continue from)")
     if transfer:  # every target must take the trained parameters (shapes only, no compile)
         try:
             build_targets(run, probe)

@@ -211,6 +211,7 @@ def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, wh
     for extra, needle in [
         (["logger=bogus"], "unknown logger 'bogus'; valid: null, wandb, tensorboard"),
         (["distributed=maybe"], "distributed must be true or false"),
+        (["resume=true", "checkpoint=false"], "resume=true needs checkpoint=true"),
         (["name=killed"], "resume=true"),  # a plain rerun says how to continue
         (["name=killed", "resume=true", "seeds=3"], "different seeds"),
         (["name=whole", "resume=true"], "is finished; nothing to resume"),
