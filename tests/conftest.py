@@ -8,3 +8,16 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 from marl.runtime import configure_xla  # noqa: E402
 
 configure_xla()  # before any test initialises a JAX backend
+
+
+def pytest_configure(config):
+    """One persistent XLA compilation cache per test process: tests that train the same tiny
+    program twice (determinism, resume, sweeps) compile it once. Results do not depend on it."""
+    import tempfile
+
+    import jax
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    cache = tempfile.mkdtemp(prefix=f"marl-xla-cache-{worker}-")
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)

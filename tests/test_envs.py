@@ -17,6 +17,9 @@ from marl.testing import EnvCheckError, check_env
 # per id), and non-default counts where an env has them.
 FAMILY_CORE = {"combat": ("combat/3m", "combat/2s3z", "combat/smacv2_5_units", "combat/custom")}
 SLOW = ("particle/spread50",)  # the same code as particle/spread at 50 agents
+SLOW_CASES = [
+    ("combat/5m_vs_6m", {"nearest": 2, "opponent": "self_play"}),  # local view, both sides
+]
 CASES = [
     (env_id, {})
     for env_id in marl.list_envs()
@@ -25,7 +28,6 @@ CASES = [
     ("particle/spread", {"num_agents": 1}),
     ("particle/spread", {"num_agents": 7, "num_landmarks": 4}),
     ("particle/adversary", {"num_good": 3}),
-    ("combat/5m_vs_6m", {"nearest": 2, "opponent": "self_play"}),  # local view, both sides
     ("particle/tag", {"num_good": 3, "num_adversaries": 1, "num_obstacles": 0}),
     (
         "particle/world_comm",
@@ -35,7 +37,7 @@ CASES = [
 ENV_CASES = [
     pytest.param(e, k, id=f"{e}-{k}", marks=[pytest.mark.slow] if e in SLOW else [])
     for e, k in CASES
-]
+] + [pytest.param(e, k, id=f"{e}-{k}", marks=pytest.mark.slow) for e, k in SLOW_CASES]
 
 
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])

@@ -52,8 +52,9 @@ def test_matches_mpe2_over_whole_episodes(env_id, kwargs, continuous):
 
 
 def test_every_particle_scenario_is_compared():
+    """Every mpe2 scenario; particle/spread50 is spread's code at a size mpe2 has no id for."""
     compared = {env_id for env_id, _ in CASES}
-    assert compared == set(marl.list_envs("particle"))
+    assert compared == set(marl.list_envs("particle")) - {"particle/spread50"}
 
 
 def test_comparison_detects_a_wrong_physics_constant(monkeypatch):

@@ -136,7 +136,9 @@ def test_iql_learns_the_single_agent_task():
         "recurrent": False,
         "hidden": (32, 32),
     }
-    settings = RunSettings(seeds=2, budget=40_000, eval_interval=20_000, eval_episodes=8)
+    settings = RunSettings(
+        seeds=2, budget=40_000, eval_interval=20_000, eval_episodes=8, absolute_episodes=0
+    )
     res = run(env, marl.algorithm("iql")(env, cfg), settings, log=None)
     curve = res.curve().mean(axis=1)
     # greedy at the start pushes one way (about -100); reaching the landmark: about -10
@@ -184,7 +186,8 @@ def test_seed_max_agrees_across_named_seeds_only():
     np.testing.assert_array_equal(jax.vmap(seed_max)(x), x)  # no seed axis: per seed
 
 
-@pytest.mark.parametrize("algo", ["vdn", "qmix"])
+# VDN's sum mixer adds nothing QMIX's run does not exercise: it runs with -m slow
+@pytest.mark.parametrize("algo", [pytest.param("vdn", marks=pytest.mark.slow), "qmix"])
 def test_mixed_learners_run_deterministically(algo):
     env = marl.make("particle/spread")
 
@@ -193,7 +196,9 @@ def test_mixed_learners_run_deterministically(algo):
         return run(
             env,
             train,
-            RunSettings(seeds=2, budget=512, eval_interval=256, eval_episodes=2),
+            RunSettings(
+                seeds=2, budget=512, eval_interval=256, eval_episodes=2, absolute_episodes=0
+            ),
             log=None,
         )
 

@@ -26,7 +26,9 @@ def tiny_run(env_id, algo, budget=2_000, seeds=2, **cfg):
     return run(
         env,
         train,
-        RunSettings(seeds=seeds, budget=budget, eval_interval=1_000, eval_episodes=4),
+        RunSettings(
+            seeds=seeds, budget=budget, eval_interval=1_000, eval_episodes=4, absolute_episodes=0
+        ),
         log=None,
     )
 
@@ -59,7 +61,9 @@ def test_recurrent_and_continuous_variants_run():
     out = run(
         env,
         train,
-        RunSettings(seeds=1, budget=1_000, eval_interval=1_000, eval_episodes=2),
+        RunSettings(
+            seeds=1, budget=1_000, eval_interval=1_000, eval_episodes=2, absolute_episodes=0
+        ),
         log=None,
     )
     assert np.all(np.isfinite(out.curve()))
