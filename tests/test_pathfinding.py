@@ -80,7 +80,10 @@ def test_registered_maps_keep_the_contract(env_id):
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"dynamics": "mixed", "discrete_actions": True, "agent_radius": (0.2, 0.4)},
+        pytest.param(
+            {"dynamics": "mixed", "discrete_actions": True, "agent_radius": (0.2, 0.4)},
+            marks=pytest.mark.slow,
+        ),
         pytest.param(
             {"dynamics": "diffdrive", "lifelong": True, "geodesic_shaping": True},
             marks=pytest.mark.slow,

@@ -151,6 +151,7 @@ def test_unroll_lengths_cover_the_limit():
     assert qlearner.unroll_lengths(3, 4) == (1, 2, 3)
 
 
+@pytest.mark.slow  # ~1 min: four learner updates compiled twice
 def test_short_unrolls_give_the_same_update_as_the_full_limit():
     """Unrolling only to the longest sampled episode (one bucket for all seeds) changes nothing.
 
