@@ -541,7 +541,7 @@ def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
         raise UsageError(f"run directory exists, choose another name=: {e.filename or e}") from None
     for r, d in zip(runs, dirs, strict=True):
         print(f"{' '.join(r.command)}\nrun directory: {d.path}", flush=True)
-    train = hyper.hyper_train(make_train, env, dict(run.algo_cfg), run.total_updates, names)
+    train = hyper.hyper_train(make_train, env, dict(run.algo_cfg), run.total_updates)
     keys = jax.random.split(jax.random.key(run.settings.seed), seeds)
     inputs = hyper.member_inputs(keys, combos)
 

@@ -59,10 +59,9 @@ def hyper_train(
     env: MultiAgentEnv,
     algo_cfg: dict[str, Any],
     total_updates: int | None,
-    names: Sequence[str],
 ) -> Train:
-    """A Train whose state carries its member's values of `names` ({name: [] float32}) next to
-    the learner's state; `init` takes `(key, values)`. Acting and parameters are the learner's
+    """A Train whose state carries its member's swept values ({name: [] float32}) next to the
+    learner's state; `init` takes `(key, values)`. Acting and parameters are the learner's
     (built once with `algo_cfg`)."""
     base = make_train(env, dict(algo_cfg), total_updates)
 
@@ -109,7 +108,7 @@ def check_traceable(
 ) -> None:
     """Trace one init and step with the `names` as traced values (nothing compiles); a
     setting the learner needs as a Python value fails here, named."""
-    train = hyper_train(make_train, env, algo_cfg, total_updates, names)
+    train = hyper_train(make_train, env, algo_cfg, total_updates)
     values = {n: jax.ShapeDtypeStruct((), jnp.float32) for n in names}
     try:
         jax.eval_shape(lambda k, v: train.step(train.init((k, v))), jax.random.key(0), values)

@@ -182,6 +182,7 @@ class RunDir:
         self.evaluations: list[dict[str, np.ndarray]] = []
         self.loggers: list[Any] = []  # marl.loggers: each gets log(step, scalars)
         self._train_metrics: dict[str, np.ndarray] = {}
+        self._logged: set[int] | None = None  # steps already in metrics.jsonl (read once)
         self._started = datetime.now()
         if path is not None:
             self.path = Path(path)
@@ -267,7 +268,7 @@ class RunDir:
         self._train_metrics = {}
 
     def _logged_steps(self) -> set[int]:
-        if not hasattr(self, "_logged"):
+        if self._logged is None:
             path = self.path / METRICS
             lines = path.read_text().splitlines() if path.exists() else []
             self._logged = {int(json.loads(line)["step"]) for line in lines if line.strip()}
