@@ -2,9 +2,9 @@
 
 The method (both sides, same process): `jax.jit` of a function that runs `lax.scan` over
 `steps` steps of `jax.vmap(env.step)` on `num_envs` parallel environments, with uniformly random
-valid actions and auto-reset. The first call (tracing, compilation and one run) is reported as
-`compile_s`; the throughput comes from the best of `repeats` further calls, each timed to
-`block_until_ready`.
+valid actions and auto-reset. Tracing, lowering and compiling it is reported as `compile_s`,
+XLA's estimate of its peak memory as `memory_bytes`; the throughput comes from the best of
+`repeats` calls after a warm-up call, each timed to `block_until_ready`.
 """
 
 from __future__ import annotations
@@ -105,30 +105,51 @@ def _with_final(ts: TimeStep) -> TimeStep:
     return ts
 
 
-def _time(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """(first call seconds, best of `repeats` further calls), each to `block_until_ready`."""
+def _measure(fn: Callable[..., Any], args: tuple, repeats: int) -> tuple[float, float, int]:
+    """(compile seconds, best of `repeats` timed calls, XLA's peak memory estimate in bytes).
+
+    `fn` is jitted, lowered and compiled explicitly (the compile time excludes running it); one
+    untimed call warms it up, then each timed call runs to `block_until_ready`.
+    """
     t0 = time.perf_counter()
-    jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    jax.block_until_ready(compiled(*args))
     best = float("inf")
     for _ in range(max(repeats, 1)):
         t0 = time.perf_counter()
-        jax.block_until_ready(fn())
+        jax.block_until_ready(compiled(*args))
         best = min(best, time.perf_counter() - t0)
-    return first, best
+    return compile_s, best, peak_bytes(compiled)
+
+
+def peak_bytes(compiled: Any) -> int:
+    """XLA's estimate of a compiled program's peak device memory: arguments + outputs +
+    temporaries - aliased buffers (0 when the backend does not report it)."""
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return 0
+    return int(
+        stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        + stats.temp_size_in_bytes
+        - stats.alias_size_in_bytes
+    )
 
 
 def _record(
-    name: str, num_agents: int, num_envs: int, steps: int, first: float, best: float
+    name: str, num_agents: int, num_envs: int, steps: int, measured: tuple[float, float, int]
 ) -> dict[str, Any]:
+    compile_s, best, memory = measured
     sps = num_envs * steps / best
     return {
         "env": name,
         "num_envs": num_envs,
         "steps": steps,
         "num_agents": num_agents,
-        "compile_s": first,
+        "compile_s": compile_s,
         "run_s": best,
+        "memory_bytes": memory,
         "steps_per_s": sps,
         "agent_steps_per_s": sps * num_agents,
         "device": jax.devices()[0].platform,
@@ -146,8 +167,9 @@ def bench_env(
 ) -> dict[str, Any]:
     """Throughput of a marl environment (an id built with `env_kwargs`, or an env).
 
-    Returns a dict: env, num_envs, steps, num_agents, compile_s (first call), run_s (best
-    timed call), steps_per_s (= num_envs * steps / run_s), agent_steps_per_s, device.
+    Returns a dict: env, num_envs, steps, num_agents, compile_s (trace, lower, compile),
+    run_s (best timed call), memory_bytes (XLA's peak estimate), steps_per_s
+    (= num_envs * steps / run_s), agent_steps_per_s, device.
     """
     if isinstance(env, str):
         env = make(env, **env_kwargs)
@@ -166,7 +188,6 @@ def bench_env(
         state, ts = v_step(jax.random.split(key_step, num_envs), state, actions)
         return (state, _with_final(ts), key), None
 
-    @jax.jit
     def run(state, ts, key):  # the whole TimeStep is carried, so no output is dead code
         carry, _ = jax.lax.scan(body, (state, ts, key), None, length=steps)
         return carry
@@ -175,8 +196,8 @@ def bench_env(
     state, ts = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
     ts = _with_final(ts)
     jax.block_until_ready((state, ts))
-    first, best = _time(lambda: run(state, ts, key_run), repeats)
-    return _record(spec.name, spec.num_agents, num_envs, steps, first, best)
+    measured = _measure(run, (state, ts, key_run), repeats)
+    return _record(spec.name, spec.num_agents, num_envs, steps, measured)
 
 
 # combat ids whose SMAC map JaxMARL's HeuristicEnemySMAX has (`map_name_to_scenario`)
@@ -327,7 +348,6 @@ def bench_jaxmarl(
         out = v_step(jax.random.split(key_step, num_envs), state, actions)
         return (*out, key), None
 
-    @jax.jit
     def run(carry):
         carry, _ = jax.lax.scan(body, carry, None, length=steps)
         return carry
@@ -341,8 +361,7 @@ def bench_jaxmarl(
     zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes[2:])
     carry = (obs, state, *zeros, key_run)
     jax.block_until_ready(carry)
-    first, best = _time(lambda: run(carry), repeats)
-    return _record(jm_name, len(agents), num_envs, steps, first, best)
+    return _record(jm_name, len(agents), num_envs, steps, _measure(run, (carry,), repeats))
 
 
 # --- CAMAR ----------------------------------------------------------------------------------
@@ -419,7 +438,6 @@ def bench_camar(
         obs = pick(first_obs, obs)
         return (obs, state, reward, done, key), None
 
-    @jax.jit
     def run(carry):
         carry, _ = jax.lax.scan(body, carry, None, length=steps)
         return carry
@@ -428,5 +446,5 @@ def bench_camar(
     obs, state = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
     carry = (obs, state, jnp.zeros((num_envs, n, 1)), jnp.zeros((num_envs,), bool), key_run)
     jax.block_until_ready(carry)
-    first, best = _time(lambda: run(carry), repeats)
-    return _record(f"camar_v0:{CAMAR_MAPS[name]}", n, num_envs, steps, first, best)
+    measured = _measure(run, (carry,), repeats)
+    return _record(f"camar_v0:{CAMAR_MAPS[name]}", n, num_envs, steps, measured)

@@ -26,6 +26,7 @@ from marl.runtime import configure_xla
 
 PEERS = ("jaxmarl", "camar")
 DEFAULT_NUM_ENVS = "1,64,1024,4096"
+BENCH_STEPS = 1000  # steps per env per timed call of `marl bench ENV`
 
 
 class UsageError(Exception):
@@ -384,15 +385,28 @@ def _check_peer(peer: str) -> None:
         raise UsageError(f'--vs {peer} needs {peer} installed: pip install -e ".[peers]"')
 
 
+PEER_OF_FAMILY = {"particle": "jaxmarl", "combat": "jaxmarl", "pathfinding": "camar"}
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Env steps per second at each `--num-envs`, optionally side by side with a peer."""
+    """Env steps per second at each `--num-envs`, optionally side by side with a peer; or the
+    whole suite (`--suite`)."""
     from marl import bench
 
+    if args.suite is not None:
+        return cmd_bench_suite(args)
+    if args.env_id is None:
+        raise UsageError("marl bench needs an env id (e.g. particle/spread) or --suite")
     kwargs = parse_sets(args.set)
     sizes = parse_ints(args.num_envs)
     if args.steps < 1 or args.repeats < 1:
         raise UsageError("--steps and --repeats must be >= 1")
     env = build_env(args.env_id, kwargs)
+    if args.vs == "all":  # the env family's peer
+        family = args.env_id.split("/")[0]
+        if family not in PEER_OF_FAMILY:
+            raise UsageError(f"no peer has a {family} environment; --vs takes: {', '.join(PEERS)}")
+        args.vs = PEER_OF_FAMILY[family]
     if args.vs:
         _check_peer(args.vs)
         try:
@@ -442,6 +456,50 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=2)
+    return 0
+
+
+def cmd_bench_suite(args: argparse.Namespace) -> int:
+    """`marl bench --suite [PARTS]`: environments, training loops and agent scaling."""
+    from marl import benchsuite
+
+    parts = [p for p in args.suite.split(",") if p]
+    unknown = [p for p in parts if p not in benchsuite.PARTS]
+    if unknown or not parts:
+        raise UsageError(
+            f"unknown suite part(s) {', '.join(unknown) or '(none)'}; "
+            f"valid: {', '.join(benchsuite.PARTS)}"
+        )
+    if args.env_id is not None or args.set:
+        raise UsageError("--suite runs its own tasks: drop the env id and --set")
+    if args.repeats < 1 or args.seeds < 1:
+        raise UsageError("--repeats and --seeds must be >= 1")
+    if args.steps != BENCH_STEPS:
+        raise UsageError("--suite sizes its scans per task; --steps applies to one env only")
+    vs = args.vs is not None
+    if vs:
+        peers = PEERS if args.vs == "all" else (args.vs,)
+        for peer in peers:
+            _check_peer(peer)
+    cases = benchsuite.ENV_CASES
+    if vs and args.vs != "all":  # only the tasks that peer has
+        cases = tuple(c for c in cases if c.peer == args.vs)
+    results = benchsuite.run_suite(
+        parts=parts,
+        vs=vs,
+        num_envs=parse_ints(args.num_envs),
+        repeats=args.repeats,
+        seeds=args.seeds,
+        agents=parse_ints(args.agents),
+        env_cases=cases,
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2, default=str)
+    if args.out:
+        command = "marl bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "marl bench"
+        benchsuite.write_markdown(args.out, results, command)
+        print(f"wrote {args.out}")
     return 0
 
 
@@ -712,19 +770,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", help="only this family (e.g. particle)")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("bench", help="measure environment steps per second")
-    p.add_argument("env_id", help="environment id, e.g. particle/spread")
+    p = sub.add_parser(
+        "bench", help="measure environment (or, with --suite, training) steps per second"
+    )
+    p.add_argument("env_id", nargs="?", help="environment id, e.g. particle/spread")
+    p.add_argument(
+        "--suite",
+        nargs="?",
+        const="envs,train,scaling",
+        metavar="PARTS",
+        help="run the benchmark suite instead: envs, train, scaling (comma-separated; default all)",
+    )
     p.add_argument(
         "--num-envs",
         default=DEFAULT_NUM_ENVS,
         help=f"parallel envs, comma-separated (default {DEFAULT_NUM_ENVS})",
     )
-    p.add_argument("--steps", type=int, default=1000, help="steps per env per timed call")
+    p.add_argument("--steps", type=int, default=BENCH_STEPS, help="steps per env per timed call")
     p.add_argument("--repeats", type=int, default=3, help="timed calls; the best is kept")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--vs", choices=PEERS, help="also run the peer's version of the env")
+    p.add_argument(
+        "--vs",
+        nargs="?",
+        const="all",
+        choices=(*PEERS, "all"),
+        help="also run the peer's version of the env (no value: the family's peer; with "
+        "--suite, every peer)",
+    )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env keyword (repeatable)")
     p.add_argument("--json", metavar="FILE", help="also write the records as JSON")
+    p.add_argument(
+        "--seeds", type=int, default=1, help="--suite: seeds vmapped in each training loop"
+    )
+    p.add_argument(
+        "--agents",
+        default=",".join(map(str, (3, 10, 30, 100, 300, 1000))),
+        help="--suite scaling: agent counts (comma-separated)",
+    )
+    p.add_argument("--out", metavar="FILE", help="--suite: write the tables as markdown")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser(

@@ -15,7 +15,6 @@ time should stay flat.
 from __future__ import annotations
 
 import argparse
-import math
 import platform
 import time
 from pathlib import Path
@@ -23,31 +22,15 @@ from pathlib import Path
 import jax
 
 import marl
+from marl.benchsuite import scaled_env
 from marl.learner import SEED_AXIS
 from marl.runtime import configure_xla
 
 
 def make_env(family: str, n: int):
-    if family == "cleanup":
-        scale = math.sqrt(n / 4)
-        return marl.make(
-            "cleanup/custom",
-            num_vessels=n,
-            size=10.0 * scale,
-            capacity=16 * n,
-            initial_plastic=8 * n,
-            num_sources=max(2, n // 2),
-            patches=max(3, n // 2),
-            grid=max(16, int(16 * scale)),
-            port=(5.0 * scale, 0.0),
-            neighbours=6,
-        )
-    if family == "pathfinding":
-        side = max(12, int(math.ceil(math.sqrt(n * 12.5))))
-        return marl.make(
-            "pathfinding/random_grid", num_agents=n, height=side, width=side, num_maps=16
-        )
-    raise ValueError(f"unknown family {family!r}; valid: cleanup, pathfinding")
+    if family not in ("cleanup", "pathfinding"):
+        raise ValueError(f"unknown family {family!r}; valid: cleanup, pathfinding")
+    return scaled_env(family, n)
 
 
 def measure(family: str, n: int, seeds: int, updates: int) -> dict:

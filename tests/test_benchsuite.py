@@ -1,0 +1,86 @@
+"""`marl bench --suite`: its parts run, report what they measured, and write results/bench.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from marl import benchsuite
+from marl.cli import main
+
+
+@pytest.mark.parametrize("family", benchsuite.SCALING_FAMILIES)
+@pytest.mark.parametrize("n", [3, 40])
+def test_scaled_env_has_n_agents(family, n):
+    env = benchsuite.scaled_env(family, n)
+    assert env.spec.num_agents == n
+
+
+def test_scaled_env_rejects_unknown_family_and_bad_counts():
+    with pytest.raises(ValueError, match="unknown family"):
+        benchsuite.scaled_env("chess", 3)
+    with pytest.raises(ValueError, match=">= 1"):
+        benchsuite.scaled_env("particle", 0)
+
+
+def test_env_case_steps_are_clamped():
+    case = benchsuite.EnvCase("particle/spread", "jaxmarl", 10_000, max_steps=500, min_steps=5)
+    assert [case.steps(n) for n in (1, 64, 1024, 4096)] == [500, 156, 9, 5]
+
+
+def test_suite_envs_and_scaling_records_and_markdown(tmp_path):
+    cases = [benchsuite.EnvCase("particle/simple", None, 64, max_steps=8)]
+    out = benchsuite.run_suite(
+        parts=["envs", "scaling"],
+        num_envs=[2],
+        repeats=1,
+        agents=[3],
+        families=["particle"],
+        env_cases=cases,
+    )
+    (rec,) = out["envs"]
+    assert rec["case"] == "particle/simple" and "ratio" not in rec
+    assert rec["marl"]["num_envs"] == 2 and rec["marl"]["steps"] == 8
+    assert rec["marl"]["steps_per_s"] > 0 and rec["marl"]["memory_bytes"] > 0
+    (scale,) = out["scaling"]
+    assert scale["family"] == "particle" and scale["num_agents"] == 3
+    assert scale["num_envs"] == 1024 // 3
+    path = tmp_path / "bench.md"
+    path.write_text("old tables\n" + benchsuite.NOTES_MARK + "\nhand-written notes\n")
+    benchsuite.write_markdown(str(path), out, "marl bench --suite")
+    text = path.read_text()
+    assert "old tables" not in text and "hand-written notes" in text
+    assert "| particle/simple | 2 | 8 |" in text
+    assert "## Scaling with the number of agents" in text
+    assert "## Training loops" not in text  # not measured
+
+
+def test_training_profile_parts():
+    # a mean-field learner: its policy also reads the env's neighbourhood
+    rec = benchsuite.bench_training(
+        ["env=particle/spread", "algo=mfq", "algo.num_envs=2", "algo.batch_size=4"],
+        work=4,
+        repeats=1,
+    )
+    assert rec["algo"] == "mfq" and rec["updates"] * rec["env_steps_per_update"] >= 4
+    assert rec["steps_per_s"] == pytest.approx(
+        rec["updates"] * rec["env_steps_per_update"] / rec["train_s"]
+    )
+    shares = rec["share_env"] + rec["share_policy"] + rec["share_update"]
+    assert 0.0 < rec["share_env"] <= 1.0 and shares >= 0.99  # parts cover the training step
+    assert rec["memory_bytes"] > 0 and rec["compile_s"] > 0 and rec["policy_s"] > 0
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["bench", "--suite", "envs,bogus"], "unknown suite part"),
+        (["bench", "--suite", "particle/spread"], "unknown suite part"),
+        (["bench", "particle/spread", "--suite"], "drop the env id"),
+        (["bench", "--suite", "envs", "--steps", "10"], "sizes its scans"),
+        (["bench"], "needs an env id"),
+        (["bench", "cleanup/comm", "--vs"], "no peer has a cleanup"),
+    ],
+)
+def test_bench_cli_errors(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
