@@ -162,9 +162,7 @@ def make_train(
             logp = _log_probs(actor.q(s.actor, ts.obs, s.prev_mean), ts.avail_actions)
             actions = jax.random.categorical(k_act, logp, axis=-1).astype(jnp.int32)
             mean = mean_action(_neighbourhoods(wrapped, s.env_state), actions, a)
-            env_state, nts = jax.vmap(wrapped.step)(
-                jax.random.split(k_env, b), s.env_state, actions
-            )
+            env_state, nts = wrapped.step_batch(jax.random.split(k_env, b), s.env_state, actions)
             step_data = {
                 "obs": ts.obs,
                 "avail": ts.avail_actions,

@@ -253,9 +253,7 @@ def make_train(
             logits = boltzmann_logits(q, ts.avail_actions, temperature(s.env_steps))
             actions = jax.random.categorical(k_act, logits, axis=-1).astype(jnp.int32)
             mean = mean_action(_neighbourhoods(wrapped, s.env_state), actions, a)
-            env_state, nts = jax.vmap(wrapped.step)(
-                jax.random.split(k_env, b), s.env_state, actions
-            )
+            env_state, nts = wrapped.step_batch(jax.random.split(k_env, b), s.env_state, actions)
             batch = Transition(
                 obs=ts.obs,
                 mean=mean,

@@ -257,7 +257,7 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
         action = dist.sample(k_act)[0]
         log_prob = dist.log_prob(action[None])[0]
         env_keys = jax.random.split(k_env, cfg.num_envs)
-        env_state, nts = jax.vmap(env.step)(env_keys, env_state, env_actions(spec, action))
+        env_state, nts = env.step_batch(env_keys, env_state, env_actions(spec, action))
         final_in = nets.critic_input(nts.final_obs, nts.final_state)
         _, next_value = nets.critic_apply(
             state.critic_params, c_h, final_in[None], jnp.zeros_like(resets)

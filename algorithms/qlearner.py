@@ -404,9 +404,7 @@ def make_train(
             x = nets.inputs(ts.obs, s.last_action)[None]
             carry, q = nets.apply(s.params, s.carry, x, (s.t == 0)[None])
             actions = epsilon_greedy(k_act, q[0], ts.avail_actions, epsilon(s.env_steps))
-            env_state, nts = jax.vmap(wrapped.step)(
-                jax.random.split(k_env, b), s.env_state, actions
-            )
+            env_state, nts = wrapped.step_batch(jax.random.split(k_env, b), s.env_state, actions)
             building = record_step(s.building, s.t, ts, actions, nts, cfg.reward_scale)
             done = nts.done
             buffer, building = finish_episodes(s.buffer, building, done)

@@ -1,10 +1,13 @@
 """Environment throughput: marl envs and their JaxMARL counterparts, measured the same way.
 
 The method (both sides, same process): `jax.jit` of a function that runs `lax.scan` over
-`steps` steps of `jax.vmap(env.step)` on `num_envs` parallel environments, with uniformly random
-valid actions and auto-reset. Tracing, lowering and compiling it is reported as `compile_s`,
-XLA's estimate of its peak memory as `memory_bytes`; the throughput comes from the best of
-`repeats` calls after a warm-up call, each timed to `block_until_ready`.
+`steps` steps of `num_envs` parallel environments (`vmap` of the step), with uniformly random
+valid actions and auto-reset, each side through its own API: marl's `AutoReset.step_batch`
+(resets computed on steps where an episode ended), JaxMARL's `step` (which computes a reset
+every step), CAMAR's `step` plus a reset like marl's (CAMAR's step does not reset). Tracing,
+lowering and compiling it is reported as `compile_s`, XLA's estimate of its peak memory as
+`memory_bytes`; the throughput comes from the best of `repeats` calls after a warm-up call,
+each timed to `block_until_ready`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import jax.numpy as jnp
 
 from marl.env import MultiAgentEnv, TimeStep
 from marl.registry import make
-from marl.spaces import sample_actions
+from marl.spaces import Discrete, sample_actions
+from marl.wrappers import AutoReset
 
 __all__ = [
     "CAMAR_MAPS",
@@ -51,47 +55,22 @@ JAXMARL_NAMES = {
 }
 
 
-class _AutoReset(MultiAgentEnv):
-    """Minimal auto-reset used when `marl.wrappers.AutoReset` is not available."""
+def random_valid_actions(key: jax.Array, space: Any, avail_actions: jax.Array) -> jax.Array:
+    """Uniformly random valid joint action, drawn the cheap way for throughput benchmarks.
 
-    def __init__(self, env: MultiAgentEnv):
-        self.env = env
-        self.spec = env.spec
-
-    def reset(self, key: jax.Array) -> tuple[Any, TimeStep]:
-        return self.env.reset(key)
-
-    def step_env(self, key: jax.Array, state: Any, actions: jax.Array) -> tuple[Any, TimeStep]:
-        return self.env.step_env(key, state, actions)
-
-    def step(self, key: jax.Array, state: Any, actions: jax.Array) -> tuple[Any, TimeStep]:
-        key_step, key_reset = jax.random.split(key)
-        state, ts = self.env.step(key_step, state, actions)
-        reset_state, reset_ts = self.env.reset(key_reset)
-        done = ts.done
-
-        def pick(a: jax.Array, b: jax.Array) -> jax.Array:
-            return jnp.where(done, a, b)
-
-        state = jax.tree.map(pick, reset_state, state)
-        return state, ts.replace(
-            obs=pick(reset_ts.obs, ts.obs),
-            state=pick(reset_ts.state, ts.state),
-            avail_actions=pick(reset_ts.avail_actions, ts.avail_actions),
-            alive=pick(reset_ts.alive, ts.alive),
-            final_obs=ts.obs,
-            final_state=ts.state,
-            final_avail=ts.avail_actions,
-        )
-
-
-def _auto_reset(env: MultiAgentEnv) -> MultiAgentEnv:
-    """`marl.wrappers.AutoReset(env)` if that wrapper exists, else the local minimal one."""
-    try:
-        from marl.wrappers import AutoReset  # type: ignore[attr-defined]
-    except ImportError:
-        return _AutoReset(env)
-    return AutoReset(env)
+    Discrete: one uniform number per agent picks the k-th available action (k uniform below
+    their count): the same distribution as `marl.spaces.sample_actions`, whose Gumbel draw per
+    action costs more than a particle step on a CPU, but a different random stream (so the
+    anchors and tests built on `sample_actions` keep theirs). Continuous: `sample_actions`.
+    """
+    if not isinstance(space, Discrete):
+        return sample_actions(key, space, avail_actions)
+    counts = jnp.cumsum(avail_actions.astype(jnp.int32), axis=-1)  # [N, A]
+    total = counts[:, -1]
+    u = jax.random.uniform(key, total.shape)
+    k = jnp.minimum((u * total).astype(jnp.int32), jnp.maximum(total - 1, 0))
+    # the index of the k-th available action: how many positions have at most k before them
+    return jnp.sum(counts <= k[:, None], axis=-1).astype(jnp.int32)
 
 
 def _with_final(ts: TimeStep) -> TimeStep:
@@ -176,10 +155,10 @@ def bench_env(
     elif env_kwargs:
         raise TypeError("env_kwargs apply only when `env` is an id")
     spec = env.spec
-    wrapped = _auto_reset(env)
+    wrapped = AutoReset(env)
     v_reset = jax.vmap(wrapped.reset)
-    v_step = jax.vmap(wrapped.step)
-    v_sample = jax.vmap(lambda k, avail: sample_actions(k, spec.action_space, avail))
+    v_step = wrapped.step_batch  # resets computed on the steps where an episode ended
+    v_sample = jax.vmap(lambda k, avail: random_valid_actions(k, spec.action_space, avail))
 
     def body(carry, _):
         state, ts, key = carry
@@ -413,9 +392,9 @@ def bench_camar(
 ) -> dict[str, Any]:
     """Throughput of CAMAR's counterpart of a marl pathfinding id, same method as `bench_env`.
 
-    CAMAR's `step` does not reset; as on the marl side, a reset is computed every step and
-    selected where the episode ended. Actions are uniform in [-1, 1]. Returns the same dict as
-    `bench_env` (env: "camar_v0:<map>").
+    CAMAR's `step` does not reset; as on the marl side (`AutoReset.step_batch`), resets are
+    computed on the steps where an episode ended and selected there. Actions are uniform in
+    [-1, 1]. Returns the same dict as `bench_env` (env: "camar_v0:<map>").
     """
     from camar import camar_v0
 
@@ -429,13 +408,18 @@ def bench_camar(
         key, key_act, key_step, key_reset = jax.random.split(key, 4)
         actions = jax.random.uniform(key_act, (num_envs, n, 2), minval=-1.0, maxval=1.0)
         obs, state, reward, done, _ = v_step(jax.random.split(key_step, num_envs), state, actions)
-        first_obs, first = v_reset(jax.random.split(key_reset, num_envs))
 
-        def pick(a, b):
-            return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+        def with_resets(obs_state):
+            obs, state = obs_state
+            first_obs, first = v_reset(jax.random.split(key_reset, num_envs))
 
-        state = jax.tree.map(pick, first, state)
-        obs = pick(first_obs, obs)
+            def pick(a, b):
+                return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+
+            return pick(first_obs, obs), jax.tree.map(pick, first, state)
+
+        # resets computed only on steps where an episode ended, as marl's AutoReset.step_batch
+        obs, state = jax.lax.cond(jnp.any(done), with_resets, lambda x: x, (obs, state))
         return (obs, state, reward, done, key), None
 
     def run(carry):

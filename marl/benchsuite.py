@@ -36,7 +36,6 @@ from marl.cli import format_row
 from marl.env import MultiAgentEnv
 from marl.learner import SEED_AXIS
 from marl.registry import make
-from marl.spaces import sample_actions
 from marl.wrappers import AutoReset
 
 PARTS = ("envs", "train", "scaling")
@@ -131,7 +130,7 @@ def _policy_rollout(env: MultiAgentEnv, policy: Any, params: Any, num_envs: int,
     """(function, args): `steps` steps of `num_envs` auto-resetting envs acted in by `policy`
     (sampling, not greedy), as a training rollout acts."""
     wrapped = AutoReset(env)
-    v_step = jax.vmap(wrapped.step)
+    v_step = wrapped.step_batch
 
     def act(seen, avail, h, start, key, neighbours):
         extra = {"neighbours": neighbours} if policy.neighbourhood else {}
@@ -165,8 +164,8 @@ def _random_rollout(env: MultiAgentEnv, num_envs: int, steps: int):
     """(function, args): `steps` steps of `num_envs` auto-resetting envs, random valid actions."""
     wrapped = AutoReset(env)
     spec = env.spec
-    v_step = jax.vmap(wrapped.step)
-    v_sample = jax.vmap(lambda k, avail: sample_actions(k, spec.action_space, avail))
+    v_step = wrapped.step_batch
+    v_sample = jax.vmap(lambda k, a: bench.random_valid_actions(k, spec.action_space, a))
 
     def body(carry, _):
         state, ts, key = carry

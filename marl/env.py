@@ -200,6 +200,14 @@ class MultiAgentEnv(Generic[StateT]):
         truncated = jnp.logical_and(at_limit, jnp.logical_not(ts.terminated))
         return state, ts.replace(truncated=truncated)
 
+    def step_batch(self, keys: PRNGKey, states: StateT, actions: Array) -> tuple[StateT, TimeStep]:
+        """`step` over a batch of environments on a leading axis: `jax.vmap(self.step)`.
+
+        Wrappers may override it to share work across the batch (`AutoReset` computes resets
+        only on steps where some episode ended); the result must equal `vmap(step)`'s.
+        """
+        return jax.vmap(self.step)(keys, states, actions)
+
     def neighbourhood(self, state: StateT) -> Array:
         """`[N, N]` float32 weights: row i weighs the agents whose actions agent i's mean-field
         learner averages (zero on the diagonal, and in the columns of agents that cannot act,

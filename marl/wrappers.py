@@ -138,6 +138,44 @@ class AutoReset(Wrapper):
         )
         return tree_select(done, reset_state, next_state), out
 
+    def step_batch(self, keys: PRNGKey, states: Any, actions: Array) -> tuple[Any, TimeStep]:
+        """`vmap(step)`, with the batch's resets computed only on steps where an episode ended.
+
+        Envs started together with fixed-length episodes (every particle task) all end on the
+        same step, so most steps skip the reset. The branch is a real one only when the
+        predicate is the same for the whole program: under `marl.training`'s vmap over seeds
+        it is reduced over the seed axis (`seed_max`); elsewhere, an outer vmap turns it into a
+        select of both branches (still equal to `vmap(step)`).
+        """
+        from marl.learner import seed_max
+
+        next_states, ts = self.env.step_batch(keys, states, actions)
+        done = ts.done  # [B]
+
+        def with_resets(_):
+            reset_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, self.RESET_SALT)
+            reset_states, first = jax.vmap(self.env.reset)(reset_keys)
+            select = jax.vmap(tree_select)
+            keep = (first.obs, first.state, first.avail_actions, first.alive)
+            cont = (ts.obs, ts.state, ts.avail_actions, ts.alive)
+            return select(done, reset_states, next_states), select(done, keep, cont)
+
+        def without(_):
+            return next_states, (ts.obs, ts.state, ts.avail_actions, ts.alive)
+
+        any_done = seed_max(jnp.any(done).astype(jnp.int32)) > 0
+        states, (obs, gstate, avail, alive) = jax.lax.cond(any_done, with_resets, without, None)
+        out = ts.replace(
+            obs=obs,
+            state=gstate,
+            avail_actions=avail,
+            alive=alive,
+            final_obs=ts.obs,
+            final_state=ts.state,
+            final_avail=ts.avail_actions,
+        )
+        return states, out
+
 
 # --- episode statistics ------------------------------------------------------------------------
 
@@ -211,6 +249,18 @@ class EpisodeStatistics(Wrapper):
         self, key: PRNGKey, state: EpisodeStatsState, actions: Array
     ) -> tuple[EpisodeStatsState, TimeStep]:
         env_state, ts = self.env.step(key, state.env_state, actions)
+        return self._count(state, env_state, ts)
+
+    def step_batch(
+        self, keys: PRNGKey, states: EpisodeStatsState, actions: Array
+    ) -> tuple[EpisodeStatsState, TimeStep]:
+        env_states, ts = self.env.step_batch(keys, states.env_state, actions)
+        return jax.vmap(self._count)(states, env_states, ts)
+
+    def _count(
+        self, state: EpisodeStatsState, env_state: Any, ts: TimeStep
+    ) -> tuple[EpisodeStatsState, TimeStep]:
+        """The statistics after the inner transition to (`env_state`, `ts`)."""
         done = ts.done
         ret = state.episode_return + ts.reward.astype(jnp.float32)
         length = state.episode_length + 1

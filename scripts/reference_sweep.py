@@ -35,7 +35,9 @@ TASKS: list[tuple[str, str, list[str]]] = [
     ("particle/spread,particle/speaker_listener", ON_POLICY, []),
     # the replay learners' gradient step (32 whole episodes through the GRU) costs ~30x an
     # on-policy update on a CPU: half the seeds, on the main particle task
-    ("particle/spread", VALUE_BASED, ["seeds=5"]),
+    # on-policy learners' exact schedule (21 evaluations 14,336 env steps apart: 301,056 steps),
+    # since the leaderboard compares only runs of one protocol
+    ("particle/spread", VALUE_BASED, ["seeds=5", "budget=301056", "protocol.eval_interval=14336"]),
     ("particle/spread", ON_POLICY, ["env.kwargs.continuous_actions=true"]),
     # pathfinding, easy tier (train and test on one configuration), next to the planner anchor
     (
