@@ -84,3 +84,21 @@ def test_training_profile_parts():
 def test_bench_cli_errors(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_random_valid_actions_are_uniform_over_available_ones():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from marl.bench import random_valid_actions
+    from marl.spaces import Discrete
+
+    avail = jnp.array([[1, 0, 1, 1, 0], [0, 0, 0, 0, 1], [1, 1, 1, 1, 1]], bool)
+    keys = jax.random.split(jax.random.key(0), 20_000)
+    acts = np.asarray(jax.vmap(lambda k: random_valid_actions(k, Discrete(5), avail))(keys))
+    for i in range(3):
+        counts = np.bincount(acts[:, i], minlength=5) / len(keys)
+        allowed = np.asarray(avail[i])
+        assert np.all(counts[~allowed] == 0)  # never an unavailable action
+        np.testing.assert_allclose(counts[allowed], 1 / allowed.sum(), atol=0.015)
