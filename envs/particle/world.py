@@ -9,6 +9,7 @@ agent's discrete action is `move + 5 * word`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import jax
@@ -137,17 +138,6 @@ def decode_actions(
     return u, comm
 
 
-def _place(world: World, idx: np.ndarray, values: jax.Array) -> jax.Array:
-    """[E, 2]: `values` [len(idx), 2] in the rows `idx` (static), zeros elsewhere.
-
-    Contiguous rows (every scenario's colliding entities) are placed by padding, not scatter.
-    """
-    e = world.num_entities
-    if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
-        return jnp.pad(values, ((int(idx[0]), e - int(idx[-1]) - 1), (0, 0)))
-    return jnp.zeros((e, 2), values.dtype).at[idx].set(values)
-
-
 def _rows(x: jax.Array, idx: np.ndarray) -> jax.Array:
     """x[idx] for static indices: a slice when they are contiguous (no gather)."""
     if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
@@ -165,29 +155,66 @@ def softplus(z: jax.Array) -> jax.Array:
 def contact_forces(world: World, pos: jax.Array) -> jax.Array:
     """[E, 2] soft contact force on every entity from every other colliding entity.
 
-    Computed per coordinate (x and y arrays), not over a trailing axis of 2: XLA's CPU backend
-    is slow at small trailing axes; the arithmetic, and so the floats, are mpe2's.
+    mpe2's arithmetic, per coordinate (no trailing axis of 2). Under `vmap` the forces are
+    computed with the batch as the minor (contiguous) axis: pairwise arrays `[C, C, B]` rather
+    than `[B, C, C]`, which XLA's CPU backend vectorises along B (4x faster for particle/tag at
+    1,024 envs) and GPUs and TPUs take as well. The floats are the same either way.
     """
-    idx = np.flatnonzero(world.collide)
-    if len(idx) < 2:
+    if np.count_nonzero(world.collide) < 2:
         return jnp.zeros_like(pos)
-    p = _rows(pos, idx)
+    return _batch_minor_contacts(world)(pos)
+
+
+@functools.lru_cache(maxsize=64)
+def _batch_minor_contacts(world: World):
+    """`pos [E, 2] -> forces [E, 2]` whose vmap rule moves the batch axis last (see above)."""
+
+    @jax.custom_batching.custom_vmap
+    def forces(pos: jax.Array) -> jax.Array:
+        return _contacts(world, pos[..., None])[..., 0]
+
+    @forces.def_vmap
+    def forces_vmap(axis_size: int, in_batched: list[bool], pos: jax.Array):
+        del axis_size
+        if not in_batched[0]:
+            return forces(pos), False
+        out = _contacts(world, jnp.moveaxis(pos, 0, -1))  # [E, 2, B]
+        return jnp.moveaxis(out, -1, 0), True
+
+    return forces
+
+
+def _contacts(world: World, pos: jax.Array) -> jax.Array:
+    """Contact forces `[E, 2, ...]` for positions `[E, 2, ...]` (trailing batch axes)."""
+    idx = np.flatnonzero(world.collide)
+    c = len(idx)
+    tail = (1,) * (pos.ndim - 2)  # static pair arrays broadcast over the batch axes
+
+    def pairwise(a: np.ndarray) -> jax.Array:
+        return jnp.asarray(a).reshape(a.shape + tail)
+
+    p = _rows(pos, idx)  # [C, 2, ...]
     x, y = p[:, 0], p[:, 1]
-    dx = x[:, None] - x[None, :]  # [C, C], a - b
+    dx = x[:, None] - x[None, :]  # [C, C, ...], a - b
     dy = y[:, None] - y[None, :]
     dist = jnp.sqrt(dx**2 + dy**2)
     size = world.size[idx]
-    dist_min = jnp.asarray(size[:, None] + size[None, :], pos.dtype)
+    dist_min = pairwise((size[:, None] + size[None, :]).astype(pos.dtype))
     k = world.contact_margin
     penetration = softplus(-(dist - dist_min) / k) * k
-    off_diag = jnp.asarray(~np.eye(len(idx), dtype=bool))
+    off_diag = pairwise(~np.eye(c, dtype=bool))
     safe_dist = jnp.where(off_diag, dist, 1.0)
 
     def component(d: jax.Array) -> jax.Array:
         pair = world.contact_force * d / safe_dist * penetration
         return jnp.sum(jnp.where(off_diag, pair, 0.0), axis=1)
 
-    return _place(world, idx, jnp.stack([component(dx), component(dy)], axis=-1))
+    forces = jnp.stack([component(dx), component(dy)], axis=1)  # [C, 2, ...]
+    e = world.num_entities
+    if np.array_equal(idx, np.arange(idx[0], idx[0] + c)):  # contiguous rows: pad
+        pad = [(int(idx[0]), e - int(idx[-1]) - 1)] + [(0, 0)] * (forces.ndim - 1)
+        return jnp.pad(forces, pad)
+    return jnp.zeros((e,) + forces.shape[1:], forces.dtype).at[idx].set(forces)
 
 
 def integrate(world: World, pos: jax.Array, vel: jax.Array, force: jax.Array):
