@@ -102,3 +102,28 @@ def test_random_valid_actions_are_uniform_over_available_ones():
         allowed = np.asarray(avail[i])
         assert np.all(counts[~allowed] == 0)  # never an unavailable action
         np.testing.assert_allclose(counts[allowed], 1 / allowed.sum(), atol=0.015)
+
+
+def test_batch_last_equals_vmap_in_every_regime():
+    """`marl.batching.batch_last`: batch-minor, plain-vmap and batch-of-one paths and nested
+    vmaps all compute the kernel's values."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from marl.batching import batch_last
+
+    def kernel(pos, w):  # pairwise sums, trailing batch axes
+        d = pos[:, None] - pos[None, :]
+        return jnp.sum(jnp.tanh(d) * w[:, None], axis=1)
+
+    pos = jax.random.normal(jax.random.key(0), (64, 5))
+    w = jax.random.normal(jax.random.key(1), (64, 5))
+    want = jax.vmap(kernel)(pos, w)
+    for ratio in (None, 4.0):
+        fn = batch_last(kernel, ratio)
+        np.testing.assert_allclose(jax.jit(jax.vmap(fn))(pos, w), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(jax.vmap(fn)(pos[:1], w[:1]), want[:1], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(fn(pos[3], w[3]), want[3], rtol=1e-5, atol=1e-6)
+        nested = jax.vmap(jax.vmap(fn, in_axes=(0, None)), in_axes=(None, 0))(pos, w[:2])
+        np.testing.assert_allclose(nested[1, 7], kernel(pos[7], w[1]), rtol=1e-5, atol=1e-6)

@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from marl.batching import batch_last
+
 NUM_MOVES = 5  # no-op, -x, +x, -y, +y
 
 
@@ -155,33 +157,18 @@ def softplus(z: jax.Array) -> jax.Array:
 def contact_forces(world: World, pos: jax.Array) -> jax.Array:
     """[E, 2] soft contact force on every entity from every other colliding entity.
 
-    mpe2's arithmetic, per coordinate (no trailing axis of 2). Under `vmap` the forces are
-    computed with the batch as the minor (contiguous) axis: pairwise arrays `[C, C, B]` rather
-    than `[B, C, C]`, which XLA's CPU backend vectorises along B (4x faster for particle/tag at
-    1,024 envs) and GPUs and TPUs take as well. The floats are the same either way.
+    mpe2's arithmetic, per coordinate (no trailing axis of 2). Under `vmap` the pair arrays are
+    `[C, C, B]`, not `[B, C, C]` (`marl.batching.batch_last`): 4.6x faster contact forces for
+    particle/tag at 1,024 envs on CPU. The floats are the same either way.
     """
     if np.count_nonzero(world.collide) < 2:
         return jnp.zeros_like(pos)
-    return _batch_minor_contacts(world)(pos)
+    return _batch_last_contacts(world)(pos)
 
 
 @functools.lru_cache(maxsize=64)
-def _batch_minor_contacts(world: World):
-    """`pos [E, 2] -> forces [E, 2]` whose vmap rule moves the batch axis last (see above)."""
-
-    @jax.custom_batching.custom_vmap
-    def forces(pos: jax.Array) -> jax.Array:
-        return _contacts(world, pos[..., None])[..., 0]
-
-    @forces.def_vmap
-    def forces_vmap(axis_size: int, in_batched: list[bool], pos: jax.Array):
-        del axis_size
-        if not in_batched[0]:
-            return forces(pos), False
-        out = _contacts(world, jnp.moveaxis(pos, 0, -1))  # [E, 2, B]
-        return jnp.moveaxis(out, -1, 0), True
-
-    return forces
+def _batch_last_contacts(world: World):
+    return batch_last(functools.partial(_contacts, world))
 
 
 def _contacts(world: World, pos: jax.Array) -> jax.Array:
