@@ -183,6 +183,21 @@ def _random_rollout(env: MultiAgentEnv, num_envs: int, steps: int):
     return run, (state, ts, key_run)
 
 
+def training_program(train: Any, seeds: int, updates: int) -> tuple[Callable[[Any], Any], Any]:
+    """(function, initial state): `updates` updates of `seeds` seeds vmapped over the seed axis,
+    as `marl.training` runs them, and the initialised training state (seeds from key 0)."""
+    keys = jax.random.split(jax.random.key(0), seeds)
+    state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)  # no batched QR: training.py
+
+    def many(s):
+        def body(s, _):
+            return jax.vmap(train.step, axis_name=SEED_AXIS)(s)
+
+        return jax.lax.scan(body, s, None, length=updates)
+
+    return many, state
+
+
 def bench_training(
     overrides: Iterable[str], seeds: int = 1, work: int = 20_000, repeats: int = 2
 ) -> dict[str, Any]:
@@ -202,15 +217,7 @@ def bench_training(
     per_update = train.steps_per_update  # env steps per update, all parallel envs of a seed
     num_envs = int(run.algo_cfg.get("num_envs", 1))
     updates = max(1, math.ceil(work / per_update))
-    keys = jax.random.split(jax.random.key(0), seeds)
-    state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)
-
-    def many(s):
-        def body(s, _):
-            return jax.vmap(train.step, axis_name=SEED_AXIS)(s)
-
-        return jax.lax.scan(body, s, None, length=updates)
-
+    many, state = training_program(train, seeds, updates)
     compile_s, train_s, memory = bench._measure(many, (state,), repeats)
     env_steps = updates * per_update  # per seed
     batch = seeds * num_envs

@@ -126,17 +126,8 @@ class AutoReset(Wrapper):
         done = ts.done
         keep = (first.obs, first.state, first.avail_actions, first.alive)
         cont = (ts.obs, ts.state, ts.avail_actions, ts.alive)
-        obs, gstate, avail, alive = tree_select(done, keep, cont)
-        out = ts.replace(
-            obs=obs,
-            state=gstate,
-            avail_actions=avail,
-            alive=alive,
-            final_obs=ts.obs,
-            final_state=ts.state,
-            final_avail=ts.avail_actions,
-        )
-        return tree_select(done, reset_state, next_state), out
+        first_step = tree_select(done, keep, cont)
+        return tree_select(done, reset_state, next_state), _continued(ts, first_step)
 
     def step_batch(self, keys: PRNGKey, states: Any, actions: Array) -> tuple[Any, TimeStep]:
         """`vmap(step)`, with the batch's resets computed only on steps where an episode ended.
@@ -164,17 +155,24 @@ class AutoReset(Wrapper):
             return next_states, (ts.obs, ts.state, ts.avail_actions, ts.alive)
 
         any_done = seed_max(jnp.any(done).astype(jnp.int32)) > 0
-        states, (obs, gstate, avail, alive) = jax.lax.cond(any_done, with_resets, without, None)
-        out = ts.replace(
-            obs=obs,
-            state=gstate,
-            avail_actions=avail,
-            alive=alive,
-            final_obs=ts.obs,
-            final_state=ts.state,
-            final_avail=ts.avail_actions,
-        )
-        return states, out
+        states, first = jax.lax.cond(any_done, with_resets, without, None)
+        return states, _continued(ts, first)
+
+
+def _continued(ts: TimeStep, first: tuple[Array, Array, Array, Array]) -> TimeStep:
+    """`ts` (the transition just taken) seen from the step after: `first` = (obs, state,
+    avail_actions, alive) of the next episode's first step where it ended, else `ts`'s own;
+    the true last ones kept in the `final_*` fields."""
+    obs, gstate, avail, alive = first
+    return ts.replace(
+        obs=obs,
+        state=gstate,
+        avail_actions=avail,
+        alive=alive,
+        final_obs=ts.obs,
+        final_state=ts.state,
+        final_avail=ts.avail_actions,
+    )
 
 
 # --- episode statistics ------------------------------------------------------------------------

@@ -22,8 +22,7 @@ from pathlib import Path
 import jax
 
 import marl
-from marl.benchsuite import scaled_env
-from marl.learner import SEED_AXIS
+from marl.benchsuite import scaled_env, training_program
 from marl.runtime import configure_xla
 
 
@@ -36,14 +35,7 @@ def make_env(family: str, n: int):
 def measure(family: str, n: int, seeds: int, updates: int) -> dict:
     env = make_env(family, n)
     train = marl.algorithm("mfq")(env, {"num_envs": 2, "batch_size": 16, "buffer_size": 32_768})
-    keys = jax.random.split(jax.random.key(0), seeds)
-    state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)
-
-    def many(s):
-        def body(s, _):
-            return jax.vmap(train.step, axis_name=SEED_AXIS)(s)
-
-        return jax.lax.scan(body, s, None, length=updates)
+    many, state = training_program(train, seeds, updates)
 
     start = time.perf_counter()
     compiled = jax.jit(many).lower(state).compile()
