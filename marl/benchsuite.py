@@ -160,29 +160,6 @@ def _policy_rollout(env: MultiAgentEnv, policy: Any, params: Any, num_envs: int,
     return run, (state, ts, h, jnp.ones((num_envs,), bool), key_run)
 
 
-def _random_rollout(env: MultiAgentEnv, num_envs: int, steps: int):
-    """(function, args): `steps` steps of `num_envs` auto-resetting envs, random valid actions."""
-    wrapped = AutoReset(env)
-    spec = env.spec
-    v_step = wrapped.step_batch
-    v_sample = jax.vmap(lambda k, a: bench.random_valid_actions(k, spec.action_space, a))
-
-    def body(carry, _):
-        state, ts, key = carry
-        key, key_act, key_step = jax.random.split(key, 3)
-        actions = v_sample(jax.random.split(key_act, num_envs), ts.avail_actions)
-        state, ts = v_step(jax.random.split(key_step, num_envs), state, actions)
-        return (state, ts, key), None
-
-    def run(state, ts, key):
-        carry, _ = jax.lax.scan(body, (state, ts, key), None, length=steps)
-        return carry
-
-    key_reset, key_run = jax.random.split(jax.random.PRNGKey(1))
-    state, ts = jax.jit(jax.vmap(wrapped.reset))(jax.random.split(key_reset, num_envs))
-    return run, (state, ts, key_run)
-
-
 def training_program(train: Any, seeds: int, updates: int) -> tuple[Callable[[Any], Any], Any]:
     """(function, initial state): `updates` updates of `seeds` seeds vmapped over the seed axis,
     as `marl.training` runs them, and the initialised training state (seeds from key 0)."""
@@ -222,8 +199,7 @@ def bench_training(
     env_steps = updates * per_update  # per seed
     batch = seeds * num_envs
     steps_per_env = max(1, env_steps // num_envs)
-    fn, args = _random_rollout(env, batch, steps_per_env)
-    _, env_s, _ = bench._measure(fn, args, repeats)
+    env_s = bench.bench_env(env, batch, steps_per_env, repeats=repeats)["run_s"]
     params = jax.tree.map(lambda x: x[0], train.params(state))
     fn, args = _policy_rollout(env, train.policy, params, batch, steps_per_env)
     _, policy_s, _ = bench._measure(fn, args, repeats)

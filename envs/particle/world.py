@@ -140,9 +140,13 @@ def decode_actions(
     return u, comm
 
 
+def _contiguous(idx: np.ndarray) -> bool:
+    return bool(len(idx)) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx)))
+
+
 def _rows(x: jax.Array, idx: np.ndarray) -> jax.Array:
     """x[idx] for static indices: a slice when they are contiguous (no gather)."""
-    if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
+    if _contiguous(idx):
         return x[int(idx[0]) : int(idx[0]) + len(idx)]
     return x[idx]
 
@@ -198,7 +202,7 @@ def _contacts(world: World, pos: jax.Array) -> jax.Array:
 
     forces = jnp.stack([component(dx), component(dy)], axis=1)  # [C, 2, ...]
     e = world.num_entities
-    if np.array_equal(idx, np.arange(idx[0], idx[0] + c)):  # contiguous rows: pad
+    if _contiguous(idx):  # contiguous rows: pad, no scatter
         pad = [(int(idx[0]), e - int(idx[-1]) - 1)] + [(0, 0)] * (forces.ndim - 1)
         return jnp.pad(forces, pad)
     return jnp.zeros((e,) + forces.shape[1:], forces.dtype).at[idx].set(forces)
