@@ -34,6 +34,8 @@ from marl.env import MultiAgentEnv
 from marl.evaluation import evaluate
 from marl.learner import SEED_AXIS, Train
 
+Array = jax.Array
+
 EVAL_SALT = 0xE7A1  # evaluation keys: fold_in(root, EVAL_SALT), disjoint from training keys
 ABSOLUTE_SALT = 0xAB50  # absolute-metric keys: fold_in(root, ABSOLUTE_SALT)
 
@@ -60,6 +62,27 @@ class RunSettings:
         per_segment = max(1, round(self.interval() / steps_per_update))
         num_segments = max(1, math.ceil(self.budget / (per_segment * steps_per_update)))
         return per_segment, num_segments
+
+
+def segment_means(metrics: dict[str, Array]) -> dict[str, Array]:
+    """One value per seed from a segment's `[updates, seeds]` training metrics.
+
+    Episode statistics (`train/<name>` from `marl.wrappers.episode_metrics`, which are already
+    averages over the episodes that ended in one update) are averaged over the segment's
+    episodes, weighted by `train/episodes`: a plain mean over updates would count the updates
+    in which no episode ended as zeros (with 64-step updates and 25-step episodes, a return
+    reported at a third of its value). `train/episodes` and every other metric: mean over
+    updates.
+    """
+    episodes = metrics.get("train/episodes")
+    out = {}
+    for name, x in metrics.items():
+        if episodes is not None and name.startswith("train/") and name != "train/episodes":
+            total = jnp.sum(episodes, axis=0)
+            out[name] = jnp.sum(x * episodes, axis=0) / jnp.maximum(total, 1)
+        else:
+            out[name] = jnp.mean(x, axis=0)
+    return out
 
 
 @dataclass
@@ -174,7 +197,7 @@ def run(
             return s, m
 
         state, metrics = jax.lax.scan(body, state, None, length=per_segment)
-        return state, jax.tree.map(lambda x: jnp.mean(x, axis=0), metrics)
+        return state, segment_means(metrics)
 
     def evaluate_all(state):
         params = train.params(state)

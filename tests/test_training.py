@@ -113,3 +113,20 @@ def test_absolute_metric_rescores_each_seeds_best_evaluation():
         np.array_equal(a[s], b[s])
         for a, b in zip(jax.tree.leaves(res.params), jax.tree.leaves(res.best_params), strict=True)
     )
+
+
+def test_segment_means_weight_episode_statistics_by_episodes():
+    from marl.training import segment_means
+
+    # 4 updates x 2 seeds; seed 0 ends one 25-step episode in update 2 only, seed 1 two
+    # episodes (mean length 20) in update 0 and one (length 30) in update 3
+    episodes = np.array([[0, 2], [0, 0], [1, 0], [0, 1]], np.float32)
+    length = np.array([[0, 20], [0, 0], [25, 0], [0, 30]], np.float32)
+    loss = np.arange(8, dtype=np.float32).reshape(4, 2)
+    out = segment_means({"train/episodes": episodes, "train/length": length, "loss": loss})
+    np.testing.assert_allclose(out["train/length"], [25.0, (2 * 20 + 30) / 3])
+    np.testing.assert_allclose(out["train/episodes"], [0.25, 0.75])
+    np.testing.assert_allclose(out["loss"], loss.mean(axis=0))
+    # no episode ended in the segment: 0, not NaN
+    none = segment_means({"train/episodes": np.zeros((3, 1)), "train/length": np.zeros((3, 1))})
+    np.testing.assert_array_equal(none["train/length"], [0.0])
