@@ -2,13 +2,15 @@
 anchors. Not part of the tests (it takes tens of minutes on a 2-core CPU).
 
     python scripts/learning_benchmark.py --env particle/spread --algos ippo,mappo,happo \
-        --seeds 10 --budget 2e6 [--set algo.lr=1e-3 ...]
+        --seeds 10 --budget 2e6 [--set algo.lr=1e-3 ...] [--name NAME [--resume]]
 
 Each learner runs through `marl train` (same configs, same run directories); then the script
 computes, per learner, the IQM over seeds of the final greedy evaluation return (mean over the
 evaluation episodes) and the fraction of the random -> scripted gap it closes, and merges the
 rows into `results/learning/<env>.json` and `.md` (a learner's earlier row is replaced, the
 other learners' rows are kept; each row records its own seeds, budget and overrides).
+Runs checkpoint every segment: after a kill, the same command with `--name <the run name it
+printed> --resume` continues them (the row's wall time then counts only the resumed part).
 """
 
 from __future__ import annotations
@@ -68,8 +70,17 @@ def merge_rows(path: Path, rows: list[dict]) -> list[dict]:
     return sorted(merged, key=lambda r: order.index(r["algo"]) if r["algo"] in order else 99)
 
 
-def run_one(env_id: str, algo: str, seeds: int, budget: float, out: Path, extra: list[str]):
-    name = f"bench-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}"
+def run_one(
+    env_id: str,
+    algo: str,
+    seeds: int,
+    budget: float,
+    out: Path,
+    extra: list[str],
+    name: str | None = None,
+    resume: bool = False,
+):
+    name = name or f"bench-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}"
     args = [
         "train",
         f"env={env_id}",
@@ -78,6 +89,7 @@ def run_one(env_id: str, algo: str, seeds: int, budget: float, out: Path, extra:
         f"budget={budget}",
         f"out={out}",
         f"name={name}",
+        *(["resume=true"] if resume else []),
         *extra,
     ]
     print("marl " + " ".join(args), flush=True)
@@ -100,9 +112,19 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "results" / "runs"))
     parser.add_argument("--set", action="append", default=[], help="extra marl train override")
     parser.add_argument(
+        "--name", help="run name under <out>/<env>/<algo>/ (default: bench-<UTC time>)"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the unfinished runs called --name (after a killed benchmark)",
+    )
+    parser.add_argument(
         "--render-only", action="store_true", help="rewrite the .md from the .json and exit"
     )
     args = parser.parse_args()
+    if args.resume and not args.name:
+        parser.error("--resume needs --name (the runs to continue)")
     stem = args.env.replace("/", "_")
     out_dir = ROOT / "results" / "learning"
     if args.render_only:
@@ -117,7 +139,14 @@ def main() -> None:
     rows = []
     for algo in args.algos.split(","):
         run_dir, final, wall = run_one(
-            args.env, algo, args.seeds, args.budget, Path(args.out), args.set
+            args.env,
+            algo,
+            args.seeds,
+            args.budget,
+            Path(args.out),
+            args.set,
+            args.name,
+            args.resume,
         )
         per_seed = np.asarray(final["final"]["return"], np.float64)
         score = iqm(per_seed)
@@ -140,6 +169,7 @@ def main() -> None:
                 "budget": args.budget,
                 "overrides": args.set,
                 "wall_time_s": wall,
+                "resumed": args.resume,
                 "steps_per_second": final.get("steps_per_second"),
                 "env_steps": final.get("env_steps"),
                 "run_dir": str(run_dir.relative_to(ROOT))
@@ -199,7 +229,8 @@ def markdown(record: dict) -> str:
         lines.append(
             f"| {r['algo']} | {r.get('seeds', '?')} | {int(r.get('budget', 0)):,} | "
             f"{r['iqm_return']:.2f} | {gap} | {_num(r.get('iqm_absolute'))} |{win_cells} "
-            f"{sps:,.0f} | {r['wall_time_s'] / 60:.1f} min |"
+            f"{sps:,.0f} | {r['wall_time_s'] / 60:.1f} min"
+            + (" (resumed part) |" if r.get("resumed") else " |")
         )
     lines += ["", "Commands:", ""]
     lines += [f"- `{r['command']}`" for r in rows if r.get("command")]
