@@ -75,11 +75,11 @@ def segment_means(metrics: dict[str, Array]) -> dict[str, Array]:
     updates.
     """
     episodes = metrics.get("train/episodes")
+    total = None if episodes is None else jnp.maximum(jnp.sum(episodes, axis=0), 1)
     out = {}
     for name, x in metrics.items():
-        if episodes is not None and name.startswith("train/") and name != "train/episodes":
-            total = jnp.sum(episodes, axis=0)
-            out[name] = jnp.sum(x * episodes, axis=0) / jnp.maximum(total, 1)
+        if total is not None and name.startswith("train/") and name != "train/episodes":
+            out[name] = jnp.sum(x * episodes, axis=0) / total
         else:
             out[name] = jnp.mean(x, axis=0)
     return out

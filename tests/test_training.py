@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import marl
-from marl.training import RunSettings, run
+from marl.training import RunSettings, run, segment_means
 
 TINY = {
     "num_envs": 4,
@@ -116,8 +116,6 @@ def test_absolute_metric_rescores_each_seeds_best_evaluation():
 
 
 def test_segment_means_weight_episode_statistics_by_episodes():
-    from marl.training import segment_means
-
     # 4 updates x 2 seeds; seed 0 ends one 25-step episode in update 2 only, seed 1 two
     # episodes (mean length 20) in update 0 and one (length 30) in update 3
     episodes = np.array([[0, 2], [0, 0], [1, 0], [0, 1]], np.float32)
