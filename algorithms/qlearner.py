@@ -12,7 +12,9 @@ One update:
 2. `train_steps` gradient steps, once the buffer holds `batch_size` episodes: the agent network
    is unrolled over each sampled episode from a zero hidden state; targets are double-Q (or
    plain max) TD(lambda) targets from the target network, mixed by the target mixer; the loss
-   is the squared TD error over the episodes' real steps (padding masked out).
+   is the squared TD error over the episodes' real steps (padding masked out). The unroll
+   stops at the longest row rounded up to a bucket, and with `pack_episodes > 1` several
+   short episodes share a row (`packing`): the same loss over fewer padded steps.
 3. Target network: a hard copy every `target_update_interval` updates, or Polyak with `tau`.
 
 Agents take `[obs, one-hot last action, one-hot agent id]` (each part switchable), share one
@@ -35,7 +37,7 @@ from marl.learner import Policy, Train, check_config, config_from_dict, seed_max
 from marl.networks import ACTIVATIONS, AgentParams, QNetwork, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
-from . import replay
+from . import packing, replay
 from .onpolicy import ValueNorm
 from .qlearning import (
     double_q_targets,
@@ -85,7 +87,8 @@ class QConfig:
     last_action: bool = True  # one-hot previous action input (zeros at an episode's start)
     reward_scale: float = 1.0  # multiply rewards before computing targets
     standardise_rewards: bool = False  # targets from (r - running mean) / running std
-    unroll_buckets: int = 4  # unroll lengths limit / 2^k (k < this) to fit the longest episode
+    unroll_buckets: int = 4  # unroll lengths: the row length split evenly into this many
+    pack_episodes: int = 1  # episodes laid end to end per unrolled row (same loss, less padding)
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any] | None, also_valid: tuple[str, ...] = ()) -> QConfig:
@@ -112,6 +115,10 @@ class QConfig:
             "tau": (self.tau is None or 0.0 < self.tau <= 1.0, "null or in (0, 1]"),
             "hidden": (len(self.hidden) >= 1, "at least one width"),
             "unroll_buckets": (self.unroll_buckets >= 1, "a positive integer"),
+            "pack_episodes": (
+                self.pack_episodes >= 1 and self.batch_size % self.pack_episodes == 0,
+                "a positive divisor of batch_size",
+            ),
         }
         check_config(self, checks)
 
@@ -181,15 +188,21 @@ class QNetworks:
             self.net.apply, params, carry, x, resets, in_axes=(1, 2, None), out_axes=(1, 2)
         )
 
-    def episode_q(self, params: Any, episodes: Episode) -> Array:
-        """Q-values over whole stored episodes `[E, T+1, ...]` -> `[E, T+1, N, A]`."""
+    def episode_q(self, params: Any, episodes: Episode, resets: Array | None = None) -> Array:
+        """Q-values over stored episodes `[E, T+1, ...]` -> `[E, T+1, N, A]`.
+
+        `resets [E, T+1]` marks the rows that start an episode (default: row 0 only; packed
+        rows hold several episodes, see `packing`).
+        """
         e, t1, n = episodes.obs.shape[:3]
+        if resets is None:
+            resets = jnp.zeros((e, t1), bool).at[:, 0].set(True)
         prev = jnp.concatenate(
             [jnp.full((e, 1, n), -1, jnp.int32), episodes.actions.astype(jnp.int32)], axis=1
         )[:, :t1]
+        prev = jnp.where(resets[..., None], -1, prev)
         x = jnp.swapaxes(self.inputs(episodes.obs, prev), 0, 1)  # [T+1, E, N, D]
-        resets = jnp.zeros((t1, e), bool).at[0].set(True)
-        _, q = self.apply(params, jnp.zeros((e, n, self.hidden_dim)), x, resets)
+        _, q = self.apply(params, jnp.zeros((e, n, self.hidden_dim)), x, resets.T)
         return jnp.swapaxes(q, 0, 1)
 
 
@@ -259,8 +272,11 @@ def finish_episodes(buffer: EpisodeBuffer, building: Episode, done: Array):
 
 
 def unroll_lengths(limit: int, buckets: int) -> tuple[int, ...]:
-    """Increasing distinct step counts `ceil(limit / 2^k)`, `k < buckets`, ending at `limit`."""
-    return tuple(sorted({-(-limit // 2**k) for k in range(buckets)}))
+    """Increasing distinct step counts `ceil(limit * i / buckets)`, `i = 1 .. buckets`.
+
+    Evenly spaced, so a row is never unrolled more than `limit / buckets` steps past its end.
+    """
+    return tuple(sorted({-(-limit * i // buckets) for i in range(1, buckets + 1)}))
 
 
 def truncate(batch: Episode, steps: int) -> Episode:
@@ -277,15 +293,18 @@ def truncate(batch: Episode, steps: int) -> Episode:
     )
 
 
-def td_loss(nets, mixer, cfg, online, target, batch: Episode) -> tuple[Array, dict]:
+def td_loss(
+    nets, mixer, cfg, online, target, batch: Episode, resets: Array | None = None
+) -> tuple[Array, dict]:
     """Masked TD(lambda) loss on a batch of episodes `[E, T+1, ...]`; online = (agent, mixer).
 
-    Rewards are taken as stored (standardise them in `batch` before, if wanted).
+    Rewards are taken as stored (standardise them in `batch` before, if wanted). `resets`:
+    the episode starts of packed rows (`packing.pack`); None for one episode per row.
     """
     params, mixer_params = online
     target_params, target_mixer_params = target
-    q = nets.episode_q(params, batch)  # [E, T+1, N, A]
-    q_target = jax.lax.stop_gradient(nets.episode_q(target_params, batch))
+    q = nets.episode_q(params, batch, resets)  # [E, T+1, N, A]
+    q_target = jax.lax.stop_gradient(nets.episode_q(target_params, batch, resets))
     q_next_online = jax.lax.stop_gradient(q[:, 1:]) if cfg.double_q else q_target[:, 1:]
     q_taken = jnp.take_along_axis(q[:, :-1], batch.actions[..., None], axis=-1)[..., 0]
 
@@ -363,7 +382,9 @@ def make_train(
     nets = QNetworks(env, cfg)
     wrapped = training_env(env)
     tx = make_optimizer(cfg)
-    lengths = unroll_lengths(spec.episode_limit, cfg.unroll_buckets)
+    # a row holds `pack_episodes` episodes, each with its final state row
+    row_steps = cfg.pack_episodes * (spec.episode_limit + 1) - 1
+    lengths = unroll_lengths(row_steps, cfg.unroll_buckets)
     epsilon = linear_schedule(cfg.epsilon_start, cfg.epsilon_end, cfg.epsilon_steps)
     n, b = spec.num_agents, cfg.num_envs
 
@@ -436,17 +457,22 @@ def make_train(
             batch = replay.sample(state.buffer, key, cfg.batch_size)
             if cfg.standardise_rewards:
                 batch = batch.replace(rewards=state.reward_norm.normalize(batch.rewards))
-            # Unroll only as far as the longest sampled episode (of any seed: one branch for
-            # all), rounded up to a bucket: padding after it is masked anyway, and the GRU is
-            # causal, so the loss is the same as over the whole episode limit.
-            longest = seed_max(jnp.max(jnp.sum(batch.filled, axis=1)))
+            resets = None
+            if cfg.pack_episodes > 1:
+                batch, resets = packing.pack(batch, cfg.pack_episodes)
+            # Unroll only as far as the longest row's last real step (of any seed: one branch
+            # for all), rounded up to a bucket: padding after it is masked anyway, and the GRU
+            # is causal, so the loss is the same as over the whole row.
+            ends = jnp.arange(1, batch.filled.shape[1] + 1)  # steps needed to cover step t
+            longest = seed_max(jnp.max(batch.filled * ends))
             bucket = jnp.searchsorted(jnp.asarray(lengths), longest)
 
             def loss_and_grad(steps):
                 def fn(o):
                     part = truncate(batch, steps)
+                    cut = None if resets is None else resets[:, : steps + 1]
                     return jax.value_and_grad(
-                        lambda p: td_loss(nets, mixer, cfg, p, target, part), has_aux=True
+                        lambda p: td_loss(nets, mixer, cfg, p, target, part, cut), has_aux=True
                     )(o)
 
                 return fn

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import marl
-from marl.algorithms import qlearner, replay
-from marl.algorithms.mixers import VDNMixer
+from marl.algorithms import packing, qlearner, replay
+from marl.algorithms.mixers import QMixer, VDNMixer
 from marl.learner import SEED_AXIS, seed_max
 from marl.training import RunSettings, run
 
@@ -105,7 +105,7 @@ def test_team_loss_matches_a_hand_computed_vdn_example():
         terminated=jnp.zeros_like(ep.terminated).at[:, 1].set(True),
         filled=jnp.zeros_like(ep.filled).at[:, :2].set(True),
     )
-    nets.episode_q = lambda params, episodes: q  # the network's output, fixed by hand
+    nets.episode_q = lambda params, episodes, resets=None: q  # the network's output, fixed by hand
     loss, m = qlearner.td_loss(nets, VDNMixer(), cfg, (None, {}), (None, {}), ep)
     n, a = spec.num_agents, spec.action_dim
     ids = sum(range(n))
@@ -146,7 +146,8 @@ def test_iql_learns_the_single_agent_task():
 
 
 def test_unroll_lengths_cover_the_limit():
-    assert qlearner.unroll_lengths(60, 4) == (8, 15, 30, 60)
+    assert qlearner.unroll_lengths(60, 4) == (15, 30, 45, 60)
+    assert qlearner.unroll_lengths(243, 8) == (31, 61, 92, 122, 152, 183, 213, 243)
     assert qlearner.unroll_lengths(25, 1) == (25,)
     assert qlearner.unroll_lengths(3, 4) == (1, 2, 3)
 
@@ -156,13 +157,14 @@ def test_short_unrolls_give_the_same_update_as_the_full_limit():
     """Unrolling only to the longest sampled episode (one bucket for all seeds) changes nothing.
 
     combat/3m with a 200-step limit: random battles last 17-51 steps, so the learner takes the
-    50- or 100-step branch; the parameters match those of always unrolling 200 steps.
+    50- or 100-step branch; the parameters match those of always unrolling 200 steps, and of
+    packing the sampled episodes 4 to a row.
     """
     env = marl.make("combat/3m", episode_limit=200)
     keys = jax.random.split(jax.random.PRNGKey(1), 2)
 
-    def after(buckets: int, updates: int = 4):
-        cfg = {**TINY, "rollout_length": 48, "unroll_buckets": buckets}
+    def after(buckets: int, pack: int = 1, updates: int = 4):
+        cfg = {**TINY, "rollout_length": 48, "unroll_buckets": buckets, "pack_episodes": pack}
         train = marl.algorithm("vdn")(env, cfg)
         state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)
         step = jax.jit(jax.vmap(train.step, axis_name=SEED_AXIS))
@@ -179,6 +181,57 @@ def test_short_unrolls_give_the_same_update_as_the_full_limit():
     assert (unrolled == unrolled[:, None][:, 0]).all()  # ... the same one for both seeds
     for x, y in zip(jax.tree.leaves(short), jax.tree.leaves(full), strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
+    packed, unrolled_packed = after(8, pack=4)  # 2 rows of 4 episodes, 803 steps at most
+    assert (unrolled_packed < 4 * 201 - 1).any(), unrolled_packed
+    for x, y in zip(jax.tree.leaves(packed), jax.tree.leaves(full), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
+
+
+def test_packed_rows_give_the_same_loss_and_gradient():
+    """Several episodes laid end to end in one row: the same TD terms, so the same update
+    (independent and mixed learners, 2 and 4 episodes a row)."""
+    env, state = collected("combat/3m", updates=4)
+    spec = env.spec
+    cfg = qlearner.QConfig(**TINY)
+    nets = qlearner.QNetworks(env, cfg)
+    k_net, k_mix, k_sample = jax.random.split(jax.random.PRNGKey(3), 3)
+    batch = replay.sample(state.buffer, k_sample, 8)
+    lengths = np.asarray(batch.filled.sum(axis=1))
+    assert len(set(lengths.tolist())) > 1  # episodes of different lengths
+    qmix = QMixer(embed_dim=8, hypernet_embed=16)
+    mixers = {
+        None: {},
+        qmix: qmix.init(k_mix, jnp.zeros((1, 3)), jnp.zeros((1, spec.state_dim))),
+    }
+    for mixer, mixer_params in mixers.items():
+        online = (nets.init(k_net), mixer_params)
+        target = jax.tree.map(lambda x: 0.9 * x, online)
+
+        @jax.jit
+        def loss_and_grad(p, b, resets=None, mixer=mixer, target=target):
+            def loss(p):
+                return qlearner.td_loss(nets, mixer, cfg, p, target, b, resets)
+
+            return jax.value_and_grad(loss, has_aux=True)(p)
+
+        (ref, m_ref), g_ref = loss_and_grad(online, batch)
+        for k in (2, 4):
+            packed, resets = packing.pack(batch, k)
+            assert packed.obs.shape[:2] == (8 // k, k * (spec.episode_limit + 1))
+            assert int(packed.filled.sum()) == int(lengths.sum())  # every real step, once
+            assert int(resets[:, :-1][packed.filled].sum()) == 8  # one start per episode
+            (val, m), g = loss_and_grad(online, packed, resets)
+            assert float(val) == pytest.approx(float(ref), rel=1e-5)
+            assert float(m["q/target"]) == pytest.approx(float(m_ref["q/target"]), rel=1e-5)
+            for x, y in zip(jax.tree.leaves(g), jax.tree.leaves(g_ref), strict=True):
+                np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-6)
+        (unreset, _), _ = loss_and_grad(online, packed)  # without the resets: not the same
+        assert float(unreset) != pytest.approx(float(ref), rel=1e-3)
+
+
+def test_packing_needs_a_divisor_of_the_batch():
+    with pytest.raises(ValueError, match="pack_episodes"):
+        qlearner.QConfig(**{**TINY, "pack_episodes": 3})
 
 
 def test_seed_max_agrees_across_named_seeds_only():
