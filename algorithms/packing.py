@@ -69,7 +69,7 @@ def pack(batch: Episode, per_row: int) -> tuple[Episode, Array]:
     packed = Episode(
         obs=rows_of(batch.obs),
         state=rows_of(batch.state),
-        avail=rows_of(batch.avail) | ~in_episode[..., None, None],
+        avail=rows_of(batch.avail),
         actions=steps_of(batch.actions),
         rewards=steps_of(batch.rewards),
         terminated=steps_of(batch.terminated),
