@@ -11,6 +11,11 @@ rows into `results/learning/<env>.json` and `.md` (a learner's earlier row is re
 other learners' rows are kept; each row records its own seeds, budget and overrides).
 Runs checkpoint every segment: after a kill, the same command with `--name <the run name it
 printed> --resume` continues them (the row's wall time then counts only the resumed part).
+
+`--extend --set seed=K` adds seeds to a learner's existing row instead of replacing it: the
+new run uses root seed K (its seeds are independent of the row's earlier runs), must match
+the row's budget and other overrides, and the row's figures are recomputed over the seeds of
+all its runs (read back from their `final.json`).
 """
 
 from __future__ import annotations
@@ -44,6 +49,98 @@ def _num(x: float | None) -> str:
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
+def _rel(path: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def root_seed(overrides: list[str]) -> int:
+    """The root seed a run's overrides set (`seed=K`), 0 if none."""
+    seeds = [int(o.split("=", 1)[1]) for o in overrides if o.startswith("seed=")]
+    return seeds[-1] if seeds else 0
+
+
+def strip_seed(overrides: list[str]) -> list[str]:
+    """The overrides without the root seed (what runs of one row must share)."""
+    return [o for o in overrides if not o.startswith("seed=")]
+
+
+def legacy_run(row: dict) -> dict:
+    """A row written before rows held several runs, as its one run."""
+    keys = ("run_dir", "seeds", "wall_time_s", "resumed", "command")
+    run = {k: row.get(k) for k in keys}
+    run["root_seed"] = root_seed(row.get("overrides", []))
+    return run
+
+
+def extendable_row(path: Path, algo: str, args: argparse.Namespace) -> dict:
+    """The learner's row at `path` that `--extend` adds to, after checking the run fits it."""
+    rows = json.loads(path.read_text())["results"] if path.exists() else []
+    row = next((r for r in rows if r["algo"] == algo), None)
+    if row is None:
+        raise SystemExit(f"--extend: no {algo} row in {path} to add seeds to")
+    runs = row.get("runs") or [legacy_run(row)]
+    if float(row["budget"]) != float(args.budget):
+        raise SystemExit(
+            f"--extend: the {algo} row's budget is {row['budget']:g}, not {args.budget:g}"
+        )
+    if strip_seed(row.get("overrides", [])) != strip_seed(args.set):
+        raise SystemExit(
+            f"--extend: the {algo} row ran with overrides {row.get('overrides', [])}; "
+            f"this run has {args.set} (only seed= may differ)"
+        )
+    used = {r["root_seed"] for r in runs}
+    if root_seed(args.set) in used:
+        raise SystemExit(
+            f"--extend: root seed {root_seed(args.set)} is already in the {algo} row "
+            f"(root seeds {sorted(used)}); pass --set seed=K with a new K"
+        )
+    return row
+
+
+def summarise(
+    algo: str, runs: list[dict], anchors: dict, budget: float, overrides: list[str]
+) -> dict:
+    """A learner's row: IQMs over the seeds of all its runs, read from their `final.json`."""
+    finals = [json.loads((ROOT / r["run_dir"] / "final.json").read_text()) for r in runs]
+
+    def per_seed(part: str, metric: str) -> np.ndarray | None:
+        parts = [f.get(part, {}).get(metric) for f in finals]
+        return None if any(p is None for p in parts) else np.concatenate(parts).astype(np.float64)
+
+    returns, absolute = per_seed("final", "return"), per_seed("absolute", "return")
+    won, won_abs = per_seed("final", "won"), per_seed("absolute", "won")
+    score = iqm(returns)
+    gap = None
+    if anchors["scripted"] is not None:
+        gap = (score - anchors["random"]) / (anchors["scripted"] - anchors["random"])
+    env_steps = finals[-1].get("env_steps")
+    steps = [f["env_steps"] * f["seeds"] for f in finals]
+    train_time = sum(n / f["steps_per_second"] for n, f in zip(steps, finals, strict=True))
+    row = {
+        "algo": algo,
+        "iqm_return": score,
+        "iqm_absolute": None if absolute is None else iqm(absolute),
+        "gap_closed": gap,
+        "iqm_won": None if won is None else iqm(won),
+        "iqm_absolute_won": None if won_abs is None else iqm(won_abs),
+        "per_seed": returns.tolist(),
+        "seeds": len(returns),
+        "budget": budget,
+        "overrides": overrides,
+        "wall_time_s": sum(r["wall_time_s"] for r in runs),
+        "resumed": any(r.get("resumed") for r in runs),
+        "steps_per_second": sum(steps) / train_time,
+        "env_steps": env_steps,
+        "run_dir": runs[0]["run_dir"],
+        "command": runs[0]["command"],
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    if len(runs) > 1:
+        row["runs"] = runs
+    return row
 
 
 def merge_rows(path: Path, rows: list[dict]) -> list[dict]:
@@ -122,6 +219,11 @@ def main() -> None:
     parser.add_argument(
         "--render-only", action="store_true", help="rewrite the .md from the .json and exit"
     )
+    parser.add_argument(
+        "--extend",
+        action="store_true",
+        help="add this run's seeds to the learner's existing row (with --set seed=K, a new K)",
+    )
     args = parser.parse_args()
     if args.resume and not args.name:
         parser.error("--resume needs --name (the runs to continue)")
@@ -133,12 +235,16 @@ def main() -> None:
         )
         return
 
+    algos = args.algos.split(",")
+    record_path = out_dir / f"{stem}.json"
+    # checked before any training: a mismatch should not cost a run
+    earlier = {a: extendable_row(record_path, a, args) for a in algos} if args.extend else {}
     env = marl.make(args.env)
     anchors = anchor_scores(env, num_episodes=320)
     print(f"anchors on {args.env}: {anchors}", flush=True)
     rows = []
-    for algo in args.algos.split(","):
-        run_dir, final, wall = run_one(
+    for algo in algos:
+        run_dir, _, wall = run_one(
             args.env,
             algo,
             args.seeds,
@@ -148,50 +254,32 @@ def main() -> None:
             args.name,
             args.resume,
         )
-        per_seed = np.asarray(final["final"]["return"], np.float64)
-        score = iqm(per_seed)
-        gap = None
-        if anchors["scripted"] is not None:
-            gap = (score - anchors["random"]) / (anchors["scripted"] - anchors["random"])
-        absolute = final.get("absolute", {}).get("return")
-        won = final["final"].get("won")
-        won_abs = final.get("absolute", {}).get("won")
-        rows.append(
-            {
-                "algo": algo,
-                "iqm_return": score,
-                "iqm_absolute": None if absolute is None else iqm(np.asarray(absolute)),
-                "gap_closed": gap,
-                "iqm_won": None if won is None else iqm(np.asarray(won)),
-                "iqm_absolute_won": None if won_abs is None else iqm(np.asarray(won_abs)),
-                "per_seed": per_seed.tolist(),
-                "seeds": args.seeds,
-                "budget": args.budget,
-                "overrides": args.set,
-                "wall_time_s": wall,
-                "resumed": args.resume,
-                "steps_per_second": final.get("steps_per_second"),
-                "env_steps": final.get("env_steps"),
-                "run_dir": str(run_dir.relative_to(ROOT))
-                if run_dir.is_relative_to(ROOT)
-                else str(run_dir),
-            }
-        )
-        print(f"{algo}: IQM {score:.2f}, gap closed {gap}", flush=True)
-
-        rows[-1]["command"] = (
+        command = (
             f"python scripts/learning_benchmark.py --env {args.env} --algos {algo} "
             f"--seeds {args.seeds} --budget {args.budget:g}"
             + "".join(f" --set {s}" for s in args.set)
+            + (" --extend" if args.extend else "")
         )
-        rows[-1]["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        run = {
+            "run_dir": _rel(run_dir),
+            "seeds": args.seeds,
+            "root_seed": root_seed(args.set),
+            "wall_time_s": wall,
+            "resumed": args.resume,
+            "command": command,
+        }
+        old = earlier.get(algo)
+        runs = ((old.get("runs") or [legacy_run(old)]) if old else []) + [run]
+        row = summarise(algo, runs, anchors, args.budget, strip_seed(args.set))
+        if old and old.get("note"):
+            row["note"] = old["note"]
+        rows.append(row)
+        print(f"{algo}: IQM {row['iqm_return']:.2f} over {row['seeds']} seeds", flush=True)
 
-    stem = args.env.replace("/", "_")
-    out_dir = ROOT / "results" / "learning"
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = merge_rows(out_dir / f"{stem}.json", rows)
+    rows = merge_rows(record_path, rows)
     record = {"env": args.env, "anchors": anchors, "results": rows}
-    write_json(out_dir / f"{stem}.json", record)
+    write_json(record_path, record)
     text = markdown(record)
     atomic_write(out_dir / f"{stem}.md", text)
     print(text)
@@ -233,7 +321,10 @@ def markdown(record: dict) -> str:
             + (" (resumed part) |" if r.get("resumed") else " |")
         )
     lines += ["", "Commands:", ""]
-    lines += [f"- `{r['command']}`" for r in rows if r.get("command")]
+    for r in rows:
+        commands = [run["command"] for run in r["runs"]] if r.get("runs") else [r.get("command")]
+        if commands[0]:
+            lines.append("- " + ", then ".join(f"`{c}`" for c in commands))
     lines += [f"- {r['algo']}: {r['note']}" for r in rows if r.get("note")]
     lines.append("")
     return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""scripts/learning_benchmark.py: rows over several runs (`--extend`), without training."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "learning_benchmark.py"
+
+
+@pytest.fixture
+def lb(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("learning_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    return module
+
+
+def _final(root: Path, name: str, returns: list[float], won: list[float], sps: float) -> str:
+    run_dir = root / "runs" / name
+    run_dir.mkdir(parents=True)
+    final = {
+        "seeds": len(returns),
+        "env_steps": 1000,
+        "steps_per_second": sps,
+        "final": {"return": returns, "won": won},
+        "absolute": {"return": [r - 1 for r in returns], "won": won},
+    }
+    (run_dir / "final.json").write_text(json.dumps(final))
+    return f"runs/{name}"
+
+
+def _run(run_dir: str, seeds: int, root_seed: int, wall: float) -> dict:
+    return {
+        "run_dir": run_dir,
+        "seeds": seeds,
+        "root_seed": root_seed,
+        "wall_time_s": wall,
+        "resumed": False,
+        "command": f"cmd {root_seed}",
+    }
+
+
+def test_a_row_over_two_runs_pools_their_seeds(lb, tmp_path):
+    a = _final(tmp_path, "a", [10.0, 0.0], [1.0, 0.0], sps=100.0)
+    b = _final(tmp_path, "b", [20.0, 30.0, 40.0], [1.0, 1.0, 0.5], sps=300.0)
+    anchors = {"random": 0.0, "scripted": 10.0}
+    runs = [_run(a, 2, 0, 60.0), _run(b, 3, 1, 120.0)]
+    row = lb.summarise("qmix", runs, anchors, 1000.0, ["algo.lr=1e-3"])
+    pooled = [10.0, 0.0, 20.0, 30.0, 40.0]
+    assert row["seeds"] == 5
+    assert row["per_seed"] == pooled
+    assert row["iqm_return"] == pytest.approx(lb.iqm(np.array(pooled)))
+    assert row["iqm_absolute"] == pytest.approx(lb.iqm(np.array(pooled) - 1))
+    assert row["iqm_won"] == pytest.approx(lb.iqm(np.array([1.0, 0.0, 1.0, 1.0, 0.5])))
+    assert row["gap_closed"] == pytest.approx(row["iqm_return"] / 10.0)
+    assert row["wall_time_s"] == 180.0
+    # 2,000 steps at 100/s and 3,000 at 300/s: 5,000 steps in 30 s
+    assert row["steps_per_second"] == pytest.approx(5000 / 30)
+    assert [r["command"] for r in row["runs"]] == ["cmd 0", "cmd 1"]
+    text = lb.markdown({"env": "x/y", "anchors": anchors, "results": [row]})
+    assert "| qmix | 5 |" in text and "`cmd 0`, then `cmd 1`" in text
+
+
+def test_extend_checks_the_row_it_adds_to(lb, tmp_path):
+    a = _final(tmp_path, "a", [10.0, 0.0], [1.0, 0.0], sps=100.0)
+    anchors = {"random": 0.0, "scripted": 10.0}
+    row = lb.summarise("qmix", [_run(a, 2, 0, 60.0)], anchors, 1e6, ["algo.pack_episodes=4"])
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"env": "x/y", "anchors": anchors, "results": [row]}))
+
+    def args(*overrides: str, budget: float = 1e6) -> argparse.Namespace:
+        return argparse.Namespace(budget=budget, set=list(overrides))
+
+    ok = lb.extendable_row(record, "qmix", args("seed=1", "algo.pack_episodes=4"))
+    assert ok["algo"] == "qmix"
+    with pytest.raises(SystemExit, match="already in the qmix row"):
+        lb.extendable_row(record, "qmix", args("algo.pack_episodes=4"))  # root seed 0 again
+    with pytest.raises(SystemExit, match="overrides"):
+        lb.extendable_row(record, "qmix", args("seed=1"))
+    with pytest.raises(SystemExit, match="budget"):
+        lb.extendable_row(record, "qmix", args("seed=1", "algo.pack_episodes=4", budget=2e6))
+    with pytest.raises(SystemExit, match="no vdn row"):
+        lb.extendable_row(record, "vdn", args("seed=1", "algo.pack_episodes=4"))
