@@ -27,20 +27,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import trim_mean
 
 import marl
 from marl import cli
 from marl.baselines import anchor_scores
 from marl.rundir import atomic_write, write_json
 from marl.runtime import configure_xla
+from marl.stats import iqm
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def iqm(x: np.ndarray) -> float:
-    """Interquartile mean (25% trimmed mean), as rliable."""
-    return float(trim_mean(np.asarray(x, np.float64), 0.25))
 
 
 def _num(x: float | None) -> str:
@@ -67,12 +62,14 @@ def strip_seed(overrides: list[str]) -> list[str]:
     return [o for o in overrides if not o.startswith("seed=")]
 
 
-def legacy_run(row: dict) -> dict:
-    """A row written before rows held several runs, as its one run."""
+def runs_of(row: dict) -> list[dict]:
+    """The runs a row pools; a row written before rows held several runs is its one run."""
+    if row.get("runs"):
+        return row["runs"]
     keys = ("run_dir", "seeds", "wall_time_s", "resumed", "command")
     run = {k: row.get(k) for k in keys}
     run["root_seed"] = root_seed(row.get("overrides", []))
-    return run
+    return [run]
 
 
 def extendable_row(path: Path, algo: str, args: argparse.Namespace) -> dict:
@@ -81,7 +78,7 @@ def extendable_row(path: Path, algo: str, args: argparse.Namespace) -> dict:
     row = next((r for r in rows if r["algo"] == algo), None)
     if row is None:
         raise SystemExit(f"--extend: no {algo} row in {path} to add seeds to")
-    runs = row.get("runs") or [legacy_run(row)]
+    runs = runs_of(row)
     if float(row["budget"]) != float(args.budget):
         raise SystemExit(
             f"--extend: the {algo} row's budget is {row['budget']:g}, not {args.budget:g}"
@@ -269,7 +266,7 @@ def main() -> None:
             "command": command,
         }
         old = earlier.get(algo)
-        runs = ((old.get("runs") or [legacy_run(old)]) if old else []) + [run]
+        runs = (runs_of(old) if old else []) + [run]
         row = summarise(algo, runs, anchors, args.budget, strip_seed(args.set))
         if old and old.get("note"):
             row["note"] = old["note"]
@@ -322,7 +319,7 @@ def markdown(record: dict) -> str:
         )
     lines += ["", "Commands:", ""]
     for r in rows:
-        commands = [run["command"] for run in r["runs"]] if r.get("runs") else [r.get("command")]
+        commands = [run["command"] for run in runs_of(r)]
         if commands[0]:
             lines.append("- " + ", then ".join(f"`{c}`" for c in commands))
     lines += [f"- {r['algo']}: {r['note']}" for r in rows if r.get("note")]
