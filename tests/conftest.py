@@ -4,6 +4,13 @@ import sys
 # tests import their helpers (mpe_reference) as plain modules
 sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# Test programs are tiny and compiled once: compile time dominates the suite, and LLVM's
+# optimisation passes are most of it. Level 0 changes code generation only (XLA's own graph
+# passes still run), so results agree; benchmarks and the CLI keep XLA's default.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
+    ).strip()
 
 from marl.runtime import configure_xla  # noqa: E402
 
