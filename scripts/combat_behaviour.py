@@ -1,0 +1,130 @@
+"""What a trained combat policy does, step by step: for studying seeds that win and seeds that
+get stuck (passive or charge-and-die). Not a test; a reading of a saved run.
+
+    python scripts/combat_behaviour.py results/runs/combat/3m/qmix/<run> --seed 4 --which final
+
+Plays `--episodes` greedy battles of one seed and prints the win rate, the mean battle length
+and, at a few steps, the share of living allies taking each action (the four moves, stop,
+attack), the fraction of battles still running and the mean positions of both teams.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from marl.runtime import configure_xla
+
+configure_xla()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from marl.env import MultiAgentEnv  # noqa: E402
+from marl.learner import Policy  # noqa: E402
+
+ACTIONS = ("north", "east", "south", "west", "stop", "attack")  # combat's layout, 5+k: attack k
+
+
+def behaviour(
+    env: MultiAgentEnv, policy: Policy, params: Any, key: jax.Array, episodes: int
+) -> dict[str, np.ndarray]:
+    """Greedy battles of `policy` on a combat env (heuristic enemies).
+
+    Returns numpy arrays: won [E] and length [E] per battle; running [T] the fraction of battles
+    not over before step t; actions [T, 6] the share of living allies in running battles taking
+    each of ACTIONS at step t (NaN once every battle is over); ally_pos [T, 2] and enemy_pos
+    [T, 2] the mean position of each team's living units in running battles.
+    """
+    n = env.spec.num_agents
+
+    def battle(k: jax.Array) -> dict[str, jax.Array]:
+        k_reset, k = jax.random.split(k)
+        state, ts = env.reset(k_reset)
+
+        def body(carry, _):
+            state, ts, h, start, k, over = carry
+            k, k_act, k_env = jax.random.split(k, 3)
+            actions, h = policy.act(params, ts.obs, ts.avail_actions, h, start, k_act, True)
+            nxt, nts = env.step(k_env, state, actions)
+            seen = dict(
+                actions=jnp.minimum(actions, len(ACTIONS) - 1),
+                alive=state.health > 0,
+                pos=state.pos,
+                running=~over,
+                won=nts.metrics["won"] * ~over,
+            )
+            return (nxt, nts, h, jnp.zeros((), bool), k, over | nts.done), seen
+
+        init = (state, ts, policy.initial_carry(), jnp.ones((), bool), k, jnp.zeros((), bool))
+        _, seen = jax.lax.scan(body, init, None, length=env.spec.episode_limit)
+        return seen
+
+    seen = jax.tree.map(np.asarray, jax.jit(jax.vmap(battle))(jax.random.split(key, episodes)))
+    running = seen["running"]  # [E, T]
+    acting = seen["alive"][..., :n] & running[..., None]  # [E, T, N]
+    counts = np.stack([(seen["actions"] == a) & acting for a in range(len(ACTIONS))], -1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = counts.sum((0, 2)) / acting.sum((0, 2))[:, None]
+
+        def team_mean(units: slice) -> np.ndarray:
+            live = seen["alive"][..., units] & running[..., None]
+            pos = seen["pos"][..., units, :] * live[..., None]
+            return pos.sum((0, 2)) / live.sum((0, 2))[:, None]
+
+        ally_pos, enemy_pos = team_mean(slice(0, n)), team_mean(slice(n, None))
+    return dict(
+        won=seen["won"].max(1),
+        length=running.sum(1).astype(np.float32),
+        running=running.mean(0),
+        actions=share,
+        ally_pos=ally_pos,
+        enemy_pos=enemy_pos,
+    )
+
+
+def table(result: dict[str, np.ndarray], steps: list[int]) -> str:
+    """The per-step reading of `behaviour` as text, at the given steps while battles run."""
+    lines = [
+        f"won {result['won'].mean():.1%} of {result['won'].size} battles, "
+        f"mean length {result['length'].mean():.1f} steps",
+        f"{'t':>3} {'running':>7}  " + " ".join(f"{a:>6}" for a in ACTIONS) + "   allies (x, y)"
+        "   enemies (x, y)",
+    ]
+    for t in steps:
+        if t >= result["running"].size or result["running"][t] == 0:
+            break
+        (ax, ay), (ex, ey) = result["ally_pos"][t], result["enemy_pos"][t]
+        lines.append(
+            f"{t:>3} {result['running'][t]:>7.2f}  "
+            + " ".join(f"{s:>6.2f}" for s in result["actions"][t])
+            + f"   ({ax:5.1f}, {ay:5.1f})   ({ex:5.1f}, {ey:5.1f})"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    from marl import saved
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("--seed", type=int, default=0, help="seed index in the run")
+    parser.add_argument("--which", default="best", choices=sorted(saved.PARAMS))
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--key", type=int, default=7, help="PRNG seed of the battles")
+    args = parser.parse_args()
+    run = saved.load(args.run_dir, args.which)
+    result = behaviour(
+        run.env,
+        run.train.policy,
+        run.seed_params(args.seed),
+        jax.random.key(args.key),
+        args.episodes,
+    )
+    print(f"{run.run.env_id} {run.run.algo} seed {args.seed} ({args.which} parameters)")
+    print(table(result, [0, 2, 4, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 59]))
+
+
+if __name__ == "__main__":
+    main()

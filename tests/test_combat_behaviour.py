@@ -1,0 +1,38 @@
+"""scripts/combat_behaviour.py: the per-step reading of a combat policy, on the scripted one."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import marl
+from marl.baselines.combat import focus_fire_policy
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "combat_behaviour.py"
+
+
+def test_behaviour_reads_the_scripted_focus_fire():
+    spec = importlib.util.spec_from_file_location("combat_behaviour", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    env = marl.make("combat/3m")
+    policy = focus_fire_policy(env)
+    result = module.behaviour(env, policy, None, jax.random.key(0), 16)
+
+    assert 0.0 < result["won"].mean() < 1.0  # the scripted ceiling is about 63% on 3m
+    assert result["length"].min() >= 1 and result["length"].max() <= env.spec.episode_limit
+    running = result["running"]
+    assert running[0] == 1.0 and np.all(np.diff(running) <= 0)  # battles only end
+    live = running > 0
+    np.testing.assert_allclose(result["actions"][live].sum(1), 1.0, rtol=1e-6)
+    assert np.all(np.isnan(result["actions"][~live]))
+    # focus fire walks east toward the enemies at first and is attacking once they meet
+    assert result["actions"][0, 1] > 0.5  # east
+    assert result["actions"][live].max(0)[5] > 0.5  # attack
+    assert result["ally_pos"][0, 0] < result["enemy_pos"][0, 0]
+    text = module.table(result, [0, 5, 59])
+    assert text.splitlines()[0].startswith(f"won {result['won'].mean():.1%} of 16 battles")
+    assert len(text.splitlines()) == 2 + 1 + int(running[5] > 0) + int(running[59] > 0)
