@@ -6,6 +6,7 @@ protocol can aggregate them however it needs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -24,6 +25,7 @@ def evaluate(
     key: Array,
     num_episodes: int,
     greedy: bool = True,
+    trace: Callable[[Any, Array], Any] | None = None,
 ) -> dict[str, Array]:
     """Play `num_episodes` episodes in parallel (bare env, no auto-reset).
 
@@ -32,6 +34,9 @@ def evaluate(
         return/<group>:  the same summed over one agent group's members (several groups only);
         length:          steps until the episode ended;
         <metric>:        each task metric at the episode's last step.
+    With `trace`, a function `trace(state, actions) -> pytree` of the state acted in and the
+    actions taken, also "trace": its value at every step, each leaf [num_episodes,
+    episode_limit, ...] (steps after an episode ended included: mask them with `length`).
     """
     spec = env.spec
     groups = spec.groups
@@ -48,6 +53,7 @@ def evaluate(
             actions, h = policy.act(
                 params, seen, ts.avail_actions, h, start, k_act, greedy, **extra
             )
+            recorded = None if trace is None else trace(state, actions)
             state, nts = env.step(k_env, state, actions)
             active = jnp.logical_not(done)
             ret = ret + nts.reward * active
@@ -55,7 +61,7 @@ def evaluate(
             ends = jnp.logical_and(active, nts.done)
             metrics = jax.tree.map(lambda new, old: jnp.where(ends, new, old), nts.metrics, metrics)
             done = jnp.logical_or(done, nts.done)
-            return (state, nts, h, ret, length, done, metrics, jnp.zeros((), bool), key), None
+            return (state, nts, h, ret, length, done, metrics, jnp.zeros((), bool), key), recorded
 
         zeros = jax.tree.map(jnp.zeros_like, ts.metrics)
         init = (
@@ -69,7 +75,7 @@ def evaluate(
             jnp.ones((), bool),
             k_run,
         )
-        (_, _, _, ret, length, _, metrics, _, _), _ = jax.lax.scan(
+        (_, _, _, ret, length, _, metrics, _, _), steps = jax.lax.scan(
             body, init, None, length=spec.episode_limit
         )
         out = {"return": jnp.sum(ret), "length": length.astype(jnp.float32)}
@@ -77,6 +83,8 @@ def evaluate(
             for g in groups:
                 out[f"return/{g.name}"] = jnp.sum(ret[jnp.asarray(g.agents)])
         out.update({k: v.astype(jnp.float32) for k, v in metrics.items()})
+        if trace is not None:
+            out["trace"] = steps
         return out
 
     return jax.vmap(episode)(jax.random.split(key, num_episodes))

@@ -22,6 +22,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from marl.env import MultiAgentEnv  # noqa: E402
+from marl.evaluation import evaluate  # noqa: E402
 from marl.learner import Policy  # noqa: E402
 
 ACTIONS = ("north", "east", "south", "west", "stop", "attack")  # combat's layout, 5+k: attack k
@@ -37,32 +38,16 @@ def behaviour(
     each of ACTIONS at step t (NaN once every battle is over); ally_pos [T, 2] and enemy_pos
     [T, 2] the mean position of each team's living units in running battles.
     """
-    n = env.spec.num_agents
+    n, limit = env.spec.num_agents, env.spec.episode_limit
 
-    def battle(k: jax.Array) -> dict[str, jax.Array]:
-        k_reset, k = jax.random.split(k)
-        state, ts = env.reset(k_reset)
+    def record(state: Any, actions: jax.Array) -> dict[str, jax.Array]:
+        alive = state.health > 0
+        return dict(actions=jnp.minimum(actions, len(ACTIONS) - 1), alive=alive, pos=state.pos)
 
-        def body(carry, _):
-            state, ts, h, start, k, over = carry
-            k, k_act, k_env = jax.random.split(k, 3)
-            actions, h = policy.act(params, ts.obs, ts.avail_actions, h, start, k_act, True)
-            nxt, nts = env.step(k_env, state, actions)
-            seen = dict(
-                actions=jnp.minimum(actions, len(ACTIONS) - 1),
-                alive=state.health > 0,
-                pos=state.pos,
-                running=~over,
-                won=nts.metrics["won"] * ~over,
-            )
-            return (nxt, nts, h, jnp.zeros((), bool), k, over | nts.done), seen
-
-        init = (state, ts, policy.initial_carry(), jnp.ones((), bool), k, jnp.zeros((), bool))
-        _, seen = jax.lax.scan(body, init, None, length=env.spec.episode_limit)
-        return seen
-
-    seen = jax.tree.map(np.asarray, jax.jit(jax.vmap(battle))(jax.random.split(key, episodes)))
-    running = seen["running"]  # [E, T]
+    played = jax.jit(lambda k: evaluate(env, policy, params, k, episodes, trace=record))(key)
+    played = jax.tree.map(np.asarray, played)
+    seen = played["trace"]
+    running = np.arange(limit)[None] < played["length"][:, None]  # [E, T]
     acting = seen["alive"][..., :n] & running[..., None]  # [E, T, N]
     counts = np.stack([(seen["actions"] == a) & acting for a in range(len(ACTIONS))], -1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -75,8 +60,8 @@ def behaviour(
 
         ally_pos, enemy_pos = team_mean(slice(0, n)), team_mean(slice(n, None))
     return dict(
-        won=seen["won"].max(1),
-        length=running.sum(1).astype(np.float32),
+        won=played["won"],
+        length=played["length"],
         running=running.mean(0),
         actions=share,
         ally_pos=ally_pos,
