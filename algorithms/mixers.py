@@ -28,6 +28,7 @@ class QMixer(nn.Module):
     Absolute weights make `Q_tot` monotonic in every `Q_i`. `state_norm` layer-normalises the
     state before the hypernetworks (not in pymarl, whose SMAC states lie in [-1, 1]): on states
     with unbounded features (particle positions) the raw hypernetworks blow the mixed values up.
+    The QMIX learner turns it on only for envs whose `EnvSpec.state_bounded` is False.
     """
 
     embed_dim: int = 32

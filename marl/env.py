@@ -20,6 +20,8 @@ from marl.spaces import Box, Discrete, Space
 Array = jax.Array
 PRNGKey = jax.Array
 
+STATE_BOUND = 2.0  # |state feature| limit an env with `EnvSpec.state_bounded` keeps
+
 
 class TimeStep(struct.PyTreeNode):
     """What an environment returns after `reset` and `step`.
@@ -92,6 +94,10 @@ class EnvSpec:
         cooperative: every agent pursues one team objective (value mixers such as VDN and QMIX
             apply). Default (None): True with one group, False with several; set it True for
             cooperative tasks with heterogeneous groups (e.g. speaker and listener).
+        state_bounded: every feature of `TimeStep.state` is scaled by construction into about
+            [-1, 1] (fractions, one-hots, normalised positions; `check_env` holds it to
+            |x| <= STATE_BOUND), so learners may feed the state to networks as it is. QMIX's
+            mixer layer-normalises the state only when this is False.
     """
 
     name: str
@@ -106,6 +112,7 @@ class EnvSpec:
     obs_sizes: tuple[int, ...] = field(default=())
     action_sizes: tuple[int, ...] = field(default=())
     cooperative: bool | None = None
+    state_bounded: bool = False
 
     def __post_init__(self) -> None:
         n = self.num_agents

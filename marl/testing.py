@@ -2,8 +2,9 @@
 
 It checks jit and vmap of reset/step, shapes and dtypes against the spec, zero padding,
 observations inside their space, no NaN/inf, determinism for a fixed key, that available-action
-masks are sane and respected, that step does not retrace, and that episodes are truncated at
-exactly `spec.episode_limit` steps unless they terminate first.
+masks are sane and respected, that a state declared bounded stays bounded, that step does not
+retrace, and that episodes are truncated at exactly `spec.episode_limit` steps unless they
+terminate first.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marl.env import EnvSpec, MultiAgentEnv, TimeStep
+from marl.env import STATE_BOUND, EnvSpec, MultiAgentEnv, TimeStep
 from marl.spaces import Box, Discrete, actions_in_space, sample_actions
 
 
@@ -71,6 +72,13 @@ def check_timestep(env: MultiAgentEnv, ts: TimeStep, batch: tuple[int, ...] = ()
         _check(env, np.all(np.isfinite(np.asarray(v))), f"metric {k!r} is not finite")
     for name in ("obs", "state", "reward"):
         _check(env, np.all(np.isfinite(np.asarray(getattr(ts, name)))), f"{name} has NaN/inf")
+    if spec.state_bounded:
+        worst = float(np.max(np.abs(np.asarray(ts.state)), initial=0.0))
+        _check(
+            env,
+            worst <= STATE_BOUND,
+            f"spec.state_bounded, but a state feature reaches {worst:.3g} (> {STATE_BOUND})",
+        )
     obs = np.asarray(ts.obs)
     for i, k in enumerate(spec.obs_sizes):
         _check(env, np.all(obs[..., i, k:] == 0), f"agent {i}: obs padding past {k} is not zero")

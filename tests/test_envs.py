@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -73,6 +75,26 @@ def test_check_env_catches_wrong_episode_length():
 
     with pytest.raises(EnvCheckError, match="limit"):
         check_env(OffByOne(episode_limit=3), num_episodes=1)
+
+
+def test_check_env_holds_a_bounded_state_to_its_claim():
+    """An env declaring `state_bounded` fails check_env once a state feature leaves the bound;
+    combat declares it and keeps it (checked with the other CASES), particle does not."""
+    assert marl.make("combat/3m").spec.state_bounded
+    assert not marl.make("particle/spread").spec.state_bounded
+    env = marl.make("particle/spread", episode_limit=3)
+
+    class Claims(type(env)):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.spec = dataclasses.replace(self.spec, state_bounded=True)
+
+        def _timestep(self, s, reward, terminated):
+            ts = super()._timestep(s, reward, terminated)
+            return ts.replace(state=ts.state * 0 + 2.5)
+
+    with pytest.raises(EnvCheckError, match="state_bounded"):
+        check_env(Claims(episode_limit=3), num_episodes=1)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -271,3 +271,34 @@ def test_mixers_refuse_several_teams_and_continuous_actions():
         marl.algorithm("iql")(marl.make("particle/spread", continuous_actions=True), TINY)
     with pytest.raises(ValueError, match="unknown QConfig key.*batch_size"):
         marl.algorithm("vdn")(marl.make("particle/spread"), {"batchsize": 3})
+
+
+@pytest.mark.parametrize(
+    ("env_id", "setting", "normed"),
+    [
+        ("combat/3m", None, False),  # bounded state: pymarl's mixer as it is
+        ("particle/spread", None, True),  # raw positions: the layer norm
+        ("combat/3m", True, True),
+        ("particle/spread", False, False),
+    ],
+)
+def test_qmix_state_norm_follows_the_env_unless_forced(env_id, setting, normed):
+    from marl.algorithms.qmix import resolve_state_norm
+
+    env = marl.make(env_id)
+    assert resolve_state_norm(setting, env) is normed
+    train = marl.algorithm("qmix")(env, {**TINY, "state_norm": setting})
+    names = [
+        jax.tree_util.keystr(p)
+        for p, _ in jax.tree_util.tree_leaves_with_path(
+            jax.eval_shape(train.init, jax.random.PRNGKey(0))
+        )
+    ]
+    assert any("state_norm" in name for name in names) is normed
+
+
+def test_qmix_state_norm_rejects_other_values():
+    from marl.algorithms.qmix import resolve_state_norm
+
+    with pytest.raises(ValueError, match="state_norm"):
+        resolve_state_norm("yes", marl.make("combat/3m"))
