@@ -6,6 +6,10 @@ Each living unit, from what it can see (foes alive and within its sight range):
 2. else move (north/east/south/west, the direction closest to the goal's bearing) toward the
    closest visible foe, or, seeing none, toward its waypoint: its start position rotated 180
    degrees about the map centre, which crosses the centre to the other side's start.
+   (JaxMARL chases a random visible foe, drawn anew each step; chasing the closest is the
+   deterministic reading. Trained combat/3m policies win as often against either: QMIX's five
+   seeds 93.0 / 90.3 / 93.6 / 90.2 / 91.3% against 93.0 / 90.3 / 93.6 / 90.3 / 91.2%, 1,000
+   battles each.)
 Dead units stop. The function serves either side (the env drives the enemies with it; a test
 or baseline can drive the allies with it too).
 """
