@@ -32,7 +32,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from marl.env import MultiAgentEnv  # noqa: E402
-from marl.envs.combat.units import FIRST_ATTACK  # noqa: E402
+from marl.envs.combat.units import FIRST_ATTACK, pairwise_offsets  # noqa: E402
 from marl.learner import Policy  # noqa: E402
 
 
@@ -52,7 +52,6 @@ def make_planner(
 ) -> Planner:
     """The rollout planner over `policy` with `params` on a combat env (discrete actions)."""
     n, a = env.spec.num_agents, env.spec.action_dim
-    first_attack = FIRST_ATTACK
     start = jnp.array(False)
 
     def act(ts: Any, carry: Any, key: jax.Array) -> tuple[jax.Array, Any]:
@@ -76,11 +75,11 @@ def make_planner(
         return won, ret
 
     def candidates(base: jax.Array) -> jax.Array:
-        """[1 + n a + (a - first_attack), n]: base, one-agent deviations, all attack k."""
+        """[1 + n a + (a - FIRST_ATTACK), n]: base, one-agent deviations, all attack k."""
         dev = jnp.broadcast_to(base, (n, a, n))
         rows, cols = jnp.arange(n)[:, None], jnp.arange(a)[None, :]
         dev = dev.at[rows, cols, rows].set(jnp.broadcast_to(cols, (n, a)))
-        focus = jnp.broadcast_to(jnp.arange(first_attack, a)[:, None], (a - first_attack, n))
+        focus = jnp.broadcast_to(jnp.arange(FIRST_ATTACK, a)[:, None], (a - FIRST_ATTACK, n))
         return jnp.concatenate([base[None], dev.reshape(n * a, n), focus]).astype(jnp.int32)
 
     @jax.jit
@@ -109,11 +108,9 @@ def make_planner(
 
 def closest_gap(env: MultiAgentEnv, state: Any) -> float:
     """Smallest distance between a living agent and a living enemy."""
-    n = env.spec.num_agents
-    pos, alive = np.asarray(state.pos), np.asarray(state.health) > 0
-    gap = np.linalg.norm(pos[:n, None] - pos[None, n:], axis=-1)
-    gap = np.where(alive[:n, None] & alive[None, n:], gap, np.inf)
-    return float(gap.min())
+    n, alive = env.spec.num_agents, state.health > 0
+    _, _, gap = pairwise_offsets(state.pos[:n], state.pos[n:])
+    return float(jnp.where(alive[:n, None] & alive[n:][None], gap, jnp.inf).min())
 
 
 def play_battle(
@@ -123,9 +120,8 @@ def play_battle(
     key: jax.Array,
     plan_within: float = float("inf"),
 ) -> tuple[float, list[int]]:
-    """One battle from `reset(key)`, the planner acting (the base policy if `planner.plan` is
-    None).
-    Returns (won, the steps at which the planner left the base action)."""
+    """One battle from `reset(key)`, the planner acting (the base policy alone if
+    `planner.plan` is None). Returns (won, the steps at which the planner left the base action)."""
     plan, base_action, step, reset = planner
     state, ts = reset(key)
     carry, k, deviated = policy.initial_carry(), jax.random.fold_in(key, 1), []
