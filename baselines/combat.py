@@ -21,17 +21,16 @@ Array = jax.Array
 
 def focus_fire_policy(env: MultiAgentEnv) -> Policy:
     """Focus fire on a `marl.envs.combat.Combat` env (heuristic-enemy mode)."""
-    from marl.envs.combat.env import ALLY_FEATURES, ENEMY_FEATURES, OWN_FEATURES, Combat
+    from marl.envs.combat.env import Combat, foe_features
     from marl.envs.combat.units import FIRST_ATTACK, MOVE_VECTORS, STOP
 
     if not isinstance(env, Combat):
         raise TypeError(f"focus fire needs a combat environment, got {type(env).__name__}")
     mates, m = env.slots("allies")  # every unit, or the nearest few (a local view)
-    start = OWN_FEATURES + ALLY_FEATURES * mates
     moves = jnp.asarray(MOVE_VECTORS[:STOP], jnp.float32)  # [4, 2]
 
     def one(obs: Array, avail: Array) -> Array:
-        enemies = obs[start : start + ENEMY_FEATURES * m].reshape(m, ENEMY_FEATURES)
+        enemies = foe_features(obs, mates, m)
         visible, offset, distance = enemies[:, 0] > 0, enemies[:, 1:3], enemies[:, 3]
         health = enemies[:, 4]
         can_attack = avail[FIRST_ATTACK : FIRST_ATTACK + m]

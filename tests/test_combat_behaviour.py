@@ -6,10 +6,12 @@ import importlib.util
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import marl
 from marl.baselines.combat import focus_fire_policy
+from marl.envs.combat.env import foe_features
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "combat_behaviour.py"
 
@@ -36,3 +38,25 @@ def test_behaviour_reads_the_scripted_focus_fire():
     text = module.table(result, [0, 5, 59])
     assert text.splitlines()[0].startswith(f"won {result['won'].mean():.1%} of 16 battles")
     assert len(text.splitlines()) == 2 + 1 + int(running[5] > 0) + int(running[59] > 0)
+
+
+def test_targeting_counts_attacks_on_the_weakest_foe():
+    spec = importlib.util.spec_from_file_location("combat_behaviour", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    env = marl.make("combat/3m")
+    focus = focus_fire_policy(env)  # attacks the attackable foe with the least health
+
+    def strongest(params, obs, avail, carry, start, key, greedy):
+        actions, carry = focus.act(params, obs, avail, carry, start, key, greedy)
+        health = foe_features(obs, 2, 3)[..., 4]  # 3m: 2 teammates, 3 foes
+        pick = 5 + jnp.argmax(jnp.where(avail[:, 5:], health, -1.0), axis=-1)
+        return jnp.where(actions >= 5, pick, actions), carry
+
+    key = jax.random.key(1)
+    aim = module.targeting(env, focus, None, key, 16)
+    assert aim["attacks"] > 0 and aim["focus"] == 1.0
+    assert 0.0 <= aim["won_lowest"] <= 1.0 and 0.0 < aim["won"] < 1.0
+    worst = module.targeting(env, focus._replace(act=strongest), None, key, 16)
+    assert worst["attacks"] > 0 and worst["focus"] == 0.0
+    assert worst["won"] < aim["won_lowest"]  # redirected, the same battles are won again

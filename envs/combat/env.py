@@ -50,6 +50,15 @@ def obs_size(num_own: int, num_foes: int) -> int:
     return OWN_FEATURES + ALLY_FEATURES * (num_own - 1) + ENEMY_FEATURES * num_foes
 
 
+def foe_features(obs: jax.Array, mates: int, foes: int) -> jax.Array:
+    """The foe blocks `[..., foes, ENEMY_FEATURES]` of observations `[..., obs_size]` of units
+    with `mates` teammate and `foes` foe slots (`Combat.slots`): per foe visible, dx / sight,
+    dy / sight, distance / sight, health fraction, attackable, type one-hot (zeros if unseen)."""
+    start = OWN_FEATURES + ALLY_FEATURES * mates
+    block = obs[..., start : start + ENEMY_FEATURES * foes]
+    return block.reshape(*obs.shape[:-1], foes, ENEMY_FEATURES)
+
+
 def mirror_moves(actions: jax.Array) -> jax.Array:
     """Swap east and west moves (an involution between a side's view and the world)."""
     return jnp.where((actions == EAST) | (actions == WEST), EAST + WEST - actions, actions)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from marl.learner import Policy
 
-from .env import ALLY_FEATURES, ENEMY_FEATURES, OWN_FEATURES, Combat
+from .env import Combat, foe_features
 from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial_memory
 from .units import FIRST_ATTACK, NUM_UNIT_TYPES, STATS, STOP, UNIT_NAMES
 
@@ -49,14 +49,13 @@ def heuristic_policy(
         raise ValueError(f"unknown attack_mode {attack_mode!r}; valid: {', '.join(ATTACK_MODES)}")
     k = num_units
     mates, f = (k - 1, num_foes) if slots is None else slots
-    first_foe = OWN_FEATURES + ALLY_FEATURES * mates
     sight_range = jnp.asarray(STATS.sight_range)
     max_health = jnp.asarray(STATS.health)
 
     def one(key: Array, memory: HeuristicMemory, obs: Array) -> tuple[Array, HeuristicMemory]:
         own_type = jnp.argmax(obs[4 : 4 + NUM_UNIT_TYPES])
         own_pos = obs[2:4] * map_size
-        foes = obs[first_foe : first_foe + ENEMY_FEATURES * f].reshape(f, ENEMY_FEATURES)
+        foes = foe_features(obs, mates, f)
         foe_type = jnp.argmax(foes[:, 6 : 6 + NUM_UNIT_TYPES], axis=1)
         foe_pos = own_pos + foes[:, 1:3] * sight_range[own_type]
         actions, memory = heuristic_actions(
