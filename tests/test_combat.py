@@ -297,6 +297,38 @@ def test_observation_layout_on_a_hand_built_state():
     assert float(ts.metrics["won"]) == 0.0
 
 
+def test_see_enemy_actions_appends_smax_features_on_a_hand_built_state():
+    plain, seeing = marl.make("combat/3m"), marl.make("combat/3m", see_enemy_actions=True)
+    assert seeing.spec.obs_dim == plain.spec.obs_dim + 2 * 1 + 3 * 5 == 97
+    state, _ = plain.reset(jax.random.key(0))
+    pos = [[10, 10], [10, 15], [14, 14], [13, 10], [16, 13], [10, 25]]
+    health = [45.0, 0.0, 45.0, 45.0, 9.0, 45.0]  # ally 1 dead, enemy 1 hurt
+    cooldown = [0.0, 0.3, 0.305, 0.61, 0.0, 0.61]
+    # enemy 0 attacked ally 2 (5 + 2), enemy 1 moved west, enemy 2 (unseen) attacked ally 0
+    last = [STOP, STOP, 1, FIRST_ATTACK + 2, 3, FIRST_ATTACK]
+    state = state.replace(
+        pos=jnp.asarray(pos, jnp.float32),
+        health=jnp.asarray(health),
+        cooldown=jnp.asarray(cooldown, jnp.float32),
+        last_action=jnp.asarray(last, jnp.int32),
+    )
+    base, obs = np.asarray(plain.observe(state).obs), np.asarray(seeing.observe(state).obs)
+    np.testing.assert_array_equal(obs[:, :80], base)  # the plain layout comes first, unchanged
+    extra = obs[0, 80:]
+    np.testing.assert_allclose(extra[:2], [0.0, 0.5], rtol=1e-6)  # ally 1 dead; ally 2 cooling
+    foes = extra[2:].reshape(3, 5)
+    np.testing.assert_allclose(foes[0], [0, 0, 1, 3 / 3, 1.0], rtol=1e-6)  # attacking ally 2
+    np.testing.assert_allclose(foes[1], [-1, 0, 0, 0, 0.0], atol=1e-6)  # moved west
+    assert not foes[2].any(), "enemy 2 is beyond sight"
+    assert not obs[1].any(), "a dead agent observes nothing"
+
+
+def test_check_env_with_smax_features_in_a_local_view():
+    env = marl.make("combat/3m", see_enemy_actions=True, nearest=2)
+    assert env.spec.obs_dim == 14 + 15 * 2 + 12 * 2 + 2 * 1 + 2 * 5
+    assert check_env(env, num_episodes=1)["steps"] >= 1
+
+
 def test_local_view_keeps_the_nearest_and_attacks_by_slot():
     full, local = marl.make("combat/3m"), marl.make("combat/3m", nearest=2)
     assert local.slots() == (2, 2) and local.spec.obs_dim == 14 + 15 * 2 + 12 * 2

@@ -128,11 +128,13 @@ def test_check_env_policy_mode():
 
 
 # --- the enemies' view is the allies' view of the mirrored map ----------------------------
-def test_enemy_view_is_the_ally_view_of_the_mirrored_map():
-    env = marl.make("combat/5m_vs_6m", opponent="self_play")
+@pytest.mark.parametrize("see", [False, True])
+def test_enemy_view_is_the_ally_view_of_the_mirrored_map(see):
+    env = marl.make("combat/5m_vs_6m", opponent="self_play", see_enemy_actions=see)
     mirrored = mirror_env(env)
     assert (mirrored.num_allies, mirrored.num_enemies) == (6, 5)
-    assert mirrored.spec.obs_dim == obs_size(6, 5) and mirrored.spec.action_dim == 5 + 5
+    seen = (5 + 5 * 5) if see else 0  # each of 5 teammates' cooldown, 5 foes' action + cooldown
+    assert mirrored.spec.obs_dim == obs_size(6, 5) + seen and mirrored.spec.action_dim == 5 + 5
     n, size = env.num_allies, env.map_size
     step = random_actions(env)
     state, ts = jax.jit(env.reset)(jax.random.key(4))
@@ -151,7 +153,7 @@ def test_enemy_view_is_the_ally_view_of_the_mirrored_map():
             last_action=mirror_moves(swap(state.last_action)),
         )
         expected = mirrored.observe(other)
-        d = obs_size(6, 5)
+        d = mirrored.spec.obs_dim
         np.testing.assert_allclose(ts.obs[n:, :d], expected.obs, atol=1e-5)
         assert not np.asarray(ts.obs[n:, d:]).any(), "enemy obs padding is zero"
         assert (np.asarray(ts.avail_actions[n:, :10]) == np.asarray(expected.avail_actions)).all()

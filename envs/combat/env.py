@@ -42,6 +42,8 @@ OWN_FEATURES = 4 + NUM_UNIT_TYPES + ACTION_FEATURES
 ALLY_FEATURES = 5 + NUM_UNIT_TYPES + ACTION_FEATURES
 ENEMY_FEATURES = 6 + NUM_UNIT_TYPES
 UNIT_STATE_FEATURES = 4 + NUM_UNIT_TYPES
+SEEN_ALLY_FEATURES = 1  # see_enemy_actions: a teammate's cooldown fraction
+SEEN_ENEMY_FEATURES = ACTION_FEATURES + 1  # see_enemy_actions: a foe's last action, cooldown
 METRICS = ("won", "lost", "allies_alive", "enemies_killed", "damage_dealt")
 
 
@@ -143,6 +145,9 @@ class Combat(MultiAgentEnv[CombatState]):
         enemy_greedy: the enemy policy acts greedily (else it samples).
         nearest: None (the SMAX view of every unit, above) or k: a local, MAgent-style view
             of the k nearest teammates and k nearest foes (see below).
+        see_enemy_actions: also observe what SMAX's benchmark configuration shows (JaxMARL's
+            `see_enemy_actions=True`, with the weapon cooldowns SMAX always shows): each seen
+            foe's last action and each seen unit's weapon cooldown (see below).
         name: the registry id.
 
     Dynamics (SMAX): each step is 8 sub-steps of 1/16 s. In a sub-step every living unit
@@ -166,6 +171,9 @@ class Combat(MultiAgentEnv[CombatState]):
             attackable (in attack range), type one-hot (6).
         An ally or enemy is visible if both are alive and it is within the observer's sight
         range; invisible ones are all zeros.
+    With `see_enemy_actions`, after those blocks [(N - 1) + 5 M more]: each other ally's
+        cooldown fraction (1), then each enemy's last action (4, as above, its target counted
+        among the allies: (target + 1) / N) and cooldown fraction (1); zeros where invisible.
     State [10 U + 4 N + 1] float32: per unit (allies then enemies) health fraction, cooldown
         fraction, x / W, y / H, type one-hot (zeros when dead); the allies' last actions (4
         each, zeros when dead); t / episode_limit.
@@ -225,6 +233,7 @@ class Combat(MultiAgentEnv[CombatState]):
         enemy_params: Any = None,
         enemy_greedy: bool = True,
         nearest: int | None = None,
+        see_enemy_actions: bool = False,
         name: str = "combat/custom",
     ):
         if attack_mode not in ATTACK_MODES:
@@ -241,6 +250,7 @@ class Combat(MultiAgentEnv[CombatState]):
         n, m = len(ally_types), len(enemy_types)
         self.num_allies, self.num_enemies = n, m
         self.nearest = None if nearest is None else int(nearest)
+        self.see_enemy_actions = bool(see_enemy_actions)
         self.attack_mode = attack_mode
         self.enemy_shoots = bool(enemy_shoots)
         self.map_size = float(map_size)
@@ -274,7 +284,10 @@ class Combat(MultiAgentEnv[CombatState]):
     def obs_width(self, side: str = "allies") -> int:
         """Observation width of a unit of `side` (unpadded)."""
         mates, foes = self.slots(side)
-        return OWN_FEATURES + ALLY_FEATURES * mates + ENEMY_FEATURES * foes
+        width = OWN_FEATURES + ALLY_FEATURES * mates + ENEMY_FEATURES * foes
+        if self.see_enemy_actions:
+            width += SEEN_ALLY_FEATURES * mates + SEEN_ENEMY_FEATURES * foes
+        return width
 
     def _make_spec(self, name: str, episode_limit: int) -> EnvSpec:
         n, m = self.num_allies, self.num_enemies
@@ -557,12 +570,16 @@ class Combat(MultiAgentEnv[CombatState]):
         )  # [K, U, 5]
         type_onehot = jnp.broadcast_to(unit[None, :, 4:], (k, u, NUM_UNIT_TYPES))
         mate_action = jnp.broadcast_to(last_action[None], (k, k, ACTION_FEATURES))
-        mates = jnp.concatenate([geometry[:, :k], type_onehot[:, :k], mate_action], axis=-1)
+        mate_parts = [geometry[:, :k], type_onehot[:, :k], mate_action]
+        foe_parts = [geometry[:, k:], in_range[:, k:, None], type_onehot[:, k:]]
+        if self.see_enemy_actions:  # SMAX's extra features, split off again below
+            cool = jnp.broadcast_to(unit[None, :, 1:2], (k, u, 1))
+            foe_action = self._action_features(last[k:], k, mirror) * alive[k:, None]
+            mate_parts.append(cool[:, :k])
+            foe_parts += [jnp.broadcast_to(foe_action[None], (k, f, ACTION_FEATURES)), cool[:, k:]]
+        mates = jnp.concatenate(mate_parts, axis=-1)
         mates = mates * (visible[:, :k] & ~np.eye(k, dtype=bool))[..., None]
-        foes = jnp.concatenate(
-            [geometry[:, k:], in_range[:, k:, None], type_onehot[:, k:]], axis=-1
-        )
-        foes = foes * visible[:, k:, None]
+        foes = jnp.concatenate(foe_parts, axis=-1) * visible[:, k:, None]
         attackable = in_range[:, k:]
         if self.nearest is None:  # every teammate and foe, in index order
             mates = mates[np.arange(k)[:, None], self._others[int(mirror)]]
@@ -572,7 +589,9 @@ class Combat(MultiAgentEnv[CombatState]):
             foes = jnp.take_along_axis(foes, foe_slot[..., None], axis=1)
             attackable = jnp.take_along_axis(attackable, foe_slot, axis=1)
         own = jnp.concatenate([unit[:k], last_action], axis=1)
-        obs = jnp.concatenate([own, mates.reshape(k, -1), foes.reshape(k, -1)], axis=1)
+        blocks = [own, mates[..., :ALLY_FEATURES], foes[..., :ENEMY_FEATURES]]
+        blocks += [mates[..., ALLY_FEATURES:], foes[..., ENEMY_FEATURES:]]  # empty unless seen
+        obs = jnp.concatenate([b.reshape(k, -1) for b in blocks], axis=1)
         avail = jnp.concatenate(
             [jnp.broadcast_to(alive[:k, None], (k, STOP)), jnp.ones((k, 1), bool), attackable],
             axis=1,

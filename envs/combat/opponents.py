@@ -156,6 +156,7 @@ def mirror_env(env: Combat, **overrides: Any) -> Combat:
         "episode_limit": env.spec.episode_limit,
         "map_size": env.map_size,
         "nearest": env.nearest,
+        "see_enemy_actions": env.see_enemy_actions,
         "name": f"{env.spec.name}_mirrored",
         **overrides,
     }
