@@ -101,7 +101,8 @@ def targeting(
         ts = env.observe(state)
         attackable = ts.avail_actions[:, FIRST_ATTACK : FIRST_ATTACK + foes]
         health = jnp.where(attackable, foe_features(ts.obs, mates, foes)[..., 4], jnp.inf)
-        low, second = jnp.sort(health, axis=-1)[:, 0], jnp.sort(health, axis=-1)[:, 1]
+        ordered = jnp.sort(health, axis=-1)
+        low, second = ordered[:, 0], ordered[:, 1]
         counted = (actions >= FIRST_ATTACK) & (second < jnp.inf) & (second > low + 1e-6)
         lowest = lowest_health_target(env, ts.obs, ts.avail_actions)
         return dict(counted=counted, on_lowest=counted & (actions == lowest))
