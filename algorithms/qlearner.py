@@ -66,6 +66,7 @@ class QConfig:
     buffer_size: int = 5000  # episodes kept in the replay buffer
     batch_size: int = 128  # episodes per gradient step (pymarl: 32; pymarl2: 128)
     lr: float = 1e-3  # learning rate
+    anneal_lr: bool = False  # linear decay to 0 over the run's gradient steps (needs total_updates)
     optimizer: str = "adam"  # "adam" (pymarl2) or "rmsprop" (pymarl: alpha 0.99, eps 1e-5)
     max_grad_norm: float = 10.0  # global gradient-norm clip
     gamma: float = 0.99  # discount
@@ -348,11 +349,14 @@ def td_loss(
     return loss, metrics
 
 
-def make_optimizer(cfg: QConfig) -> optax.GradientTransformation:
-    if cfg.optimizer == "rmsprop":
-        opt = optax.rmsprop(cfg.lr, decay=0.99, eps=1e-5)
-    else:
-        opt = optax.adam(cfg.lr)
+def make_optimizer(cfg: QConfig, total_steps: int | None = None) -> optax.GradientTransformation:
+    """Gradient clip then Adam or RMSprop; with `anneal_lr`, the rate decays linearly to 0 over
+    `total_steps` gradient steps."""
+    lr = cfg.lr
+    if cfg.anneal_lr and total_steps:
+        lr = optax.linear_schedule(cfg.lr, 0.0, total_steps)
+    rmsprop = cfg.optimizer == "rmsprop"
+    opt = optax.rmsprop(lr, decay=0.99, eps=1e-5) if rmsprop else optax.adam(lr)
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), opt)
 
 
@@ -374,14 +378,13 @@ def make_train(
     mixer: nn.Module | None = None,
 ) -> Train:
     """A value-based learner on `env`: independent (`mixer=None`) or mixed (VDN, QMIX)."""
-    del total_updates  # nothing is annealed over the run (epsilon runs on env steps)
     cfg = cfg if isinstance(cfg, QConfig) else QConfig.from_dict(cfg)
     spec = env.spec
     if not spec.discrete:
         raise ValueError(f"value-based learners need discrete actions; {spec.name} is continuous")
     nets = QNetworks(env, cfg)
     wrapped = training_env(env)
-    tx = make_optimizer(cfg)
+    tx = make_optimizer(cfg, None if total_updates is None else total_updates * cfg.train_steps)
     # a row holds `pack_episodes` episodes, each with its final state row
     row_steps = cfg.pack_episodes * (spec.episode_limit + 1) - 1
     lengths = unroll_lengths(row_steps, cfg.unroll_buckets)

@@ -9,6 +9,9 @@ computes, per learner, the IQM over seeds of the final greedy evaluation return 
 evaluation episodes) and the fraction of the random -> scripted gap it closes, and merges the
 rows into `results/learning/<env>.json` and `.md` (a learner's earlier row is replaced, the
 other learners' rows are kept; each row records its own seeds, budget and overrides).
+Environment keywords (`--set env.kwargs.K=V`) make a variant task with its own record,
+`results/learning/<family>_<task>.json`, the task named as in run directories
+(`combat_3m[see_enemy_actions=true].json`); its anchors are measured on the variant.
 Runs checkpoint every segment: after a kill, the same command with `--name <the run name it
 printed> --resume` continues them (the row's wall time then counts only the resumed part).
 
@@ -29,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 import marl
-from marl import cli
+from marl import cli, config
 from marl.baselines import anchor_scores
-from marl.rundir import atomic_write, write_json
+from marl.rundir import atomic_write, run_task, write_json
 from marl.runtime import configure_xla
 from marl.stats import iqm
 
@@ -60,6 +63,17 @@ def root_seed(overrides: list[str]) -> int:
 def strip_seed(overrides: list[str]) -> list[str]:
     """The overrides without the root seed (what runs of one row must share)."""
     return [o for o in overrides if not o.startswith("seed=")]
+
+
+def variant(env_id: str, overrides: list[str]) -> tuple[str, dict]:
+    """The task the environment overrides among `overrides` make of `env_id` (its run-directory
+    name: the scenario plus its non-default keywords) and those keywords."""
+    env_overrides = [o for o in overrides if o.lstrip("+~").startswith("env.")]
+    try:
+        run = config.resolve(config.compose([f"env={env_id}", *env_overrides]))
+    except config.ConfigError as e:
+        raise SystemExit(f"--env {env_id} {' '.join(env_overrides)}: {e}") from None
+    return run_task(run), dict(run.env_kwargs)
 
 
 def runs_of(row: dict) -> list[dict]:
@@ -191,7 +205,7 @@ def run_one(
     code = cli.main(args)
     if code != 0:
         raise SystemExit(f"marl train failed with exit code {code}")
-    run_dir = out / env_id / algo / name
+    run_dir = out / env_id.split("/")[0] / variant(env_id, extra)[0] / algo / name
     final = json.loads((run_dir / "final.json").read_text())
     return run_dir, final, time.perf_counter() - start
 
@@ -224,7 +238,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.resume and not args.name:
         parser.error("--resume needs --name (the runs to continue)")
-    stem = args.env.replace("/", "_")
+    family = args.env.split("/")[0]
+    task, env_kwargs = variant(args.env, args.set)
+    stem = f"{family}_{task}"
     out_dir = ROOT / "results" / "learning"
     if args.render_only:
         atomic_write(
@@ -236,9 +252,9 @@ def main() -> None:
     record_path = out_dir / f"{stem}.json"
     # checked before any training: a mismatch should not cost a run
     earlier = {a: extendable_row(record_path, a, args) for a in algos} if args.extend else {}
-    env = marl.make(args.env)
+    env = marl.make(args.env, **env_kwargs)
     anchors = anchor_scores(env, num_episodes=320)
-    print(f"anchors on {args.env}: {anchors}", flush=True)
+    print(f"anchors on {family}/{task}: {anchors}", flush=True)
     rows = []
     for algo in algos:
         run_dir, _, wall = run_one(
@@ -275,7 +291,7 @@ def main() -> None:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = merge_rows(record_path, rows)
-    record = {"env": args.env, "anchors": anchors, "results": rows}
+    record = {"env": f"{family}/{task}", "anchors": anchors, "results": rows}
     write_json(record_path, record)
     text = markdown(record)
     atomic_write(out_dir / f"{stem}.md", text)

@@ -88,3 +88,11 @@ def test_extend_checks_the_row_it_adds_to(lb, tmp_path):
         lb.extendable_row(record, "qmix", args("seed=1", "algo.pack_episodes=4", budget=2e6))
     with pytest.raises(SystemExit, match="no vdn row"):
         lb.extendable_row(record, "vdn", args("seed=1", "algo.pack_episodes=4"))
+
+
+def test_env_keywords_name_a_variant_task_and_its_record(lb):
+    assert lb.variant("combat/3m", ["algo.lr=1e-3", "seed=2"]) == ("3m", {})
+    task, kwargs = lb.variant("combat/3m", ["env.kwargs.see_enemy_actions=true", "seeds=3"])
+    assert task == "3m[see_enemy_actions=true]" and kwargs == {"see_enemy_actions": True}
+    with pytest.raises(SystemExit, match="nonsense"):
+        lb.variant("combat/3m", ["env.kwargs.nonsense=1"])

@@ -210,3 +210,27 @@ def test_hard_and_soft_update():
     online = {"w": jnp.ones(3)}
     np.testing.assert_allclose(qlearning.hard_update(target, online)["w"], 1.0)
     np.testing.assert_allclose(qlearning.soft_update(target, online, 0.25)["w"], 0.25)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
+def test_annealed_learning_rate_reaches_zero_over_the_run(optimizer):
+    from marl.algorithms.qlearner import QConfig, make_optimizer
+
+    params, grads = {"w": jnp.zeros(2)}, {"w": jnp.ones(2)}
+
+    def step_sizes(cfg, total_steps, count):
+        tx = make_optimizer(cfg, total_steps)
+        opt_state, sizes = tx.init(params), []
+        for _ in range(count):
+            updates, opt_state = tx.update(grads, opt_state, params)
+            sizes.append(float(jnp.abs(updates["w"][0])))
+        return sizes
+
+    annealed = step_sizes(QConfig(optimizer=optimizer, anneal_lr=True), 4, 6)
+    constant = step_sizes(QConfig(optimizer=optimizer), 4, 6)
+    assert annealed[0] == pytest.approx(constant[0])  # the full rate at the first step
+    assert annealed[1] < constant[1] and annealed[2] < annealed[1]
+    assert annealed[4] == annealed[5] == 0.0  # nothing moves once the run's steps are spent
+    assert step_sizes(QConfig(optimizer=optimizer, anneal_lr=True), None, 3) == pytest.approx(
+        constant[:3]
+    )  # without a run length there is nothing to anneal over
