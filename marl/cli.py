@@ -493,11 +493,13 @@ def cmd_bench_suite(args: argparse.Namespace) -> int:
         agents=parse_ints(args.agents),
         env_cases=cases,
     )
-    if args.json:
+    command = "marl bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "marl bench"
+    if args.json:  # an earlier suite file keeps the parts this run did not measure
+        old = json.loads(Path(args.json).read_text()) if Path(args.json).exists() else {}
+        old = old if isinstance(old, dict) and any(p in old for p in benchsuite.PARTS) else {}
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=2, default=str)
+            json.dump(benchsuite.merge_records(old, results, command), f, indent=2, default=str)
     if args.out:
-        command = "marl bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "marl bench"
         benchsuite.write_markdown(args.out, results, command)
         print(f"wrote {args.out}")
     return 0
@@ -798,7 +800,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--suite, every peer)",
     )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env keyword (repeatable)")
-    p.add_argument("--json", metavar="FILE", help="also write the records as JSON")
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also write the records as JSON (--suite: an earlier suite file keeps the parts "
+        "not run)",
+    )
     p.add_argument(
         "--seeds", type=int, default=1, help="--suite: seeds vmapped in each training loop"
     )
@@ -807,7 +814,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(map(str, (3, 10, 30, 100, 300, 1000))),
         help="--suite scaling: agent counts (comma-separated)",
     )
-    p.add_argument("--out", metavar="FILE", help="--suite: write the tables as markdown")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="--suite: write the tables as markdown (an earlier file keeps the tables not run)",
+    )
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser(

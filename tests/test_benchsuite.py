@@ -127,3 +127,51 @@ def test_batch_last_equals_vmap_in_every_regime():
         np.testing.assert_allclose(fn(pos[3], w[3]), want[3], rtol=1e-5, atol=1e-6)
         nested = jax.vmap(jax.vmap(fn, in_axes=(0, None)), in_axes=(None, 0))(pos, w[:2])
         np.testing.assert_allclose(nested[1, 7], kernel(pos[7], w[1]), rtol=1e-5, atol=1e-6)
+
+
+def _fake(parts: list[str], date: str) -> dict:
+    results = {"machine": "m", "date": date, "vs": False, "repeats": 1, "wall_s": 60.0}
+    if "scaling" in parts:
+        results["scaling"] = [
+            {
+                "family": "particle",
+                "num_agents": 3,
+                "num_envs": 341,
+                "steps_per_s": 10.0,
+                "agent_steps_per_s": 30.0,
+                "compile_s": 1.0,
+                "memory_bytes": 2**20,
+            }
+        ]
+    return results
+
+
+def test_a_partial_suite_run_replaces_only_its_tables_and_records(tmp_path):
+    path = tmp_path / "bench.md"
+    first = _fake(["scaling"], "2026-01-01")
+    benchsuite.write_markdown(str(path), first, "marl bench --suite scaling")
+    path.write_text(path.read_text() + "hand-written notes\n")
+    # an envs table from an earlier run, as the full suite would have written it
+    envs = "## Environment stepping\n\nMeasured by `old`.\n\n| old env row |\n\n"
+    text = path.read_text().replace("## Scaling", envs + "## Scaling")
+    path.write_text(text)
+    second = _fake(["scaling"], "2026-02-02")
+    second["scaling"][0]["steps_per_s"] = 20.0
+    benchsuite.write_markdown(str(path), second, "marl bench --suite scaling")
+    text = path.read_text()
+    assert text.count("## Environment stepping") == 1 and "| old env row |" in text
+    assert text.count("## Scaling with the number of agents") == 1
+    assert "on 2026-02-02" in text and "on 2026-01-01" not in text  # the table measured anew
+    assert "| particle | 3 | 341 | 20 |" in text and "| particle | 3 | 341 | 10 |" not in text
+    assert text.index("## Environment stepping") < text.index("## Scaling")
+    assert text.endswith("hand-written notes\n") and text.count(benchsuite.NOTES_MARK) == 1
+
+    old = {**_fake([], "2026-01-01"), "envs": ["e"], "train": ["t"], "scaling": ["s"]}
+    merged = benchsuite.merge_records(old, second, "marl bench --suite scaling")
+    assert merged["envs"] == ["e"] and merged["train"] == ["t"]
+    assert merged["scaling"] == second["scaling"] and merged["date"] == "2026-02-02"
+    assert merged["measured"]["envs"]["date"] == "2026-01-01"
+    assert merged["measured"]["scaling"]["command"] == "marl bench --suite scaling"
+    scaling_only = {k: v for k, v in merged.items() if k not in ("envs", "train")}
+    table = benchsuite.markdown(scaling_only, "ignored for parts with a measured entry")
+    assert "Measured by `marl bench --suite scaling` on 2026-02-02" in table
