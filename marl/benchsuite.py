@@ -498,67 +498,57 @@ def provenance(results: dict[str, Any], command: str, part: str) -> str:
     )
 
 
+def _head(results: dict[str, Any]) -> str:
+    """The title and the method paragraph of results/bench.md."""
+    return "\n".join(
+        [
+            "# Benchmarks",
+            "",
+            "Method (`marl.bench`, both sides in the same process): `jit` of a `lax.scan` over "
+            "the steps of `vmap(step)`; compile s = trace, lower and compile; steps/s = the best "
+            f"of {results['repeats']} timed calls after a warm-up call, to `block_until_ready`; "
+            "memory = XLA's estimate of the program's peak (arguments + outputs + temporaries). "
+            "Absolute numbers move by about ±30% run to run on a shared 2-core machine; the "
+            "ratios, measured side by side, are steadier. Each table names the run it comes "
+            "from.",
+            "",
+        ]
+    )
+
+
+INTROS = {  # what each part's table measures, under its provenance line
+    "envs": "Random valid actions, auto-reset every step it is due; slow tasks run shorter "
+    "scans (the steps column). Peers: JaxMARL's MPE and `HeuristicEnemySMAX` (the same SMAC "
+    "map), CAMAR's `random_grid` (its default 20 x 20, 32 agents).",
+    "train": "The whole training step (rollout and update; `vmap` over seeds), on a scan of "
+    "updates covering ~20k env steps per seed. Where the time goes, at the same batch and "
+    "number of env steps: env % = random-action stepping, policy % = stepping with the "
+    "learner's policy minus that, update % = the rest of the training step (learning, buffer, "
+    "bookkeeping). mappo[jaxmarl-mpe] uses JaxMARL's published MAPPO-MPE settings (16 envs x "
+    "128 steps, GRU 128, 4 epochs x 4 minibatches).",
+    "scaling": "`marl.benchsuite.scaled_env`: worlds grow with the agent count so densities "
+    "stay those of the standard task; about 1,024 agents in flight (max(1, 1024 // N) "
+    "parallel envs); 50 steps per timed call.",
+}
+
+
+def _section(results: dict[str, Any], command: str, part: str) -> str:
+    """One part's table with its heading, provenance line and introduction."""
+    if part == "envs":
+        table = _md_table(ENV_HEADERS, [env_row(rec) for rec in results["envs"]])
+    elif part == "train":
+        table = _md_table(TRAIN_HEADERS, [train_row(r["label"], r) for r in results["train"]])
+    else:
+        table = _md_table(SCALING_HEADERS, [scaling_row(r) for r in results["scaling"]])
+    lines = [SECTIONS[part], "", provenance(results, command, part), "", INTROS[part], ""]
+    return "\n".join([*lines, *table, ""])
+
+
 def markdown(results: dict[str, Any], command: str) -> str:
     """`results` of `run_suite` (or records merged by `merge_records`) as the generated part
     of results/bench.md."""
-    lines = [
-        "# Benchmarks",
-        "",
-        "Method (`marl.bench`, both sides in the same process): `jit` of a `lax.scan` over the "
-        "steps of `vmap(step)`; compile s = trace, lower and compile; steps/s = the best of "
-        f"{results['repeats']} timed calls after a warm-up call, to `block_until_ready`; "
-        "memory = XLA's estimate of the program's peak (arguments + outputs + temporaries). "
-        "Absolute numbers move by about ±30% run to run on a shared 2-core machine; the "
-        "ratios, measured side by side, are steadier. Each table names the run it comes from.",
-        "",
-    ]
-    if "envs" in results:
-        rows = [env_row(rec) for rec in results["envs"]]
-        lines += [
-            SECTIONS["envs"],
-            "",
-            provenance(results, command, "envs"),
-            "",
-            "Random valid actions, auto-reset every step it is due; slow tasks run shorter "
-            "scans (the steps column). Peers: JaxMARL's MPE and `HeuristicEnemySMAX` (the "
-            "same SMAC map), CAMAR's `random_grid` (its default 20 x 20, 32 agents).",
-            "",
-            *_md_table(ENV_HEADERS, rows),
-            "",
-        ]
-    if "train" in results:
-        rows = [train_row(r["label"], r) for r in results["train"]]
-        lines += [
-            SECTIONS["train"],
-            "",
-            provenance(results, command, "train"),
-            "",
-            "The whole training step (rollout and update; `vmap` over seeds), on a scan of "
-            "updates covering ~20k env steps per seed. Where the time goes, at the same "
-            "batch and number of env steps: env % = random-action stepping, policy % = "
-            "stepping with the learner's policy minus that, update % = the rest of the "
-            "training step (learning, buffer, bookkeeping). mappo[jaxmarl-mpe] uses "
-            "JaxMARL's published MAPPO-MPE settings (16 envs x 128 steps, GRU 128, "
-            "4 epochs x 4 minibatches).",
-            "",
-            *_md_table(TRAIN_HEADERS, rows),
-            "",
-        ]
-    if "scaling" in results:
-        rows = [scaling_row(r) for r in results["scaling"]]
-        lines += [
-            SECTIONS["scaling"],
-            "",
-            provenance(results, command, "scaling"),
-            "",
-            "`marl.benchsuite.scaled_env`: worlds grow with the agent count so densities "
-            "stay those of the standard task; about 1,024 agents in flight (max(1, "
-            "1024 // N) parallel envs); 50 steps per timed call.",
-            "",
-            *_md_table(SCALING_HEADERS, rows),
-            "",
-        ]
-    return "\n".join(lines)
+    sections = [_section(results, command, p) for p in PARTS if p in results]
+    return "\n".join([_head(results), *sections])
 
 
 NOTES_MARK = "<!-- notes: kept when the suite regenerates this file -->"
@@ -588,11 +578,13 @@ def write_markdown(path: str, results: dict[str, Any], command: str) -> None:
             old = f.read()
         if NOTES_MARK in old:
             notes = old[old.index(NOTES_MARK) :]
-        kept = {p: t for p, t in _sections(old).items() if p not in results}
-    new = _sections(markdown(results, command))
-    head = markdown({k: v for k, v in results.items() if k not in PARTS}, command)
-    body = "\n".join(new[p] if p in new else kept[p] for p in PARTS if p in new or p in kept)
-    text = head.rstrip() + "\n\n" + body + "\n" + (notes or NOTES_MARK + "\n")
+        kept = _sections(old)
+    body = [
+        _section(results, command, p) if p in results else kept[p]
+        for p in PARTS
+        if p in results or p in kept
+    ]
+    text = "\n".join([_head(results), *body]) + "\n" + (notes or NOTES_MARK + "\n")
     with open(path, "w") as f:
         f.write(text)
 

@@ -34,6 +34,7 @@ import numpy as np
 import marl
 from marl import cli, config
 from marl.baselines import anchor_scores
+from marl.protocol import split_env_id
 from marl.rundir import atomic_write, run_task, write_json
 from marl.runtime import configure_xla
 from marl.stats import iqm
@@ -180,6 +181,7 @@ def merge_rows(path: Path, rows: list[dict]) -> list[dict]:
 
 def run_one(
     env_id: str,
+    task: str,
     algo: str,
     seeds: int,
     budget: float,
@@ -205,7 +207,7 @@ def run_one(
     code = cli.main(args)
     if code != 0:
         raise SystemExit(f"marl train failed with exit code {code}")
-    run_dir = out / env_id.split("/")[0] / variant(env_id, extra)[0] / algo / name
+    run_dir = out / split_env_id(env_id)[0] / task / algo / name  # where `marl train` wrote it
     final = json.loads((run_dir / "final.json").read_text())
     return run_dir, final, time.perf_counter() - start
 
@@ -238,7 +240,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.resume and not args.name:
         parser.error("--resume needs --name (the runs to continue)")
-    family = args.env.split("/")[0]
+    family = split_env_id(args.env)[0]
     task, env_kwargs = variant(args.env, args.set)
     stem = f"{family}_{task}"
     out_dir = ROOT / "results" / "learning"
@@ -259,6 +261,7 @@ def main() -> None:
     for algo in algos:
         run_dir, _, wall = run_one(
             args.env,
+            task,
             algo,
             args.seeds,
             args.budget,
