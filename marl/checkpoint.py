@@ -14,6 +14,7 @@ implementation on restore; empty arrays (which orbax cannot store) are rebuilt f
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,22 @@ import jax.numpy as jnp
 import numpy as np
 
 History = dict[str, Any]
+
+# orbax looks for per-process OCDBT files to merge after every save and warns when it finds none,
+# which is always, since these checkpoints do not use OCDBT (see SegmentCheckpoints)
+_NO_MERGE = "Skipping merge of OCDBT checkpoints"
+
+
+class _DropNoMergeWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _NO_MERGE not in str(record.msg)
+
+
+def _quiet_orbax() -> None:
+    """Drop orbax's per-save 'no OCDBT files to merge' warning from the absl logger (once)."""
+    logger = logging.getLogger("absl")
+    if not any(isinstance(f, _DropNoMergeWarning) for f in logger.filters):
+        logger.addFilter(_DropNoMergeWarning())
 
 
 def _is_key(x: Any) -> bool:
@@ -87,13 +104,25 @@ class SegmentCheckpoints:
     def __init__(self, directory: str | Path):
         import orbax.checkpoint as ocp
 
+        _quiet_orbax()
         self.directory = Path(directory).absolute()
         self._ocp = ocp
+        # one zarr array per leaf, not orbax's default OCDBT store: OCDBT finds its per-process
+        # files with a glob, which fails on a run directory named after env keywords
+        # ("3m[see_enemy_actions=true]"), and such a checkpoint did not restore
+        arrays = ocp.StandardCheckpointHandler(use_ocdbt=False)
+        history = ocp.PyTreeCheckpointHandler(use_ocdbt=False)
+        registry = ocp.handlers.DefaultCheckpointHandlerRegistry()
+        registry.add("arrays", ocp.args.StandardSave, arrays)
+        registry.add("arrays", ocp.args.StandardRestore, arrays)
+        registry.add("history", ocp.args.PyTreeSave, history)
+        registry.add("history", ocp.args.PyTreeRestore, history)
         self._manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(
                 max_to_keep=1, create=True, enable_async_checkpointing=False
             ),
+            handler_registry=registry,
         )
 
     def latest(self) -> int | None:

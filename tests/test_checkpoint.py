@@ -232,3 +232,27 @@ def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, wh
     assert train(f"out={out}", "resume=true") == 0
     assert set(parent.iterdir()) == {killed, whole, stamped}
     assert (stamped / "record.json").read_bytes() == (whole / "record.json").read_bytes()
+
+
+@pytest.mark.parametrize("task", ["spread", "3m[see_enemy_actions=true]"])
+def test_checkpoint_round_trip_quietly(tmp_path, caplog, task):
+    """A checkpoint restores in a run directory named after env keywords (brackets: orbax's
+    OCDBT store globbed for its files and lost them), and saving logs no orbax merge warning."""
+    store = checkpoint.SegmentCheckpoints(tmp_path / task / "checkpoint")
+    state = {"w": jax.numpy.arange(6.0).reshape(2, 3), "key": jax.random.key(3)}
+    best = {"w": np.ones(3)}
+    history = checkpoint.stack_history([5], [{"r": np.ones(2)}], [{"loss": np.zeros(2)}])
+    with caplog.at_level("WARNING"):
+        store.save(1, state, best, history)
+        store.save(2, state, best, history)
+    assert not [r for r in caplog.records if checkpoint._NO_MERGE in r.getMessage()]
+    again = checkpoint.SegmentCheckpoints(tmp_path / task / "checkpoint")
+    assert again.latest() == 2
+    like = {"w": np.zeros((2, 3), np.float32), "key": jax.random.key(0)}
+    got_state, got_best, got_history = again.restore(2, like, {"w": np.zeros(3)})
+    np.testing.assert_array_equal(got_state["w"], state["w"])
+    np.testing.assert_array_equal(
+        jax.random.key_data(got_state["key"]), jax.random.key_data(state["key"])
+    )
+    np.testing.assert_array_equal(got_best["w"], best["w"])
+    np.testing.assert_array_equal(got_history["steps"], [5])
