@@ -303,6 +303,51 @@ def sweep_overrides(overrides: Sequence[str]) -> list[list[str]]:
     return [list(combo) for batch in batches for combo in batch]
 
 
+# override keys whose values already give a run its own directory (<out>/<env>/<task>/<algo>/)
+_PLACING = ("env", "algo", "out", "name", "label")
+
+
+def _key_value(override: str) -> tuple[str, str]:
+    key, _, value = override.partition("=")
+    return key.lstrip("+"), value
+
+
+def separate_grid(grid: list[list[str]]) -> list[list[str]]:
+    """Keep a sweep's grid points apart: each axis that would leave two runs in one directory
+    (an `algo.*` setting, `seed`, a protocol setting) is appended to the run's name as
+    `-<key>_<value>` (as `vmap=` names its runs), and an `algo.*` axis also names the algorithm
+    in the records, `label=<algo>-<key>_<value>`, so that reports rank each setting on its own
+    instead of pooling them."""
+    points = [dict(_key_value(o) for o in combo) for combo in grid]
+    keys = list(dict.fromkeys(k for p in points for k in p))
+    axes = [
+        k
+        for k in keys
+        if len({p.get(k) for p in points}) > 1
+        and k not in _PLACING
+        and not k.startswith("env.kwargs.")
+    ]
+    if not axes:
+        return grid
+    from marl import config
+
+    out = []
+    for combo, point in zip(grid, points, strict=True):
+        parts = {k: f"{k.rpartition('.')[2]}_{point[k]}" for k in axes if k in point}
+        tags = "-".join(parts.values())
+        algo_tags = "-".join(v for k, v in parts.items() if k.startswith("algo."))
+        kept = [o for o in combo if _key_value(o)[0] not in ("name", "label")]
+        name = point.get("name")
+        kept.append(f"name={name}-{tags}" if name else f"name={tags}")
+        if algo_tags:
+            base = point.get("label") or str(config.compose(kept).algo.name)
+            kept.append(f"label={base}-{algo_tags}")
+        elif point.get("label"):
+            kept.append(f"label={point['label']}")
+        out.append(kept)
+    return out
+
+
 def _same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> None:
     """A finished run is reused only if it was trained with the planned config."""
     from marl.rundir import config_differences
@@ -333,6 +378,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not any(o.startswith("name=") for o in overrides):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         grid = [[*combo, f"name=sweep-{stamp}"] for combo in grid]
+    sweep_name = next(v for k, v in map(_key_value, grid[0]) if k == "name")
+    try:
+        grid = separate_grid(grid)
+    except config.ConfigError as e:
+        raise UsageError(str(e)) from None
     runs = []
     for combo in grid:  # validate every run before training any
         try:
@@ -364,11 +414,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if done is None:
             return 130
         dirs.append(done)
-    out = args.report or str(runs[0].out / f"report-{runs[0].name}")
+    out = args.report or str(runs[0].out / f"report-{sweep_name}")
     from marl.report import write_report
 
     study = _study([str(d) for d in dirs], "episode_return")
-    paths = write_report(study, out, title=f"marl sweep {runs[0].name}")
+    paths = write_report(study, out, title=f"marl sweep {sweep_name}")
     print(f"wrote {paths['md']} and {paths['html']}")
     return 0
 
@@ -582,8 +632,8 @@ def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
     for c in combos:  # each combination is a run of its own: validated with concrete values
         label = "-".join(f"{k}_{v:g}" for k, v in c.items())
         overrides = [*run.command, *(f"algo.{k}={v!r}" for k, v in c.items())]
-        overrides = [o for o in overrides if not o.startswith("name=")]
-        overrides.append(f"name={run.name}-{label}")
+        overrides = [o for o in overrides if not o.startswith(("name=", "label="))]
+        overrides += [f"name={run.name}-{label}", f"label={run.record_algo}-{label}"]
         try:
             runs.append(config.resolve(config.compose(overrides), command=overrides))
         except config.ConfigError as e:

@@ -67,6 +67,13 @@ class RunConfig:
     resume: bool = False  # continue an unfinished run of this config from its last checkpoint
     logger: str | None = None  # external logger (`marl.loggers`): None, "wandb", "tensorboard"
     checkpoint: bool = True  # save every segment (`marl.checkpoint`) so resume=true can continue
+    label: str | None = None  # the algorithm's name in the run record (None: the learner's)
+
+    @property
+    def record_algo(self) -> str:
+        """The algorithm as records, reports and the leaderboard name it: `label` or the
+        learner's name."""
+        return self.label or self.algo
 
     @property
     def total_updates(self) -> int:
@@ -98,6 +105,7 @@ class RunConfig:
             "seed": s.seed,
             "out": str(self.out),
             "name": self.name,
+            "label": self.label,
             "derived": {
                 "steps_per_update": self.steps_per_update,
                 "updates_per_segment": self.updates_per_segment,
@@ -300,6 +308,15 @@ def _run_name(value: Any) -> str | None:
     return name
 
 
+def _label(value: Any) -> str | None:
+    if value is None:
+        return None
+    label = str(value)
+    if not label.strip() or "," in label or "/" in label:
+        raise ConfigError(f"label must be a non-empty name without ',' or '/', got {label!r}")
+    return label
+
+
 def schedule(settings: RunSettings, steps_per_update: int) -> tuple[int, int]:
     """(updates per segment, segments), as `marl.training.run` computes them."""
     return settings.schedule(steps_per_update)
@@ -413,6 +430,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         settings=settings,
         out=Path(str(data.get("out") or ".")),
         name=_run_name(data.get("name")),
+        label=_label(data.get("label")),
         resume=_flag("resume", data.get("resume", False)),
         checkpoint=_flag("checkpoint", data.get("checkpoint", True)),
         logger=_logger(data.get("logger")),

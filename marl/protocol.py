@@ -21,7 +21,8 @@ device, wall time and steps per second.
 
 `load(paths)` reads records back, from run directories, `record.json` files or any marl-eval
 JSON (records written elsewhere are marked external), and `check_comparable` refuses to mix
-records made under different protocol settings.
+records made under different protocol settings, or to pool runs of one algorithm trained with
+different settings (a variant takes its own name with `marl train label=NAME`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ META = "meta.json"
 ABSOLUTE = "absolute_metrics"
 # protocol settings that must agree between records compared on one task
 COMPARABLE = ("version", "eval_episodes", "absolute_episodes", "metric")
+# learner settings that change only how fast an update runs (the same loss), so runs differing
+# in them are still one algorithm; every other `algo.*` key must agree between pooled runs
+SPEED_ONLY = ("unroll_buckets", "pack_episodes")
 
 
 class RecordError(ValueError):
@@ -316,11 +320,14 @@ def load(paths: Iterable[str | Path]) -> list[Record]:
 
 # --- comparability ----------------------------------------------------------------------------
 def check_comparable(records: Sequence[Record]) -> None:
-    """Refuse records of one task made under different protocol settings or budgets.
+    """Refuse records of one task made under different protocol settings or budgets, and
+    records of one algorithm on one task trained with different settings.
 
     Compared between the marl records of a task: `COMPARABLE` protocol fields, the env steps
-    trained and the evaluation step grid's length, and the environment's keywords. External
-    records are checked on what their data shows (episodes per evaluation and absolute metric).
+    trained and the evaluation step grid's length, and the environment's keywords; between the
+    marl records of one algorithm name on a task, every `algo.*` setting but `SPEED_ONLY`.
+    External records are checked on what their data shows (episodes per evaluation and
+    absolute metric).
     """
     by_task: dict[str, list[Record]] = {}
     for r in records:
@@ -333,6 +340,20 @@ def check_comparable(records: Sequence[Record]) -> None:
                     f"records of {task} were made under different protocols: {key} is {a!r} in "
                     f"{ref.path} but {b!r} in {other.path}; compare runs of one protocol "
                     "(re-run one side, or report them separately)"
+                )
+    by_algo: dict[tuple[str, str], list[Record]] = {}
+    for r in records:
+        if r.meta is not None:
+            by_algo.setdefault((r.env_id, r.algorithm), []).append(r)
+    for (task, algo), group in by_algo.items():
+        ref = group[0]
+        for other in group[1:]:
+            for key, a, b in _algo_differences(ref, other):
+                raise RecordError(
+                    f"records of {algo} on {task} were trained with different settings: "
+                    f"algo.{key} is {a!r} in {ref.path} but {b!r} in {other.path}; pooled runs "
+                    "must share their settings (report them separately, or train a variant "
+                    f"with label=NAME, e.g. label={algo}-{key}, to rank it as its own algorithm)"
                 )
 
 
@@ -359,6 +380,16 @@ def _differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
         if key in sb and not _same(sa[key], sb[key]):
             out.append((key, sa[key], sb[key]))
     return out
+
+
+def _algo_differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
+    """`algo.*` settings two marl records both state and set differently (`SPEED_ONLY` aside;
+    a key one record lacks, added to the learner after it was made, is not compared)."""
+    ca = ((a.meta or {}).get("config") or {}).get("algo") or {}
+    cb = ((b.meta or {}).get("config") or {}).get("algo") or {}
+    return [
+        (k, ca[k], cb[k]) for k in ca if k in cb and k not in SPEED_ONLY and not _same(ca[k], cb[k])
+    ]
 
 
 def _same(a: Any, b: Any) -> bool:

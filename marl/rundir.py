@@ -86,7 +86,15 @@ def _claim(parent: Path, name: str | None, now: datetime) -> Path:
     raise FileExistsError(f"no free run directory under {parent} for {stamp}")
 
 
-PLANNED = ("env", "algo", "protocol", "seeds", "budget", "seed")  # what makes two runs the same
+PLANNED = (
+    "env",
+    "algo",
+    "label",
+    "protocol",
+    "seeds",
+    "budget",
+    "seed",
+)  # what makes two runs the same
 
 
 def config_differences(before: Any, planned: Any) -> list[str]:
@@ -260,7 +268,7 @@ class RunDir:
         if len(self.steps) == 1:
             write_json(self.path / META, self.meta())
         record = run_record(
-            self.run.env_id, self.run.algo, self.steps, self.evaluations, task=self.task
+            self.run.env_id, self.run.record_algo, self.steps, self.evaluations, task=self.task
         )
         write_json(self.path / RECORD, record, indent=None)
         if int(step) not in self._logged_steps():
@@ -296,7 +304,7 @@ class RunDir:
 
         record = run_record(
             self.run.env_id,
-            self.run.algo,
+            self.run.record_algo,
             result.steps,
             result.evaluations,
             result.absolute,

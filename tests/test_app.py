@@ -30,6 +30,7 @@ def test_a_joblib_sweep_writes_one_valid_record_per_job(tmp_path):
         "--multirun",
         *TINY,
         "algo.lr=1e-3,3e-4",  # two jobs with the same run folder, started together
+        "label=${algo.name}-lr_${algo.lr}",  # each value ranks as its own algorithm
         f"out={out}",
         "hydra/launcher=joblib",
         "hydra.launcher.n_jobs=2",
@@ -42,7 +43,8 @@ def test_a_joblib_sweep_writes_one_valid_record_per_job(tmp_path):
     lrs = sorted(float((r / "config.yaml").read_text().split("lr: ")[1].split()[0]) for r in runs)
     assert lrs == [3e-4, 1e-3]
     study = load_study([str(r) for r in runs], compute_anchors=False)
-    assert len(study.entries[("particle/simple", "ippo")].runs) == 2
+    assert sorted(study.algorithms) == ["ippo-lr_0.0003", "ippo-lr_0.001"]
+    assert len(study.entries[("particle/simple", "ippo-lr_0.001")].runs) == 1
 
 
 def test_the_app_rejects_a_bad_config_in_one_line(tmp_path):

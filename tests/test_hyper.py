@@ -49,6 +49,8 @@ def test_a_vmapped_sweep_writes_each_combination_as_its_own_run(tmp_path):
         config = (parent / name / "config.yaml").read_text()
         assert f"lr: {name.split('_')[1]}" in config
         assert json.loads((parent / name / "meta.json").read_text())["finished"]
+        record = json.loads((parent / name / "record.json").read_text())
+        assert list(record["particle"]["simple"]) == [f"ippo-{name.removeprefix('hp-')}"]
     # the combination trains as the run with that value alone (same seeds, same keys)
     vmapped = json.loads((parent / "hp-lr_0.0003" / "final.json").read_text())
     alone = json.loads((parent / "alone" / "final.json").read_text())

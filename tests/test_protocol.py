@@ -28,7 +28,9 @@ def evaluations(seeds=3, episodes=4, steps=(0, 100, 200), shift=0.0, seed=0):
     return list(steps), evals, absolute
 
 
-def write_run(root, env_id="particle/spread", algo="mappo", protocol_over=None, **kw):
+def write_run(
+    root, env_id="particle/spread", algo="mappo", protocol_over=None, algo_cfg=None, **kw
+):
     steps, evals, absolute = evaluations(**kw)
     path = root / env_id / algo / "run"
     path.mkdir(parents=True)
@@ -39,7 +41,7 @@ def write_run(root, env_id="particle/spread", algo="mappo", protocol_over=None, 
         "finished": True,
         "protocol": proto,
         "env_steps": steps[-1],
-        "config": {"env": {"id": env_id, "kwargs": {}}},
+        "config": {"env": {"id": env_id, "kwargs": {}}, "algo": {"name": algo, **(algo_cfg or {})}},
         "anchors": {"random": -3.0, "reference": 3.0},
     }
     (path / "meta.json").write_text(json.dumps(meta))
@@ -163,6 +165,22 @@ def test_different_budgets_are_refused_same_protocol_accepted(tmp_path):
     write_run(tmp_path / "c", algo="happo", steps=(0, 100, 300))
     with pytest.raises(RecordError, match="env steps"):
         check_comparable(load([tmp_path]))
+
+
+def test_one_algorithm_with_different_settings_is_refused(tmp_path):
+    """Runs pooled under one algorithm name must share its settings: a tuned variant is a
+    different algorithm (label=), while speed-only settings (the same loss) may differ."""
+    base = {"lr": 1e-3, "hidden": [64], "pack_episodes": 1}
+    write_run(tmp_path / "a", algo="qmix", algo_cfg=base)
+    write_run(tmp_path / "b", algo="qmix", algo_cfg={**base, "pack_episodes": 4}, seed=1)
+    write_run(tmp_path / "c", algo="vdn", algo_cfg={**base, "lr": 5e-4}, seed=2)
+    check_comparable(load([tmp_path]))  # qmix's runs differ only in speed; vdn is another name
+    write_run(tmp_path / "d", algo="qmix", algo_cfg={**base, "hidden": [128]}, seed=3)
+    with pytest.raises(RecordError, match=r"qmix on particle/spread .*algo\.hidden .*label="):
+        check_comparable(load([tmp_path]))
+    write_run(tmp_path / "e", algo="mappo", algo_cfg={"lr": 1.0}, env_id="particle/simple")
+    write_run(tmp_path / "f", algo="mappo", algo_cfg={"lr": 2.0})  # another task: fine
+    check_comparable(load([tmp_path / "e", tmp_path / "f"]))
 
 
 def test_other_tasks_do_not_need_to_agree(tmp_path):

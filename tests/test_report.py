@@ -162,6 +162,21 @@ def test_env_keyword_variants_get_their_own_task_and_directory():
     assert str(run_parent(cont)) == "r/particle/spread[continuous_actions=true]/mappo"
 
 
+def test_sweep_axes_over_learner_settings_get_their_own_runs_and_names():
+    """A grid over a learner setting (or the root seed) would put two runs in one directory:
+    the axis goes into the run's name, and a learner setting into the algorithm's name."""
+    grid = cli.separate_grid(
+        cli.sweep_overrides(["algo=ippo,mappo", "algo.lr=1e-3,3e-4", "seed=0", "name=s"])
+    )
+    assert grid[1] == ["algo=ippo", "algo.lr=0.0003", "seed=0", "name=s-lr_0.0003",
+                       "label=ippo-lr_0.0003"]  # fmt: skip
+    assert len({(c[0], c[3]) for c in grid}) == 4
+    seeds = cli.separate_grid(cli.sweep_overrides(["env=particle/simple", "seed=0,1", "name=s"]))
+    assert [c[-1] for c in seeds] == ["name=s-seed_0", "name=s-seed_1"]  # pooled: one algorithm
+    plain = cli.sweep_overrides(["env=particle/simple,particle/spread", "algo=ippo", "name=s"])
+    assert cli.separate_grid(plain) == plain  # env and algo choices have their own directories
+
+
 def test_sweep_rejects_a_bad_combination_before_training(tmp_path):
     code, _, err = _cli(
         "sweep", "env=particle/simple,particle/nope", "algo=ippo", f"out={tmp_path}"

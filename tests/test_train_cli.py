@@ -185,6 +185,7 @@ def test_every_top_level_and_protocol_key_has_a_comment():
         ("algo.critic=nope", ["critic='nope'", "central or local"]),
         ("env.kwargs.num_agents=0", ["num_agents must be >= 1"]),
         ("name=a/b", ["name must be one directory name"]),
+        ("label=qmix/fast", ["label must be a non-empty name without ',' or '/'"]),
         ("protocol.metric=won", ["protocol.metric 'won'", "valid: return, length, collisions"]),
         ("protocol.absolute_episodes=-1", ["protocol.absolute_episodes must be an integer >= 0"]),
         ("protocol.num_evaluations=0", ["protocol.num_evaluations must be a positive integer"]),
@@ -269,8 +270,9 @@ def runs(tmp_path_factory):
     outputs, dirs = [], []
     try:
         for k in range(2):
+            label = ["label=ippo-twin"] if k else []  # the same run under its own name
             with contextlib.redirect_stdout(io.StringIO()) as out:
-                assert cli.main(["train", *TINY, f"out={root / str(k)}"]) == 0
+                assert cli.main(["train", *TINY, *label, f"out={root / str(k)}"]) == 0
             outputs.append(out.getvalue())
             (run_dir,) = (root / str(k) / "particle" / "simple" / "ippo").iterdir()
             dirs.append(run_dir)
@@ -346,10 +348,12 @@ def _leaves(tree):
 def test_run_is_deterministic(runs):
     _, (first, second) = runs
 
-    def returns(run_dir):
-        return json.loads((run_dir / "record.json").read_text())
+    def returns(run_dir, algo):
+        return json.loads((run_dir / "record.json").read_text())["particle"]["simple"][algo]
 
-    assert returns(first) == returns(second)
+    assert returns(first, "ippo") == returns(second, "ippo-twin")  # label names the algorithm
+    config = yaml.safe_load((second / "config.yaml").read_text())
+    assert config["label"] == "ippo-twin" and config["algo"]["name"] == "ippo"
     final = [json.loads((d / "final.json").read_text()) for d in (first, second)]
     assert final[0]["final"] == final[1]["final"]
 
