@@ -79,9 +79,12 @@ def test_check_env_catches_wrong_episode_length():
 
 def test_check_env_holds_a_bounded_state_to_its_claim():
     """An env declaring `state_bounded` fails check_env once a state feature leaves the bound;
-    combat declares it and keeps it (checked with the other CASES), particle does not."""
+    combat and pathfinding declare it and keep it (checked with the other CASES); particle
+    (raw positions) and cleanup (plastic counts per cell) do not."""
     assert marl.make("combat/3m").spec.state_bounded
+    assert marl.make("pathfinding/random_grid").spec.state_bounded
     assert not marl.make("particle/spread").spec.state_bounded
+    assert not marl.make("cleanup/comm").spec.state_bounded
     env = marl.make("particle/spread", episode_limit=3)
 
     class Claims(type(env)):

@@ -241,6 +241,7 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             agent_names=tuple(f"agent_{i}" for i in range(n)),
             episode_limit=episode_limit,
             metric_names=METRICS,
+            state_bounded=True,  # positions and goals / map size, velocity / max, unit heading
         )
 
     # --- reset ---------------------------------------------------------------------------------
