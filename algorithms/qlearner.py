@@ -355,8 +355,10 @@ def make_optimizer(cfg: QConfig, total_steps: int | None = None) -> optax.Gradie
     lr = cfg.lr
     if cfg.anneal_lr and total_steps:
         lr = optax.linear_schedule(cfg.lr, 0.0, total_steps)
-    rmsprop = cfg.optimizer == "rmsprop"
-    opt = optax.rmsprop(lr, decay=0.99, eps=1e-5) if rmsprop else optax.adam(lr)
+    if cfg.optimizer == "rmsprop":  # pymarl's torch RMSprop: g / (sqrt(v) + eps), v from 0
+        opt = optax.rmsprop(lr, decay=0.99, eps=1e-5, eps_in_sqrt=False)
+    else:
+        opt = optax.adam(lr)
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), opt)
 
 

@@ -212,6 +212,22 @@ def test_hard_and_soft_update():
     np.testing.assert_allclose(qlearning.soft_update(target, online, 0.25)["w"], 0.25)
 
 
+def test_rmsprop_steps_as_pymarls_torch_rmsprop():
+    """pymarl's RMSprop (torch: alpha 0.99, eps 1e-5 added to the root, square average from 0),
+    by hand over three steps; small gradients are where eps inside the root would differ."""
+    from marl.algorithms.qlearner import QConfig, make_optimizer
+
+    cfg = QConfig(optimizer="rmsprop", lr=5e-4)
+    tx = make_optimizer(cfg)
+    params = {"w": jnp.zeros(2)}
+    opt_state, v = tx.init(params), np.zeros(2)
+    for g in ([1e-3, -2e-4], [5e-4, 1e-4], [-1e-3, 3e-4]):
+        g = np.asarray(g)
+        updates, opt_state = tx.update({"w": jnp.asarray(g, jnp.float32)}, opt_state, params)
+        v = 0.99 * v + 0.01 * g**2
+        np.testing.assert_allclose(updates["w"], -5e-4 * g / (np.sqrt(v) + 1e-5), rtol=1e-4)
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
 def test_annealed_learning_rate_reaches_zero_over_the_run(optimizer):
     from marl.algorithms.qlearner import QConfig, make_optimizer
