@@ -15,6 +15,10 @@ Environment keywords (`--set env.kwargs.K=V`) make a variant task with its own r
 Runs checkpoint every segment: after a kill, the same command with `--name <the run name it
 printed> --resume` continues them (the row's wall time then counts only the resumed part).
 
+`--add-screen RUN_DIR --change TEXT` adds a finished run of a variant (any `marl train` run of
+the task) to the Screens table of its task's record (or of `--env`'s, e.g. a run on a variant
+task screened for the plain task), its absolute metric per seed, without training.
+
 `--extend --set seed=K` adds seeds to a learner's existing row instead of replacing it: the
 new run uses root seed K (its seeds are independent of the row's earlier runs), must match
 the row's budget and other overrides, and the row's figures are recomputed over the seeds of
@@ -215,7 +219,7 @@ def run_one(
 def main() -> None:
     configure_xla()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="particle/spread")
+    parser.add_argument("--env", help="environment id (default particle/spread)")
     parser.add_argument("--algos", default="ippo,mappo,happo")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budget", type=float, default=2e6)
@@ -233,6 +237,12 @@ def main() -> None:
         "--render-only", action="store_true", help="rewrite the .md from the .json and exit"
     )
     parser.add_argument(
+        "--add-screen",
+        metavar="RUN_DIR",
+        help="add a finished run of a variant to its task's Screens table (with --change) and exit",
+    )
+    parser.add_argument("--change", help="what the --add-screen run changes, in words")
+    parser.add_argument(
         "--extend",
         action="store_true",
         help="add this run's seeds to the learner's existing row (with --set seed=K, a new K)",
@@ -240,6 +250,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.resume and not args.name:
         parser.error("--resume needs --name (the runs to continue)")
+    if args.add_screen:
+        if not args.change:
+            parser.error("--add-screen needs --change (what the run changes)")
+        stem = None  # the run's own task, unless --env names the record
+        if args.env:
+            stem = f"{split_env_id(args.env)[0]}_{variant(args.env, args.set)[0]}"
+        path = add_screen(Path(args.add_screen), args.change, ROOT / "results" / "learning", stem)
+        print(f"wrote {path} and {path.with_suffix('.md')}")
+        return
+    args.env = args.env or "particle/spread"
     family = split_env_id(args.env)[0]
     task, env_kwargs = variant(args.env, args.set)
     stem = f"{family}_{task}"
@@ -301,6 +321,79 @@ def main() -> None:
     print(text)
 
 
+def screen_entry(run_dir: Path, change: str) -> dict:
+    """A screen: one finished run of a learner variant and its absolute metric per seed (the
+    win rate where the task has one, else the return)."""
+    final = json.loads((run_dir / "final.json").read_text())
+    head = (run_dir / "config.yaml").read_text().splitlines()[0]
+    absolute = final.get("absolute")
+    if not absolute:
+        raise SystemExit(f"{run_dir}: no absolute metric in final.json (run unfinished or old)")
+    metric = "won" if "won" in absolute else "return"
+    per_seed = [float(x) for x in absolute[metric]]
+    return {
+        "algo": final["algo"],
+        "change": change,
+        "command": head.partition("command: ")[2] or None,
+        "seeds": final["seeds"],
+        "env_steps": final["env_steps"],
+        "metric": metric,
+        "absolute": per_seed,
+        "iqm_absolute": iqm(np.asarray(per_seed)),
+        "run_dir": _rel(run_dir),
+    }
+
+
+def add_screen(run_dir: Path, change: str, out_dir: Path, stem: str | None = None) -> Path:
+    """Add (or replace, by run directory) a screen in the record `<out_dir>/<stem>.json`
+    (default: the run's own task's); returns the record's path."""
+    meta = json.loads((run_dir / "meta.json").read_text())
+    if not meta.get("finished"):
+        raise SystemExit(f"{run_dir}: the run is not finished")
+    stem = stem or f"{split_env_id(meta['env'])[0]}_{meta['task']}"
+    path = out_dir / f"{stem}.json"
+    if not path.exists():
+        raise SystemExit(f"{path}: no learning-benchmark record for this task yet")
+    record = json.loads(path.read_text())
+    entry = screen_entry(run_dir, change)
+    screens = record.setdefault("screens", [])
+    same = [k for k, e in enumerate(screens) if e["run_dir"] == entry["run_dir"]]
+    if same:
+        screens[same[0]] = entry  # a screen added again keeps its place
+    else:
+        screens.append(entry)
+    write_json(path, record)
+    atomic_write(path.with_suffix(".md"), markdown(record))
+    return path
+
+
+def _screens_markdown(screens: list[dict]) -> list[str]:
+    won = all(e["metric"] == "won" for e in screens)
+
+    def cell(x: float) -> str:
+        return f"{100 * x:.1f}%" if won else f"{x:.2f}"
+
+    lines = [
+        "",
+        "## Screens",
+        "",
+        "Variants tried beside the rows above, each one finished run (`--add-screen`): the "
+        "absolute metric per seed (each seed's best evaluated parameters re-evaluated on 320 "
+        "episodes) and its IQM over seeds.",
+        "",
+        f"| learner | change | seeds x env steps | absolute {'win rate' if won else 'return'} "
+        "per seed | IQM | run |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in screens:
+        per_seed = " / ".join(cell(x) for x in e["absolute"])
+        lines.append(
+            f"| {e['algo']} | {e['change']} | {e['seeds']} x {e['env_steps']:,} | {per_seed} | "
+            f"{cell(e['iqm_absolute'])} | {e['run_dir'].removeprefix('results/runs/')} |"
+        )
+    return lines
+
+
 def markdown(record: dict) -> str:
     """The Markdown table of a learning-benchmark record (`results/learning/<env>.json`)."""
     anchors, rows = record["anchors"], record["results"]
@@ -342,6 +435,8 @@ def markdown(record: dict) -> str:
         if commands[0]:
             lines.append("- " + ", then ".join(f"`{c}`" for c in commands))
     lines += [f"- {r['algo']}: {r['note']}" for r in rows if r.get("note")]
+    if record.get("screens"):
+        lines += _screens_markdown(record["screens"])
     lines.append("")
     return "\n".join(lines)
 

@@ -96,3 +96,30 @@ def test_env_keywords_name_a_variant_task_and_its_record(lb):
     assert task == "3m[see_enemy_actions=true]" and kwargs == {"see_enemy_actions": True}
     with pytest.raises(SystemExit, match="nonsense"):
         lb.variant("combat/3m", ["env.kwargs.nonsense=1"])
+
+
+def test_add_screen_tables_a_variant_run_in_its_task_record(lb, tmp_path):
+    """`--add-screen`: a finished run's absolute win rate per seed and IQM join the record's
+    Screens table; adding the same run again replaces its entry in place."""
+    run_dir = tmp_path / _final(tmp_path, "eps01", [50.0, 60.0, 55.0], [0.9, 0.8, 1.0], 100.0)
+    (run_dir / "config.yaml").write_text("# resolved config of this run; command: marl train x\n")
+    (run_dir / "meta.json").write_text(json.dumps({"env": "combat/3m", "task": "3m"}))
+    final = json.loads((run_dir / "final.json").read_text())
+    (run_dir / "final.json").write_text(json.dumps({**final, "algo": "qmix"}))
+    out = tmp_path / "learning"
+    out.mkdir()
+    record = {"env": "combat/3m", "anchors": {"random": 0.0, "scripted": 1.0}, "results": []}
+    (out / "combat_3m.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match="not finished"):
+        lb.add_screen(run_dir, "epsilon to 0.01", out)
+    (run_dir / "meta.json").write_text(
+        json.dumps({"env": "combat/3m", "task": "3m", "finished": True})
+    )
+    lb.add_screen(run_dir, "epsilon to 0.01", out)
+    lb.add_screen(run_dir, "epsilon ending at 0.01", out)
+    (entry,) = json.loads((out / "combat_3m.json").read_text())["screens"]
+    assert entry["command"] == "marl train x" and entry["metric"] == "won"
+    assert entry["iqm_absolute"] == pytest.approx(lb.iqm(np.array([0.9, 0.8, 1.0])))
+    text = (out / "combat_3m.md").read_text()
+    assert "## Screens" in text
+    assert "| qmix | epsilon ending at 0.01 | 3 x 1,000 | 90.0% / 80.0% / 100.0% | 90.0% |" in text
