@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -329,32 +329,46 @@ def check_comparable(records: Sequence[Record]) -> None:
     External records are checked on what their data shows (episodes per evaluation and
     absolute metric).
     """
-    by_task: dict[str, list[Record]] = {}
+    found = _first_mismatch(records, lambda r: r.env_id, _differences)
+    if found:
+        task, key, a, b, ref, other = found
+        raise RecordError(
+            f"records of {task} were made under different protocols: {key} is {a!r} in "
+            f"{ref.path} but {b!r} in {other.path}; compare runs of one protocol "
+            "(re-run one side, or report them separately)"
+        )
+    found = _first_mismatch(
+        records, lambda r: None if r.external else (r.env_id, r.algorithm), _algo_differences
+    )
+    if found:
+        (task, algo), key, a, b, ref, other = found
+        raise RecordError(
+            f"records of {algo} on {task} were trained with different settings: "
+            f"algo.{key} is {a!r} in {ref.path} but {b!r} in {other.path}; pooled runs "
+            "must share their settings (report them separately, or train a variant "
+            f"with label=NAME, e.g. label={algo}-{key}, to rank it as its own algorithm)"
+        )
+
+
+Differences = Callable[[Record, Record], list[tuple[str, Any, Any]]]
+
+
+def _first_mismatch(
+    records: Sequence[Record], group_of: Callable[[Record], Any], differences: Differences
+) -> tuple[Any, str, Any, Any, Record, Record] | None:
+    """The first setting on which a record differs from the first of its group (`group_of`;
+    None: not compared): (group, key, reference value, value, reference, record), or None."""
+    groups: dict[Any, list[Record]] = {}
     for r in records:
-        by_task.setdefault(r.env_id, []).append(r)
-    for task, group in by_task.items():
-        ref = group[0]
-        for other in group[1:]:
-            for key, a, b in _differences(ref, other):
-                raise RecordError(
-                    f"records of {task} were made under different protocols: {key} is {a!r} in "
-                    f"{ref.path} but {b!r} in {other.path}; compare runs of one protocol "
-                    "(re-run one side, or report them separately)"
-                )
-    by_algo: dict[tuple[str, str], list[Record]] = {}
-    for r in records:
-        if r.meta is not None:
-            by_algo.setdefault((r.env_id, r.algorithm), []).append(r)
-    for (task, algo), group in by_algo.items():
-        ref = group[0]
-        for other in group[1:]:
-            for key, a, b in _algo_differences(ref, other):
-                raise RecordError(
-                    f"records of {algo} on {task} were trained with different settings: "
-                    f"algo.{key} is {a!r} in {ref.path} but {b!r} in {other.path}; pooled runs "
-                    "must share their settings (report them separately, or train a variant "
-                    f"with label=NAME, e.g. label={algo}-{key}, to rank it as its own algorithm)"
-                )
+        group = group_of(r)
+        if group is not None:
+            groups.setdefault(group, []).append(r)
+    for group, members in groups.items():
+        ref = members[0]
+        for other in members[1:]:
+            for key, a, b in differences(ref, other):
+                return group, key, a, b, ref, other
+    return None
 
 
 def _settings(r: Record) -> dict[str, Any]:
@@ -374,12 +388,7 @@ def _settings(r: Record) -> dict[str, Any]:
 
 
 def _differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
-    sa, sb = _settings(a), _settings(b)
-    out = []
-    for key in sa:
-        if key in sb and not _same(sa[key], sb[key]):
-            out.append((key, sa[key], sb[key]))
-    return out
+    return _changed(_settings(a), _settings(b))
 
 
 def _algo_differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
@@ -387,9 +396,14 @@ def _algo_differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
     a key one record lacks, added to the learner after it was made, is not compared)."""
     ca = ((a.meta or {}).get("config") or {}).get("algo") or {}
     cb = ((b.meta or {}).get("config") or {}).get("algo") or {}
-    return [
-        (k, ca[k], cb[k]) for k in ca if k in cb and k not in SPEED_ONLY and not _same(ca[k], cb[k])
-    ]
+    return _changed(ca, cb, skip=SPEED_ONLY)
+
+
+def _changed(
+    a: dict[str, Any], b: dict[str, Any], skip: Sequence[str] = ()
+) -> list[tuple[str, Any, Any]]:
+    """(key, a's value, b's value) for the keys both hold with different values."""
+    return [(k, a[k], b[k]) for k in a if k in b and k not in skip and not _same(a[k], b[k])]
 
 
 def _same(a: Any, b: Any) -> bool:
