@@ -54,6 +54,7 @@ _ENVS: dict[str, str | EnvFactory] = {
     "pathfinding/rooms": "marl.envs.pathfinding:make_rooms",
     "pathfinding/caves": "marl.envs.pathfinding:make_caves",
     "pathfinding/string": "marl.envs.pathfinding:make_string",
+    "jaxmarl/smax": "marl.envs.jaxmarl_smax:JaxMARLSMAX",
     "cleanup/custom": "marl.envs.cleanup:Cleanup",
     "cleanup/comm": "marl.envs.cleanup:make_comm",
     "cleanup/nocomm": "marl.envs.cleanup:make_nocomm",
