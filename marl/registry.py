@@ -54,12 +54,12 @@ _ENVS: dict[str, str | EnvFactory] = {
     "pathfinding/rooms": "marl.envs.pathfinding:make_rooms",
     "pathfinding/caves": "marl.envs.pathfinding:make_caves",
     "pathfinding/string": "marl.envs.pathfinding:make_string",
-    "jaxmarl/smax": "marl.envs.jaxmarl_smax:JaxMARLSMAX",
     "cleanup/custom": "marl.envs.cleanup:Cleanup",
     "cleanup/comm": "marl.envs.cleanup:make_comm",
     "cleanup/nocomm": "marl.envs.cleanup:make_nocomm",
     "cleanup/fleet16": "marl.envs.cleanup:make_fleet16",
     "cleanup/fleet128": "marl.envs.cleanup:make_fleet128",
+    "jaxmarl/smax": "marl.envs.jaxmarl_smax:JaxMARLSMAX",
 }
 
 
