@@ -37,6 +37,9 @@ class SMAXState(struct.PyTreeNode):
 
 def _import_smax() -> Any:
     try:
+        from marl.bench import import_jaxmarl
+
+        import_jaxmarl()  # without its import-time print
         from jaxmarl.environments import smax
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError(

@@ -39,6 +39,7 @@ __all__ = [
     "bench_jaxmarl",
     "jaxmarl_kwargs",
     "jaxmarl_name",
+    "import_jaxmarl",
 ]
 
 # marl id -> JaxMARL registry name of the same task.
@@ -216,7 +217,7 @@ def smax_map(name: str) -> str | None:
     return scenario if family == "combat" and scenario in JAXMARL_SMAX_MAPS else None
 
 
-def _import_jaxmarl() -> Any:
+def import_jaxmarl() -> Any:
     """Import JaxMARL without its import-time chatter.
 
     JaxMARL prints on import, and its MABrax module points `sys.stdout`/`sys.stderr` back at
@@ -260,7 +261,7 @@ def jaxmarl_kwargs(name: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
     `JAXMARL_KEYWORDS` or passed through when JaxMARL's constructor has the same name; a keyword
     with no counterpart raises ValueError.
     """
-    jaxmarl = _import_jaxmarl()
+    jaxmarl = import_jaxmarl()
     if smax_map(name) is not None:
         if env_kwargs:
             raise ValueError(f"--vs jaxmarl compares {name} at its defaults only (no --set)")
@@ -304,7 +305,7 @@ def bench_jaxmarl(
     action spaces. `env_kwargs` use marl's names (`continuous_actions`, `episode_limit`, or
     keywords the JaxMARL constructor shares). Returns the same dict as `bench_env`.
     """
-    jaxmarl = _import_jaxmarl()
+    jaxmarl = import_jaxmarl()
     jm_name = jaxmarl_name(name)
     env = jaxmarl.make(jm_name, **jaxmarl_kwargs(name, env_kwargs))
     if smax_map(name) is not None:
