@@ -23,9 +23,10 @@ from flax import struct
 from marl.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
 from marl.spaces import Discrete
 
+from .combat.env import outcome_metrics
 from .combat.scenarios import SMAC_MAPS
 
-METRICS = ("won", "lost", "allies_alive", "enemies_killed")
+METRICS = ("won", "lost", "allies_alive", "enemies_killed")  # combat's, less damage_dealt
 
 
 class SMAXState(struct.PyTreeNode):
@@ -86,8 +87,8 @@ class JaxMARLSMAX(MultiAgentEnv[SMAXState]):
         n = len(self._agents)
         self.num_allies, self.num_enemies = n, int(self._env.num_enemies)
         obs_dim = int(self._env.observation_spaces[self._agents[0]].shape[0])
-        _, state = self._env.reset(jax.random.key(0))
-        state_dim = int(self._env.get_world_state(state).shape[0])
+        obs, _ = jax.eval_shape(self._env.reset, jax.random.key(0))  # shapes only, no run
+        state_dim = int(obs["world_state"].shape[0])
         self.spec = EnvSpec(
             name=name,
             num_agents=n,
@@ -103,23 +104,16 @@ class JaxMARLSMAX(MultiAgentEnv[SMAXState]):
     def _timestep(self, inner: Any, obs: dict, reward: jax.Array) -> TimeStep:
         n = self.num_allies
         alive = inner.state.unit_alive
-        allies, enemies = jnp.any(alive[:n]), jnp.any(alive[n:])
         avail = self._env.get_avail_actions(inner)
-        metrics = {
-            "won": ~enemies & allies,
-            "lost": ~allies & enemies,
-            "allies_alive": jnp.mean(alive[:n]),
-            "enemies_killed": jnp.mean(~alive[n:]),
-        }
         return TimeStep(
             obs=jnp.stack([obs[a] for a in self._agents]).astype(jnp.float32),
             state=obs["world_state"].astype(jnp.float32),
             avail_actions=jnp.stack([avail[a] for a in self._agents]).astype(bool),
             reward=reward.astype(jnp.float32),
-            terminated=~(allies & enemies),
+            terminated=~(jnp.any(alive[:n]) & jnp.any(alive[n:])),
             truncated=jnp.array(False),
             alive=alive[:n],
-            metrics={k: v.astype(jnp.float32) for k, v in metrics.items()},
+            metrics=outcome_metrics(alive, n),
         )
 
     def reset(self, key: jax.Array) -> tuple[SMAXState, TimeStep]:

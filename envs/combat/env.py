@@ -47,6 +47,20 @@ SEEN_ENEMY_FEATURES = ACTION_FEATURES + 1  # see_enemy_actions: a foe's last act
 METRICS = ("won", "lost", "allies_alive", "enemies_killed", "damage_dealt")
 
 
+def outcome_metrics(alive: jax.Array, num_allies: int) -> dict[str, jax.Array]:
+    """A battle's outcome from the allies' side, [] float32 each, from `alive` ([U] bool, allies
+    first): won (all enemies dead and an ally alive; mutual destruction is no win), lost,
+    allies_alive and enemies_killed (fractions)."""
+    allies, enemies = jnp.any(alive[:num_allies]), jnp.any(alive[num_allies:])
+    values = {
+        "won": ~enemies & allies,
+        "lost": ~allies & enemies,
+        "allies_alive": jnp.mean(alive[:num_allies]),
+        "enemies_killed": jnp.mean(~alive[num_allies:]),
+    }
+    return {k: v.astype(jnp.float32) for k, v in values.items()}
+
+
 def obs_size(num_own: int, num_foes: int) -> int:
     """Observation width of a unit with `num_own - 1` teammates and `num_foes` foes."""
     return OWN_FEATURES + ALLY_FEATURES * (num_own - 1) + ENEMY_FEATURES * num_foes
@@ -487,25 +501,13 @@ class Combat(MultiAgentEnv[CombatState]):
         terminated = ~jnp.any(after.alive[:n]) | ~jnp.any(after.alive[n:])
         return reward, terminated
 
-    def _won(self, state: CombatState) -> jax.Array:
-        n = self.num_allies
-        return ~jnp.any(state.alive[n:]) & jnp.any(state.alive[:n])
-
     # --- what agents see ------------------------------------------------------------------
     def metrics(self, state: CombatState) -> dict[str, jax.Array]:
         """The task metrics of `state` ([] float32 each), from the allies' side."""
         n = self.num_allies
-        alive = state.alive
         enemy_max = jnp.asarray(STATS.health)[state.unit_type[n:]]
-        lost = ~jnp.any(alive[:n]) & jnp.any(alive[n:])
-        values = {
-            "won": self._won(state),
-            "lost": lost,
-            "allies_alive": jnp.mean(alive[:n]),
-            "enemies_killed": jnp.mean(~alive[n:]),
-            "damage_dealt": 1.0 - jnp.sum(state.health[n:]) / jnp.sum(enemy_max),
-        }
-        return {k: v.astype(jnp.float32) for k, v in values.items()}
+        damage = 1.0 - jnp.sum(state.health[n:]) / jnp.sum(enemy_max)
+        return {**outcome_metrics(state.alive, n), "damage_dealt": damage.astype(jnp.float32)}
 
     def _action_features(
         self, last_action: jax.Array, num_foes: int, mirror: bool = False
