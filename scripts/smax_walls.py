@@ -1,0 +1,65 @@
+"""Do SMAX's walls decide battles? Plays greedy battles of saved jaxmarl/smax runs and counts
+those in which a living unit touches a wall (SMAX kills such units; combat/* clip positions
+into the map instead). Not a test; a reading of saved runs.
+
+    python scripts/smax_walls.py results/runs/jaxmarl/smax/qmix/issue6-smax --episodes 500
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from marl.runtime import configure_xla
+
+configure_xla()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from marl import saved  # noqa: E402
+from marl.evaluation import evaluate  # noqa: E402
+
+
+def wall_gaps(run: saved.SavedRun, seed: int, episodes: int, key: jax.Array) -> dict:
+    """Greedy battles of one seed: won [E] and each battle's nearest approach of a living unit
+    to a wall [E] (0 or less: a unit touched one)."""
+    env = run.env
+    size = jnp.array([env._env.map_width, env._env.map_height], jnp.float32)
+
+    def record(state: Any, actions: jax.Array) -> dict[str, jax.Array]:
+        world = state.inner.state
+        gap = jnp.min(jnp.minimum(world.unit_positions, size - world.unit_positions), axis=-1)
+        return dict(gap=jnp.where(world.unit_alive, gap, jnp.inf))
+
+    params = run.seed_params(seed)
+    out = jax.jit(lambda k: evaluate(env, run.train.policy, params, k, episodes, trace=record))(key)
+    out = jax.tree.map(np.asarray, out)
+    running = np.arange(env.spec.episode_limit)[None] < out["length"][:, None]
+    gap = np.where(running[..., None], out["trace"]["gap"], np.inf).min(axis=(1, 2))
+    return dict(won=out["won"], gap=gap)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dirs", nargs="+")
+    parser.add_argument("--which", default="final", choices=sorted(saved.PARAMS))
+    parser.add_argument("--episodes", type=int, default=500)
+    parser.add_argument("--key", type=int, default=7, help="PRNG seed of the battles")
+    args = parser.parse_args()
+    for run_dir in args.run_dirs:
+        run = saved.load(run_dir, args.which)
+        if run.run.env_id != "jaxmarl/smax":
+            raise SystemExit(f"{run_dir} is a {run.run.env_id} run, not jaxmarl/smax")
+        for seed in range(run.seeds):
+            got = wall_gaps(run, seed, args.episodes, jax.random.key(args.key))
+            print(
+                f"{run.run.algo} seed {seed}: won {got['won'].mean():.1%}; battles with a living "
+                f"unit on a wall {(got['gap'] <= 0).sum()} / {args.episodes}; nearest approach "
+                f"{got['gap'].min():.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
