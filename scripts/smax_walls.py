@@ -22,9 +22,10 @@ from marl import saved  # noqa: E402
 from marl.evaluation import evaluate  # noqa: E402
 
 
-def wall_gaps(run: saved.SavedRun, seed: int, episodes: int, key: jax.Array) -> dict:
-    """Greedy battles of one seed: won [E] and each battle's nearest approach of a living unit
-    to a wall [E] (0 or less: a unit touched one)."""
+def wall_gaps(run: saved.SavedRun, episodes: int, key: jax.Array) -> dict[str, np.ndarray]:
+    """Greedy battles of every seed of `run` (the same battles for each, one compiled program):
+    won [S, E] and each battle's nearest approach of a living unit to a wall [S, E] (0 or
+    less: a unit touched one)."""
     env = run.env
     size = jnp.array([env._env.map_width, env._env.map_height], jnp.float32)
 
@@ -33,11 +34,12 @@ def wall_gaps(run: saved.SavedRun, seed: int, episodes: int, key: jax.Array) -> 
         gap = jnp.min(jnp.minimum(world.unit_positions, size - world.unit_positions), axis=-1)
         return dict(gap=jnp.where(world.unit_alive, gap, jnp.inf))
 
-    params = run.seed_params(seed)
-    out = jax.jit(lambda k: evaluate(env, run.train.policy, params, k, episodes, trace=record))(key)
-    out = jax.tree.map(np.asarray, out)
-    running = np.arange(env.spec.episode_limit)[None] < out["length"][:, None]
-    gap = np.where(running[..., None], out["trace"]["gap"], np.inf).min(axis=(1, 2))
+    def play(params: Any) -> dict[str, Any]:
+        return evaluate(env, run.train.policy, params, key, episodes, trace=record)
+
+    out = jax.tree.map(np.asarray, jax.jit(jax.vmap(play))(run.params))
+    running = np.arange(env.spec.episode_limit)[None, None] < out["length"][..., None]
+    gap = np.where(running[..., None], out["trace"]["gap"], np.inf).min(axis=(2, 3))
     return dict(won=out["won"], gap=gap)
 
 
@@ -52,12 +54,12 @@ def main() -> None:
         run = saved.load(run_dir, args.which)
         if run.run.env_id != "jaxmarl/smax":
             raise SystemExit(f"{run_dir} is a {run.run.env_id} run, not jaxmarl/smax")
-        for seed in range(run.seeds):
-            got = wall_gaps(run, seed, args.episodes, jax.random.key(args.key))
+        got = wall_gaps(run, args.episodes, jax.random.key(args.key))
+        for seed, (won, gap) in enumerate(zip(got["won"], got["gap"], strict=True)):
             print(
-                f"{run.run.algo} seed {seed}: won {got['won'].mean():.1%}; battles with a living "
-                f"unit on a wall {(got['gap'] <= 0).sum()} / {args.episodes}; nearest approach "
-                f"{got['gap'].min():.2f}"
+                f"{run.run.algo} seed {seed}: won {won.mean():.1%}; battles with a living "
+                f"unit on a wall {(gap <= 0).sum()} / {args.episodes}; nearest approach "
+                f"{gap.min():.2f}"
             )
 
 
