@@ -104,6 +104,11 @@ class JaxMARLSMAX(MultiAgentEnv[SMAXState]):
             metric_names=METRICS,
         )
 
+    @property
+    def map_size(self) -> tuple[float, float]:
+        """Width and height of SMAX's map (units on its edges die)."""
+        return float(self._env.map_width), float(self._env.map_height)
+
     def _timestep(self, inner: Any, obs: dict, reward: jax.Array) -> TimeStep:
         n = self.num_allies
         alive = inner.state.unit_alive

@@ -27,7 +27,7 @@ def wall_gaps(run: saved.SavedRun, episodes: int, key: jax.Array) -> dict[str, n
     won [S, E] and each battle's nearest approach of a living unit to a wall [S, E] (0 or
     less: a unit touched one)."""
     env = run.env
-    size = jnp.array([env._env.map_width, env._env.map_height], jnp.float32)
+    size = jnp.array(env.map_size, jnp.float32)
 
     def record(state: Any, actions: jax.Array) -> dict[str, jax.Array]:
         world = state.inner.state
