@@ -18,6 +18,9 @@ printed> --resume` continues them (the row's wall time then counts only the resu
 `--add-screen RUN_DIR --change TEXT` adds a finished run of a variant (any `marl train` run of
 the task) to the Screens table of its task's record (or of `--env`'s, e.g. a run on a variant
 task screened for the plain task), its absolute metric per seed, without training.
+`--change TEXT` alone (no `--add-screen`) trains as usual but records each run as a screen of
+`--env`'s record instead of replacing the learner's row: the rows and their notes stay as
+they are.
 
 `--extend --set seed=K` adds seeds to a learner's existing row instead of replacing it: the
 new run uses root seed K (its seeds are independent of the row's earlier runs), must match
@@ -241,7 +244,11 @@ def main() -> None:
         metavar="RUN_DIR",
         help="add a finished run of a variant to its task's Screens table (with --change) and exit",
     )
-    parser.add_argument("--change", help="what the --add-screen run changes, in words")
+    parser.add_argument(
+        "--change",
+        help="what the run changes, in words: with --add-screen, or alone to train a screen "
+        "(the run joins the Screens table; the learner's row is kept)",
+    )
     parser.add_argument(
         "--extend",
         action="store_true",
@@ -272,8 +279,28 @@ def main() -> None:
 
     algos = args.algos.split(",")
     record_path = out_dir / f"{stem}.json"
+    if args.change and args.extend:
+        parser.error("--change records a screen; --extend adds to a row: choose one")
+    if args.change and not record_path.exists():  # checked before any training
+        parser.error(f"{record_path}: no record to add a screen to; run the rows first")
     # checked before any training: a mismatch should not cost a run
     earlier = {a: extendable_row(record_path, a, args) for a in algos} if args.extend else {}
+    if args.change:
+        for algo in algos:
+            run_dir, _, _ = run_one(
+                args.env,
+                task,
+                algo,
+                args.seeds,
+                args.budget,
+                Path(args.out),
+                args.set,
+                args.name,
+                args.resume,
+            )
+            path = add_screen(run_dir, args.change, out_dir, stem)
+            print(f"{algo}: screen added to {path} and {path.with_suffix('.md')}", flush=True)
+        return
     env = marl.make(args.env, **env_kwargs)
     anchors = anchor_scores(env, num_episodes=320)
     print(f"anchors on {family}/{task}: {anchors}", flush=True)

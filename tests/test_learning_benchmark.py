@@ -123,3 +123,47 @@ def test_add_screen_tables_a_variant_run_in_its_task_record(lb, tmp_path):
     text = (out / "combat_3m.md").read_text()
     assert "## Screens" in text
     assert "| qmix | epsilon ending at 0.01 | 3 x 1,000 | 90.0% / 80.0% / 100.0% | 90.0% |" in text
+
+
+def test_change_alone_trains_a_screen_and_keeps_the_rows(lb, tmp_path, monkeypatch, capsys):
+    """`--change TEXT` with a training run: the run joins the Screens table; the learner's row,
+    its note included, is left as it was (training is replaced by a finished run on disk)."""
+    run_dir = tmp_path / _final(tmp_path, "tuned", [50.0, 60.0], [0.9, 1.0], 100.0)
+    (run_dir / "config.yaml").write_text("# resolved config of this run; command: marl train y\n")
+    (run_dir / "meta.json").write_text(
+        json.dumps({"env": "combat/3m", "task": "3m", "finished": True})
+    )
+    final = json.loads((run_dir / "final.json").read_text())
+    (run_dir / "final.json").write_text(json.dumps({**final, "algo": "qmix"}))
+    out = tmp_path / "results" / "learning"
+    out.mkdir(parents=True)
+    anchors = {"random": 0.0, "scripted": 10.0}
+    shipped = _final(tmp_path, "shipped", [55.0, 58.0], [0.9, 0.9], 100.0)
+    row = {**lb.summarise("qmix", [_run(shipped, 2, 0, 60.0)], anchors, 1e3, []), "note": "kept"}
+    record = {"env": "combat/3m", "anchors": anchors, "results": [row]}
+    (out / "combat_3m.json").write_text(json.dumps(record))
+    trained = []
+
+    def fake_run(env_id, task, algo, seeds, budget, out_, extra, name=None, resume=False):
+        trained.append((env_id, algo, extra))
+        return run_dir, final, 1.0
+
+    monkeypatch.setattr(lb, "run_one", fake_run)
+    argv = ["lb", "--env", "combat/3m", "--algos", "qmix", "--seeds", "2", "--set", "algo.tau=0.02"]
+    monkeypatch.setattr("sys.argv", [*argv, "--change", "Polyak targets"])
+    lb.main()
+    assert trained == [("combat/3m", "qmix", ["algo.tau=0.02"])]
+    saved = json.loads((out / "combat_3m.json").read_text())
+    assert saved["results"] == [row]
+    (entry,) = saved["screens"]
+    assert entry["change"] == "Polyak targets" and entry["absolute"] == [0.9, 1.0]
+    monkeypatch.setattr("sys.argv", [*argv, "--change", "x", "--extend"])
+    with pytest.raises(SystemExit):
+        lb.main()
+    assert "choose one" in capsys.readouterr().err
+    (out / "combat_3m.json").unlink()
+    monkeypatch.setattr("sys.argv", [*argv, "--change", "x"])
+    with pytest.raises(SystemExit):
+        lb.main()
+    assert "no record to add a screen to" in capsys.readouterr().err
+    assert len(trained) == 1  # both refused before training
