@@ -405,8 +405,8 @@ def _screens_markdown(screens: list[dict]) -> list[str]:
         "## Screens",
         "",
         "Variants tried beside the rows above, each one finished run (`--change`, or "
-        "`--add-screen` for a run made elsewhere): the absolute metric per seed (each seed's best evaluated parameters re-evaluated on 320 "
-        "episodes) and its IQM over seeds.",
+        "`--add-screen` for a run made elsewhere): the absolute metric per seed (each seed's "
+        "best evaluated parameters re-evaluated on 320 episodes) and its IQM over seeds.",
         "",
         f"| learner | change | seeds x env steps | absolute {'win rate' if won else 'return'} "
         "per seed | IQM | run |",
