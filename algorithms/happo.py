@@ -19,6 +19,10 @@ initial state and policy are reused):
   `factor *= exp(new_log_prob_i - old_log_prob_i)` over the whole rollout with its updated
   parameters (agents not alive at a step contribute a ratio of 1 there);
 - the critic is updated as in MAPPO (`ppo.critic_update`) on the team value targets.
+
+One team advantage for every agent is HAPPO's cooperative setting: on a task whose agents do
+not share one objective (`EnvSpec.cooperative` False: tag, adversary, push) it would train
+each team on the mean of both teams' rewards, so `make_train` refuses such tasks.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import jax.numpy as jnp
 import optax
 
 from marl.env import MultiAgentEnv
-from marl.learner import Train
+from marl.learner import Train, check_cooperative
 from marl.wrappers import training_env
 
 from .onpolicy import ValueNorm, gae, normalize_advantages, sgd_epochs, take_envs
@@ -291,7 +295,11 @@ def make_train(
     cfg: PPOConfig | dict[str, Any] | None = None,
     total_updates: int | None = None,
 ) -> Train:
-    """HAPPO on `env`; `cfg` overrides `DEFAULTS` (PPOConfig fields; `FORCED` ones fixed)."""
+    """HAPPO on `env` (one cooperative team); `cfg` overrides `DEFAULTS` (PPOConfig fields;
+    `FORCED` ones fixed)."""
+    check_cooperative(
+        env, "happo", "trains every agent on one team advantage (the mean reward)", "mappo or ippo"
+    )
     cfg = config(cfg)
     base = _make_ppo(env, cfg, total_updates)  # initial state, policy, steps per update
     nets = Networks(env, cfg, actor_sharing="none")

@@ -13,11 +13,16 @@ from marl.learner import Train
 from .qlearner import ACTION_KINDS, QConfig
 from .qlearner import make_train as _make_q
 
-__all__ = ["ACTION_KINDS", "make_train"]
+__all__ = ["ACTION_KINDS", "DEFAULTS", "make_train"]
+
+# pymarl's IQL uses one-step targets; with TD(lambda 0.6) IQL collapsed on particle/spread
+# (marl/conf/algo/iql.yaml)
+DEFAULTS: dict[str, Any] = {"td_lambda": 0.0}
 
 
 def make_train(
     env: MultiAgentEnv, cfg: dict[str, Any] | None = None, total_updates: int | None = None
 ) -> Train:
-    """IQL on `env`; `cfg` overrides `QConfig` fields."""
-    return _make_q(env, QConfig.from_dict(cfg), total_updates, mixer=None)
+    """IQL on `env`; `cfg` overrides `DEFAULTS`, then `QConfig` fields (a QConfig: as it is)."""
+    cfg = cfg if isinstance(cfg, QConfig) else QConfig.from_dict({**DEFAULTS, **(cfg or {})})
+    return _make_q(env, cfg, total_updates, mixer=None)

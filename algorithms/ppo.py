@@ -19,7 +19,7 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train, check_config, config_from_dict
+from marl.learner import Policy, Train, check_config, config_from_dict, warn_unscheduled
 from marl.networks import Actor, AgentParams, Critic, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
@@ -39,26 +39,28 @@ Array = jax.Array
 
 @dataclass(frozen=True)
 class PPOConfig:
-    """Hyperparameters of IPPO / MAPPO / HAPPO (every one is a config value)."""
+    """Hyperparameters of IPPO / MAPPO / HAPPO (every one is a config value). The defaults are
+    MAPPO's shipped ones, `marl/conf/algo/mappo.yaml` (where each is explained), so Python and
+    `marl train` build the same learner."""
 
     critic: str = "central"  # "local" (IPPO: own observation) or "central" (global state)
     num_envs: int = 16  # parallel environments per seed
     rollout_length: int = 128  # steps per environment per update
-    epochs: int = 4  # passes over the rollout per update
-    num_minibatches: int = 4  # minibatches per epoch (split over environments)
-    lr: float = 5e-4  # actor learning rate (Adam)
-    critic_lr: float = 5e-4  # critic learning rate (Adam)
-    anneal_lr: bool = False  # linear decay to 0 over the run (needs total_updates)
+    epochs: int = 10  # passes over the rollout per update
+    num_minibatches: int = 2  # minibatches per epoch (split over environments)
+    lr: float = 2e-3  # actor learning rate (Adam)
+    critic_lr: float = 2e-3  # critic learning rate (Adam)
+    anneal_lr: bool = True  # linear decay to 0 over the run (needs total_updates)
     gamma: float = 0.99  # discount
     gae_lambda: float = 0.95  # GAE lambda
     clip_eps: float = 0.2  # PPO ratio clip
     value_clip_eps: float | None = 0.2  # value clip around the old prediction (None: off)
     ent_coef: float = 0.01  # entropy bonus
-    max_grad_norm: float = 10.0  # global gradient clip per network
+    max_grad_norm: float = 0.5  # global gradient clip per network
     value_norm: bool = True  # normalise value targets (running mean/std)
-    huber_delta: float | None = 10.0  # Huber value loss (None: squared error)
-    hidden: tuple[int, ...] = (128, 128)  # MLP widths (first is the GRU's input encoder)
-    activation: str = "relu"
+    huber_delta: float | None = None  # Huber value loss (None: squared error)
+    hidden: tuple[int, ...] = (64, 64)  # MLP widths (first is the GRU's input encoder)
+    activation: str = "tanh"
     recurrent: bool = False  # GRU torso in actor and critic
     gru_hidden: int = 128
     layer_norm: bool = False
@@ -357,6 +359,7 @@ def make_train(
 ) -> Train:
     """IPPO / MAPPO learner on `env` (see module docstring)."""
     cfg = cfg if isinstance(cfg, PPOConfig) else PPOConfig.from_dict(cfg)
+    warn_unscheduled(cfg.anneal_lr, total_updates, "PPO learner")
     nets = Networks(env, cfg)
     wrapped = training_env(env)
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches

@@ -33,7 +33,15 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train, check_config, config_from_dict, seed_max
+from marl.learner import (
+    Policy,
+    Train,
+    check_config,
+    check_cooperative,
+    config_from_dict,
+    seed_max,
+    warn_unscheduled,
+)
 from marl.networks import ACTIVATIONS, AgentParams, QNetwork, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
@@ -58,13 +66,15 @@ ACTION_KINDS = ("discrete",)
 
 @dataclass(frozen=True)
 class QConfig:
-    """Hyperparameters shared by IQL, VDN and QMIX (pymarl2's tuned QMIX as defaults)."""
+    """Hyperparameters shared by IQL, VDN and QMIX: the shipped `marl/conf/algo/{vdn,qmix}.yaml`
+    defaults (pymarl2's tuned QMIX with pymarl's batch of 32; each explained there), so Python
+    and `marl train` build the same learner; IQL's own default is one-step targets."""
 
     num_envs: int = 8  # parallel environments per seed (pymarl2: batch_size_run 8)
     rollout_length: int = 8  # steps per environment per update
     train_steps: int = 1  # gradient steps per update
     buffer_size: int = 5000  # episodes kept in the replay buffer
-    batch_size: int = 128  # episodes per gradient step (pymarl: 32; pymarl2: 128)
+    batch_size: int = 32  # episodes per gradient step (pymarl: 32; pymarl2: 128)
     lr: float = 1e-3  # learning rate
     anneal_lr: bool = False  # linear decay to 0 over the run's gradient steps (needs total_updates)
     optimizer: str = "adam"  # "adam" (pymarl2) or "rmsprop" (pymarl: alpha 0.99, eps 1e-5)
@@ -88,7 +98,7 @@ class QConfig:
     last_action: bool = True  # one-hot previous action input (zeros at an episode's start)
     reward_scale: float = 1.0  # multiply rewards before computing targets
     standardise_rewards: bool = False  # targets from (r - running mean) / running std
-    unroll_buckets: int = 4  # unroll lengths: the row length split evenly into this many
+    unroll_buckets: int = 8  # unroll lengths: the row length split evenly into this many
     pack_episodes: int = 1  # episodes laid end to end per unrolled row (same loss, less padding)
 
     @classmethod
@@ -364,13 +374,7 @@ def make_optimizer(cfg: QConfig, total_steps: int | None = None) -> optax.Gradie
 
 def check_team(env: MultiAgentEnv, learner: str) -> None:
     """A mixer combines one team's values: refuse environments that are not cooperative."""
-    spec = env.spec
-    if not spec.cooperative:
-        names = ", ".join(g.name for g in spec.groups)
-        raise ValueError(
-            f"{learner} mixes the values of one cooperative team; {spec.name} is not "
-            f"cooperative (agent groups: {names}); use iql"
-        )
+    check_cooperative(env, learner, "mixes the values of one cooperative team", "iql")
 
 
 def make_train(
@@ -381,6 +385,7 @@ def make_train(
 ) -> Train:
     """A value-based learner on `env`: independent (`mixer=None`) or mixed (VDN, QMIX)."""
     cfg = cfg if isinstance(cfg, QConfig) else QConfig.from_dict(cfg)
+    warn_unscheduled(cfg.anneal_lr, total_updates, "value-based learner")
     spec = env.spec
     if not spec.discrete:
         raise ValueError(f"value-based learners need discrete actions; {spec.name} is continuous")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -413,7 +414,9 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
     make_train = _make_train_fn(algo)
     check_compatible(algo, make_train, env_id, env.spec)
     try:
-        probe = make_train(env, dict(algo_cfg))
+        with warnings.catch_warnings():  # the probe only reads steps_per_update
+            warnings.simplefilter("ignore")
+            probe = make_train(env, dict(algo_cfg))
     except (TypeError, ValueError, KeyError) as e:
         raise ConfigError(f"algo {algo}: {e}") from None
     steps_per_update = int(probe.steps_per_update)

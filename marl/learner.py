@@ -17,6 +17,7 @@ so a learner may agree on a value across seeds (`seed_max`), e.g. to pick one br
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
@@ -94,6 +95,28 @@ def config_from_dict(cls: type[C], cfg: dict[str, Any] | None, also_valid: Itera
     if "hidden" in cfg:
         cfg["hidden"] = tuple(int(h) for h in cfg["hidden"])
     return cls(**cfg)
+
+
+def warn_unscheduled(anneal_lr: bool, total_updates: int | None, learner: str) -> None:
+    """Warn that `anneal_lr` is ignored when `make_train` is not told the run's length."""
+    if anneal_lr and total_updates is None:
+        warnings.warn(
+            f"{learner}: anneal_lr=True needs make_train(env, cfg, total_updates) (or "
+            "marl.training.learner_for); the learning rate stays constant",
+            stacklevel=3,
+        )
+
+
+def check_cooperative(env: Any, learner: str, why: str, instead: str) -> None:
+    """Refuse an environment whose agents do not share one objective (`EnvSpec.cooperative`):
+    one line naming why `learner` needs a team, the env's groups and what to use `instead`."""
+    spec = env.spec
+    if not spec.cooperative:
+        names = ", ".join(g.name for g in spec.groups)
+        raise ValueError(
+            f"{learner} {why}; {spec.name} is not cooperative (agent groups: {names}); "
+            f"use {instead}"
+        )
 
 
 def check_config(config: Any, checks: dict[str, tuple[bool, str]]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,12 @@ class RunSettings:
         per_segment = max(1, round(self.interval() / steps_per_update))
         num_segments = max(1, math.ceil(self.budget / (per_segment * steps_per_update)))
         return per_segment, num_segments
+
+    def total_updates(self, steps_per_update: int) -> int:
+        """Updates per seed over the whole run: what `make_train(env, cfg, total_updates)`
+        anneals learning rates over (as `marl train` passes it)."""
+        per_segment, num_segments = self.schedule(steps_per_update)
+        return per_segment * num_segments
 
 
 def segment_means(metrics: dict[str, Array]) -> dict[str, Array]:
@@ -156,6 +163,20 @@ def fetch(tree: Any) -> Any:
 def _fmt_time(sec: float) -> str:
     sec = int(max(sec, 0))
     return f"{sec // 3600}:{sec % 3600 // 60:02d}:{sec % 60:02d}"
+
+
+def learner_for(
+    make_train: Callable[..., Train],
+    env: MultiAgentEnv,
+    cfg: Any,
+    settings: RunSettings,
+) -> Train:
+    """`make_train(env, cfg, total_updates)` with `settings`' total updates, as `marl train`
+    builds it: an annealed learning rate reaches 0 at the run's end."""
+    with warnings.catch_warnings():  # the probe only reads steps_per_update
+        warnings.simplefilter("ignore")
+        steps = make_train(env, cfg).steps_per_update
+    return make_train(env, cfg, settings.total_updates(steps))
 
 
 def run(

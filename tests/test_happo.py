@@ -122,6 +122,14 @@ def test_config_forces_no_sharing_and_rejects_conflicts():
         happo.config({"parameter_sharing": "all"})
 
 
+def test_refuses_tasks_without_one_team_objective():
+    """One team advantage would train tag's prey on the mean of both teams' rewards."""
+    for task in ("particle/tag", "particle/adversary", "particle/push"):
+        with pytest.raises(ValueError, match="happo trains every agent on one team advantage"):
+            happo.make_train(marl.make(task), TINY)
+    happo.make_train(marl.make("particle/speaker_listener"), TINY)  # two groups, one objective
+
+
 def test_update_agent_changes_only_that_agent(setup):
     nets, cfg, tx, state, ro, adv = setup
     n = ro.alive.shape[2]

@@ -146,6 +146,26 @@ def test_mappo_defaults_are_the_documented_mpe_settings():
     }
 
 
+@pytest.mark.parametrize("algo", ["ippo", "mappo", "happo", "iql", "vdn", "qmix"])
+def test_python_defaults_are_the_yaml_defaults(algo):
+    """`marl.algorithm(name)(env)` builds the learner `marl train algo=name` builds."""
+    from marl.algorithms import happo, ippo, iql, mappo
+    from marl.algorithms.qlearner import QConfig
+    from marl.algorithms.qmix import MIXER_DEFAULTS
+
+    data = yaml.safe_load(read_conf(f"algo/{algo}.yaml"))
+    data.pop("name")
+    if algo in ("ippo", "mappo", "happo"):
+        module = {"ippo": ippo, "mappo": mappo, "happo": happo}[algo]
+        python = happo.config(None) if algo == "happo" else PPOConfig.from_dict(module.DEFAULTS)
+        assert PPOConfig.from_dict(data) == python
+        return
+    mixer = {k: data.pop(k) for k in MIXER_DEFAULTS if algo == "qmix"}
+    assert mixer == (dict(MIXER_DEFAULTS) if algo == "qmix" else {})
+    python = QConfig.from_dict(iql.DEFAULTS) if algo == "iql" else QConfig()
+    assert QConfig.from_dict(data) == python
+
+
 def test_env_yaml_for_every_particle_scenario_documents_its_defaults():
     particle = [o for o in group_options("env") if o.startswith("particle/")]
     assert particle == list_envs("particle")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import numpy as np
 import pytest
 
 import marl
-from marl.training import RunSettings, run, segment_means
+from marl.training import RunSettings, learner_for, run, segment_means
 
 TINY = {
     "num_envs": 4,
@@ -128,3 +130,31 @@ def test_segment_means_weight_episode_statistics_by_episodes():
     # no episode ended in the segment: 0, not NaN
     none = segment_means({"train/episodes": np.zeros((3, 1)), "train/length": np.zeros((3, 1))})
     np.testing.assert_array_equal(none["train/length"], [0.0])
+
+
+def test_learner_for_anneals_over_the_run_and_bare_make_train_warns():
+    """`learner_for` passes the run's total updates (the annealed rate reaches 0 at the end);
+    `make_train` without them warns that anneal_lr cannot act."""
+    env = marl.make("particle/spread")
+    make_train = marl.algorithm("mappo")
+    cfg = {"num_envs": 4, "rollout_length": 25}
+    settings = RunSettings(seeds=1, budget=1_000, eval_interval=500)
+    assert settings.total_updates(100) == 10
+    passed = []
+
+    def spy(env, cfg, total_updates=None):
+        passed.append(total_updates)
+        return make_train(env, cfg, total_updates)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train = learner_for(spy, env, cfg, settings)
+    assert passed == [None, 10] and train.steps_per_update == 100
+    with pytest.warns(UserWarning, match="anneal_lr=True needs"):
+        make_train(env, cfg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_train(env, {**cfg, "anneal_lr": False})
+        marl.algorithm("qmix")(env, {"anneal_lr": False})
+    with pytest.warns(UserWarning, match="anneal_lr=True needs"):
+        marl.algorithm("qmix")(env, {"anneal_lr": True})
