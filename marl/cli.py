@@ -107,6 +107,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # --- commands ---------------------------------------------------------------------------------
 def cmd_list(args: argparse.Namespace) -> int:
     """Registered environment ids with agent count, action space and episode limit."""
+    families = sorted({e.split("/")[0] for e in list_envs()})
+    if args.family is not None and args.family not in families:
+        raise UsageError(f"unknown family {args.family!r}; valid: {', '.join(families)}")
     rows = []
     for env_id in list_envs(args.family):
         try:
@@ -808,8 +811,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "leaderboard",
         help="rank algorithms per task and overall from run records",
-        description="Default records: results/runs and results/external (marl-eval JSON from "
-        "other frameworks, marked external).",
+        description="Default records: results/reference/runs and results/external (marl-eval "
+        "JSON from other frameworks, marked external).",
     )
     p.add_argument("runs", nargs="*", metavar="RUNS", help="run directories or record files")
     p.add_argument("--out", default="results", metavar="DIR", help="output directory")

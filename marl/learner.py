@@ -17,11 +17,14 @@ so a learner may agree on a value across seeds (`seed_max`), e.g. to pick one br
 from __future__ import annotations
 
 import dataclasses
+import numbers
+import typing
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import jax
+import numpy as np
 
 Array = jax.Array
 Params = Any
@@ -81,7 +84,8 @@ def config_from_dict(cls: type[C], cfg: dict[str, Any] | None, also_valid: Itera
 
     Drops `name` (the registry key), rejects unknown keys in one line naming the valid ones
     (`also_valid`: keys the learner took out of `cfg` itself, e.g. its mixer's), and turns the
-    `hidden` widths into a tuple of ints.
+    values of the wrong type into one line naming the field and what it must be (`1e5` for an
+    integer field is 100000; lists for tuple fields become tuples).
     """
     cfg = dict(cfg or {})
     cfg.pop("name", None)
@@ -92,9 +96,55 @@ def config_from_dict(cls: type[C], cfg: dict[str, Any] | None, also_valid: Itera
             f"unknown {cls.__name__} key(s) {', '.join(unknown)}; "
             f"valid: {', '.join(sorted(fields | set(also_valid)))}"
         )
-    if "hidden" in cfg:
-        cfg["hidden"] = tuple(int(h) for h in cfg["hidden"])
+    hints = typing.get_type_hints(cls)
+    for key, value in cfg.items():
+        cfg[key] = _typed(cls.__name__, key, value, hints[key])
     return cls(**cfg)
+
+
+ARRAYS = (jax.Array, np.ndarray)  # a vmapped sweep's values
+_KIND = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _typed(owner: str, key: str, value: Any, hint: Any) -> Any:
+    """`value` as a field of type `hint` (bool, int, float, str, `X | None`, tuple[int, ...]),
+    or one line `Owner.key=value invalid; must be ...`. Arrays (a vmapped sweep's traced
+    values) pass as numbers."""
+    args = typing.get_args(hint)
+    if type(None) in args:
+        if value is None:
+            return None
+        (hint,) = [a for a in args if a is not type(None)]
+    if typing.get_origin(hint) is tuple:
+        if isinstance(value, Sequence) and not isinstance(value, str) and all(map(_is_int, value)):
+            return tuple(int(v) for v in value)
+        ok, kind = False, "a list of integers"
+    elif hint is bool:
+        ok, kind = isinstance(value, (bool, np.bool_, *ARRAYS)), _KIND[bool]
+    elif hint is str:
+        ok, kind = isinstance(value, str), _KIND[str]
+    elif hint is int:
+        if _is_int(value):
+            return int(value)
+        ok, kind = isinstance(value, ARRAYS), _KIND[int]
+    elif hint is float:
+        ok = isinstance(value, (numbers.Real, *ARRAYS)) and not isinstance(value, bool)
+        kind = _KIND[float]
+    else:
+        return value
+    if not ok:
+        none = " or null" if type(None) in args else ""
+        raise ValueError(f"{owner}.{key}={value!r} invalid; must be {kind}{none}")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    """An integer, or a float with an integral value (e.g. `budget`-style 1e5 from the CLI)."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, numbers.Integral):
+        return True
+    return isinstance(value, numbers.Real) and float(value).is_integer()
 
 
 def warn_unscheduled(anneal_lr: bool, total_updates: int | None, learner: str) -> None:

@@ -2,8 +2,9 @@
 
 Every run already writes `metrics.jsonl` (`marl.rundir`); these mirror its scalars (the means
 over seeds of `eval/<metric>` and `train/<metric>`) into an external tool. Neither package is
-a dependency: `pip install "marl[wandb]"` or `pip install tensorboardX`. Weights & Biases runs
-offline unless `WANDB_MODE` says otherwise (`wandb sync` uploads later); tests never go online.
+a dependency: `pip install wandb` (the `[wandb]` extra) or `pip install tensorboardX`. Weights &
+Biases runs offline unless `WANDB_MODE` says otherwise (`wandb sync` uploads later); tests never
+go online.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 LOGGERS = {"wandb": "wandb", "tensorboard": "tensorboardX"}  # name -> the module it needs
-INSTALL = {"wandb": 'pip install "marl[wandb]"', "tensorboard": "pip install tensorboardX"}
+INSTALL = {"wandb": "pip install wandb", "tensorboard": "pip install tensorboardX"}
 
 
 class Logger(Protocol):

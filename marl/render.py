@@ -120,7 +120,9 @@ def write_gif(
 
 
 def save_gif(env: MultiAgentEnv, states: list[Any], path: str | Path, fps: int = 10) -> Path:
-    """Draw `states` (e.g. from `render_episode`) with the family viewer into a GIF at `path`."""
+    """Draw `states` (e.g. from `render_episode`) with the family viewer into a GIF at `path`
+    (its directory is created)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     view = viewer(env)
     frames = [env.render_frame(s) for s in states]
     titles = [f"{env.spec.name}  t={k}" for k in range(len(states))]

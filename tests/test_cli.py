@@ -33,6 +33,15 @@ def test_list_shows_spread_with_agents_and_actions(capsys):
     assert rows["particle/spread"][1:] == ["3", "Discrete(5)", "25"]
 
 
+def test_list_family_filters_and_an_unknown_family_is_refused(capsys):
+    assert cli.main(["list", "--family", "combat"]) == 0
+    ids = [r[0] for r in table_rows(capsys.readouterr().out, "id")]
+    assert ids and all(i.startswith("combat/") for i in ids)
+    assert cli.main(["list", "--family", "partcle"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown family 'partcle'" in err and "particle" in err and "\n" not in err
+
+
 def test_bench_prints_positive_throughput(capsys):
     argv = ["bench", "particle/spread", "--num-envs", "1,4", "--steps", "20", "--repeats", "1"]
     assert cli.main(argv) == 0

@@ -66,6 +66,9 @@ def test_environment_table_matches_registry():
     rows = re.findall(pattern, section("Environments"), re.M)
     documented = {env_id: (int(n), acts.strip(), int(limit)) for env_id, n, acts, limit in rows}
     assert documented, "no environment rows found in the README table"
+    # one table: a blank line between rows would end it (the rest renders as a paragraph)
+    table = re.search(r"^\|.*\|\n(?:\|.*\|\n)+", section("Environments"), re.M).group(0)
+    assert len(re.findall(pattern, table, re.M)) == len(rows), "the table is split"
     # every registered id of a documented family is in the table (other tests may register
     # ids of their own families in this process)
     for family in {env_id.split("/")[0] for env_id in documented}:

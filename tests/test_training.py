@@ -86,6 +86,29 @@ def test_unknown_algorithm_key_is_rejected_with_valid_keys():
         marl.algorithm("mappo")(env, {"learning_rate": 1e-3})
 
 
+def test_wrong_typed_learner_values_are_rejected_in_one_line():
+    """Every learner's config checks each value's type before anything is built."""
+    env = marl.make("particle/simple")
+    bad = {
+        "mappo": [("lr", "abc", "a number"), ("anneal_lr", "maybe", "true or false")],
+        "ippo": [("epochs", "abc", "an integer"), ("hidden", "abc", "a list of integers")],
+        "qmix": [("batch_size", 1.5, "an integer"), ("tau", "x", "a number or null")],
+        "mfq": [("activation", 3, "a string")],
+        "mfac": [("actor_lr", None, "a number")],
+    }
+    for algo, cases in bad.items():
+        for key, value, kind in cases:
+            with pytest.raises(
+                ValueError, match=f"Config.{key}={value!r} invalid; must be {kind}$"
+            ):
+                marl.algorithm(algo)(env, {key: value})
+    from marl.algorithms.qlearner import QConfig
+
+    cfg = QConfig.from_dict({"epsilon_steps": 1e5, "hidden": [32], "tau": None, "lr": 1})
+    assert (cfg.epsilon_steps, cfg.hidden, cfg.tau, cfg.lr) == (100_000, (32,), None, 1)
+    assert type(cfg.epsilon_steps) is int
+
+
 def test_absolute_metric_rescores_each_seeds_best_evaluation():
     """Best parameters = the evaluation with the highest mean return (earliest on ties), and
     the absolute metric is those parameters played on `absolute_episodes` other episodes."""
