@@ -102,6 +102,7 @@ class JaxMARLSMAX(MultiAgentEnv[SMAXState]):
             agent_names=self._agents,
             episode_limit=int(episode_limit),
             metric_names=METRICS,
+            lower_is_better=("lost",),
         )
 
     @property

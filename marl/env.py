@@ -94,6 +94,9 @@ class EnvSpec:
         cooperative: every agent pursues one team objective (value mixers such as VDN and QMIX
             apply). Default (None): True with one group, False with several; set it True for
             cooperative tasks with heterogeneous groups (e.g. speaker and listener).
+        lower_is_better: evaluation metrics (of `metric_names`, or "length") whose lower values
+            are better (flowtime, collisions, battles lost): the protocol's best parameters are
+            those that score lowest on such a `protocol.metric`. The rest count as higher-better.
         state_bounded: every feature of `TimeStep.state` is scaled by construction into about
             [-1, 1] (fractions, one-hots, normalised positions; `check_env` holds it to
             |x| <= STATE_BOUND), so learners may feed the state to networks as it is. QMIX's
@@ -113,6 +116,7 @@ class EnvSpec:
     action_sizes: tuple[int, ...] = field(default=())
     cooperative: bool | None = None
     state_bounded: bool = False
+    lower_is_better: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = self.num_agents
@@ -133,6 +137,9 @@ class EnvSpec:
             raise ValueError("obs_dim must equal the largest agent observation size")
         if self.episode_limit < 1:
             raise ValueError("episode_limit must be >= 1")
+        unknown = sorted(set(self.lower_is_better) - {"length", *self.metric_names})
+        if unknown:
+            raise ValueError(f"lower_is_better names metrics the env does not have: {unknown}")
 
     @property
     def discrete(self) -> bool:

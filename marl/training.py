@@ -242,6 +242,7 @@ def run(
     select_j = jax.jit(select, donate_argnums=0)
     result = RunResult()
     best = best_score = best_step = None
+    lower = settings.metric in env.spec.lower_is_better  # e.g. pathfinding's flowtime
 
     def track(steps: int, evals: dict[str, np.ndarray]) -> None:
         nonlocal best, best_score, best_step
@@ -253,9 +254,9 @@ def run(
         score = np.asarray(evals[settings.metric]).mean(axis=-1)
         if best is None:  # zeros, not the state's own buffers: the state is donated later
             best = jax.tree.map(jnp.zeros_like, train.params(state))
-            best_score = np.full_like(score, -np.inf)
+            best_score = np.full_like(score, np.inf if lower else -np.inf)
             best_step = np.zeros(score.shape, np.int64)
-        better = score > best_score
+        better = score < best_score if lower else score > best_score
         best = select_j(best, state, jnp.asarray(better))
         best_score = np.where(better, score, best_score)
         best_step = np.where(better, steps, best_step)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import jax
@@ -138,6 +139,28 @@ def test_absolute_metric_rescores_each_seeds_best_evaluation():
         np.array_equal(a[s], b[s])
         for a, b in zip(jax.tree.leaves(res.params), jax.tree.leaves(res.best_params), strict=True)
     )
+
+
+def test_a_lower_is_better_metric_selects_the_lowest_evaluation():
+    """protocol metric `lost` (combat declares it lower-is-better): the best parameters are each
+    seed's evaluation with the fewest battles lost (earliest on ties), not the most."""
+    env = marl.make("combat/3m")
+    assert "lost" in env.spec.lower_is_better and "won" not in env.spec.lower_is_better
+    train = marl.algorithm("ippo")(env, {**TINY, "rollout_length": 16})
+    settings = RunSettings(
+        seeds=3,
+        budget=4_000,
+        eval_interval=1_000,
+        eval_episodes=8,
+        absolute_episodes=0,
+        metric="lost",
+    )
+    res = run(env, train, settings, log=None)
+    curve = res.curve("lost")
+    np.testing.assert_array_equal(res.best_step, np.asarray(res.steps)[np.argmin(curve, axis=0)])
+    np.testing.assert_allclose(res.best_score, curve.min(axis=0), rtol=1e-6)
+    with pytest.raises(ValueError, match="lower_is_better names metrics the env does not have"):
+        dataclasses.replace(env.spec, lower_is_better=("nonsense",))
 
 
 def test_segment_means_weight_episode_statistics_by_episodes():

@@ -202,6 +202,7 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             agent_names=tuple(f"vessel_{i}" for i in range(n)),
             episode_limit=episode_limit,
             metric_names=METRICS,
+            lower_is_better=("floating", "collisions_per_vessel"),
         )
 
     # --- reset ---------------------------------------------------------------------------------

@@ -318,6 +318,7 @@ class Combat(MultiAgentEnv[CombatState]):
                 agent_names=tuple(f"ally_{i}" for i in range(n)),
                 episode_limit=episode_limit,
                 metric_names=METRICS,
+                lower_is_better=("lost",),
                 state_bounded=True,
             )
         obs_sizes = (self.obs_width("allies"),) * n + (self.obs_width("enemies"),) * m
@@ -335,6 +336,7 @@ class Combat(MultiAgentEnv[CombatState]):
             + tuple(f"enemy_{k}" for k in range(m)),
             episode_limit=episode_limit,
             metric_names=METRICS,
+            lower_is_better=("lost",),
             state_bounded=True,
             obs_sizes=obs_sizes,
             action_sizes=(FIRST_ATTACK + ally_foes,) * n + (FIRST_ATTACK + enemy_foes,) * m,

@@ -241,6 +241,8 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             agent_names=tuple(f"agent_{i}" for i in range(n)),
             episode_limit=episode_limit,
             metric_names=METRICS,
+            # episodes end when every agent is on its goal: shorter is better too
+            lower_is_better=("length", "flowtime", "makespan", "collisions_per_agent"),
             state_bounded=True,  # positions and goals / map size, velocity / max, unit heading
         )
 
