@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from marl.env import MultiAgentEnv
-from marl.learner import Train
+from marl.learner import Train, typed_value
 
 from .mixers import QMixer
 from .qlearner import ACTION_KINDS, QConfig, check_team
@@ -48,10 +48,6 @@ def make_train(
     check_team(env, "qmix")
     cfg = dict(cfg or {})
     mix = {k: cfg.pop(k, v) for k, v in MIXER_DEFAULTS.items()}
-    mixer = QMixer(
-        int(mix["mixing_embed_dim"]),
-        int(mix["hypernet_embed"]),
-        int(mix["hypernet_layers"]),
-        resolve_state_norm(mix["state_norm"], env),
-    )
+    widths = [typed_value("QMIX", k, mix[k], int) for k in list(MIXER_DEFAULTS)[:3]]
+    mixer = QMixer(*widths, resolve_state_norm(mix["state_norm"], env))
     return _make_q(env, QConfig.from_dict(cfg, tuple(MIXER_DEFAULTS)), total_updates, mixer=mixer)

@@ -98,15 +98,15 @@ def config_from_dict(cls: type[C], cfg: dict[str, Any] | None, also_valid: Itera
         )
     hints = typing.get_type_hints(cls)
     for key, value in cfg.items():
-        cfg[key] = _typed(cls.__name__, key, value, hints[key])
+        cfg[key] = typed_value(cls.__name__, key, value, hints[key])
     return cls(**cfg)
 
 
-ARRAYS = (jax.Array, np.ndarray)  # a vmapped sweep's values
+_ARRAYS = (jax.Array, np.ndarray)  # a vmapped sweep's values
 _KIND = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 
-def _typed(owner: str, key: str, value: Any, hint: Any) -> Any:
+def typed_value(owner: str, key: str, value: Any, hint: Any) -> Any:
     """`value` as a field of type `hint` (bool, int, float, str, `X | None`, tuple[int, ...]),
     or one line `Owner.key=value invalid; must be ...`. Arrays (a vmapped sweep's traced
     values) pass as numbers."""
@@ -120,15 +120,15 @@ def _typed(owner: str, key: str, value: Any, hint: Any) -> Any:
             return tuple(int(v) for v in value)
         ok, kind = False, "a list of integers"
     elif hint is bool:
-        ok, kind = isinstance(value, (bool, np.bool_, *ARRAYS)), _KIND[bool]
+        ok, kind = isinstance(value, (bool, np.bool_, *_ARRAYS)), _KIND[bool]
     elif hint is str:
         ok, kind = isinstance(value, str), _KIND[str]
     elif hint is int:
         if _is_int(value):
             return int(value)
-        ok, kind = isinstance(value, ARRAYS), _KIND[int]
+        ok, kind = isinstance(value, _ARRAYS), _KIND[int]
     elif hint is float:
-        ok = isinstance(value, (numbers.Real, *ARRAYS)) and not isinstance(value, bool)
+        ok = isinstance(value, (numbers.Real, *_ARRAYS)) and not isinstance(value, bool)
         kind = _KIND[float]
     else:
         return value

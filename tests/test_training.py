@@ -103,6 +103,8 @@ def test_wrong_typed_learner_values_are_rejected_in_one_line():
                 ValueError, match=f"Config.{key}={value!r} invalid; must be {kind}$"
             ):
                 marl.algorithm(algo)(env, {key: value})
+    with pytest.raises(ValueError, match="QMIX.hypernet_embed='abc' invalid; must be an integer"):
+        marl.algorithm("qmix")(env, {"hypernet_embed": "abc"})
     from marl.algorithms.qlearner import QConfig
 
     cfg = QConfig.from_dict({"epsilon_steps": 1e5, "hidden": [32], "tau": None, "lr": 1})
