@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import re
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 
 from marl.protocol import PROTOCOL_VERSION
-from marl.training import RunSettings
+from marl.training import RunSettings, probe_learner
 from marl.transfer import TransferError, TransferTarget, build_targets, parse_targets
 
 if TYPE_CHECKING:
@@ -414,9 +413,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
     make_train = _make_train_fn(algo)
     check_compatible(algo, make_train, env_id, env.spec)
     try:
-        with warnings.catch_warnings():  # the probe only reads steps_per_update
-            warnings.simplefilter("ignore")
-            probe = make_train(env, dict(algo_cfg))
+        probe = probe_learner(make_train, env, dict(algo_cfg))
     except (TypeError, ValueError, KeyError) as e:
         raise ConfigError(f"algo {algo}: {e}") from None
     steps_per_update = int(probe.steps_per_update)

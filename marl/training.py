@@ -173,10 +173,16 @@ def learner_for(
 ) -> Train:
     """`make_train(env, cfg, total_updates)` with `settings`' total updates, as `marl train`
     builds it: an annealed learning rate reaches 0 at the run's end."""
-    with warnings.catch_warnings():  # the probe only reads steps_per_update
-        warnings.simplefilter("ignore")
-        steps = make_train(env, cfg).steps_per_update
+    steps = probe_learner(make_train, env, cfg).steps_per_update
     return make_train(env, cfg, settings.total_updates(steps))
+
+
+def probe_learner(make_train: Callable[..., Train], env: MultiAgentEnv, cfg: Any) -> Train:
+    """`make_train(env, cfg)` built only to read its shapes and `steps_per_update` (nothing is
+    compiled; its warning that annealing cannot act without the run's length is muted)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make_train(env, cfg)
 
 
 def run(

@@ -285,28 +285,10 @@ def main() -> None:
         parser.error(f"{record_path}: no record to add a screen to; run the rows first")
     # checked before any training: a mismatch should not cost a run
     earlier = {a: extendable_row(record_path, a, args) for a in algos} if args.extend else {}
-    if args.change:
-        for algo in algos:
-            run_dir, _, _ = run_one(
-                args.env,
-                task,
-                algo,
-                args.seeds,
-                args.budget,
-                Path(args.out),
-                args.set,
-                args.name,
-                args.resume,
-            )
-            path = add_screen(run_dir, args.change, out_dir, stem)
-            print(f"{algo}: screen added to {path} and {path.with_suffix('.md')}", flush=True)
-        return
-    env = marl.make(args.env, **env_kwargs)
-    anchors = anchor_scores(env, num_episodes=320)
-    print(f"anchors on {family}/{task}: {anchors}", flush=True)
-    rows = []
-    for algo in algos:
-        run_dir, _, wall = run_one(
+
+    def train(algo: str):
+        """`marl train` of one learner with this command's settings."""
+        return run_one(
             args.env,
             task,
             algo,
@@ -317,6 +299,19 @@ def main() -> None:
             args.name,
             args.resume,
         )
+
+    if args.change:
+        for algo in algos:
+            run_dir, _, _ = train(algo)
+            path = add_screen(run_dir, args.change, out_dir, stem)
+            print(f"{algo}: screen added to {path} and {path.with_suffix('.md')}", flush=True)
+        return
+    env = marl.make(args.env, **env_kwargs)
+    anchors = anchor_scores(env, num_episodes=320)
+    print(f"anchors on {family}/{task}: {anchors}", flush=True)
+    rows = []
+    for algo in algos:
+        run_dir, _, wall = train(algo)
         command = (
             f"python scripts/learning_benchmark.py --env {args.env} --algos {algo} "
             f"--seeds {args.seeds} --budget {args.budget:g}"
