@@ -76,7 +76,7 @@ class QConfig:
     buffer_size: int = 5000  # episodes kept in the replay buffer
     batch_size: int = 32  # episodes per gradient step (pymarl: 32; pymarl2: 128)
     lr: float = 1e-3  # learning rate
-    anneal_lr: bool = False  # linear decay to 0 over the run's gradient steps (needs total_updates)
+    anneal_lr: bool = False  # linear decay to 0 over the run's updates (needs total_updates)
     optimizer: str = "adam"  # "adam" (pymarl2) or "rmsprop" (pymarl: alpha 0.99, eps 1e-5)
     max_grad_norm: float = 10.0  # global gradient-norm clip
     gamma: float = 0.99  # discount
@@ -359,17 +359,24 @@ def td_loss(
     return loss, metrics
 
 
-def make_optimizer(cfg: QConfig, total_steps: int | None = None) -> optax.GradientTransformation:
-    """Gradient clip then Adam or RMSprop; with `anneal_lr`, the rate decays linearly to 0 over
-    `total_steps` gradient steps."""
-    lr = cfg.lr
-    if cfg.anneal_lr and total_steps:
-        lr = optax.linear_schedule(cfg.lr, 0.0, total_steps)
+def make_optimizer(cfg: QConfig) -> optax.GradientTransformation:
+    """Gradient clip then Adam or RMSprop at the constant rate `cfg.lr` (`anneal_lr` scales the
+    updates by `lr_fraction`)."""
     if cfg.optimizer == "rmsprop":  # pymarl's torch RMSprop: g / (sqrt(v) + eps), v from 0
-        opt = optax.rmsprop(lr, decay=0.99, eps=1e-5, eps_in_sqrt=False)
+        opt = optax.rmsprop(cfg.lr, decay=0.99, eps=1e-5, eps_in_sqrt=False)
     else:
-        opt = optax.adam(lr)
+        opt = optax.adam(cfg.lr)
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), opt)
+
+
+def lr_fraction(cfg: QConfig, total_updates: int | None, update: Array, grad_step: Array) -> Array:
+    """The share of `cfg.lr` at gradient step `grad_step` of update `update`: 1 - progress over
+    the run's `total_updates` updates with `anneal_lr` (warm-up updates, which take no gradient
+    step, count, so the rate reaches 0 at the run's end), else 1."""
+    if not (cfg.anneal_lr and total_updates):
+        return jnp.ones(())
+    progress = (update * cfg.train_steps + grad_step) / (total_updates * cfg.train_steps)
+    return jnp.clip(1.0 - progress, 0.0, 1.0)
 
 
 def check_team(env: MultiAgentEnv, learner: str) -> None:
@@ -391,7 +398,7 @@ def make_train(
         raise ValueError(f"value-based learners need discrete actions; {spec.name} is continuous")
     nets = QNetworks(env, cfg)
     wrapped = training_env(env)
-    tx = make_optimizer(cfg, None if total_updates is None else total_updates * cfg.train_steps)
+    tx = make_optimizer(cfg)
     # a row holds `pack_episodes` episodes, each with its final state row
     row_steps = cfg.pack_episodes * (spec.episode_limit + 1) - 1
     lengths = unroll_lengths(row_steps, cfg.unroll_buckets)
@@ -462,8 +469,9 @@ def make_train(
     def learn(state: QState) -> tuple[QState, dict[str, Array]]:
         target = (state.target_params, state.target_mixer_params)
 
-        def grad_step(carry, key):
+        def grad_step(carry, xs):
             online, opt_state = carry
+            key, i = xs
             batch = replay.sample(state.buffer, key, cfg.batch_size)
             if cfg.standardise_rewards:
                 batch = batch.replace(rewards=state.reward_norm.normalize(batch.rewards))
@@ -489,6 +497,9 @@ def make_train(
 
             (_, m), grads = jax.lax.switch(bucket, [loss_and_grad(n) for n in lengths], online)
             updates, opt_state = tx.update(grads, opt_state, online)
+            if cfg.anneal_lr and total_updates:
+                scale = lr_fraction(cfg, total_updates, state.updates, i)
+                updates = jax.tree.map(lambda u: u * scale.astype(u.dtype), updates)
             m["grad_norm"] = optax.tree.norm(grads)
             m["unroll_steps"] = jnp.asarray(lengths, jnp.float32)[bucket]
             return (optax.apply_updates(online, updates), opt_state), m
@@ -496,7 +507,9 @@ def make_train(
         key, k_learn = jax.random.split(state.key)
         online = (state.params, state.mixer_params)
         (new_online, new_opt), m = jax.lax.scan(
-            grad_step, (online, state.opt_state), jax.random.split(k_learn, cfg.train_steps)
+            grad_step,
+            (online, state.opt_state),
+            (jax.random.split(k_learn, cfg.train_steps), jnp.arange(cfg.train_steps)),
         )
         ready = state.buffer.size >= cfg.batch_size
         online, opt_state = keep_if(ready, (new_online, new_opt), (online, state.opt_state))

@@ -228,25 +228,46 @@ def test_rmsprop_steps_as_pymarls_torch_rmsprop():
         np.testing.assert_allclose(updates["w"], -5e-4 * g / (np.sqrt(v) + 1e-5), rtol=1e-4)
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
-def test_annealed_learning_rate_reaches_zero_over_the_run(optimizer):
-    from marl.algorithms.qlearner import QConfig, make_optimizer
+def test_annealed_learning_rate_follows_the_runs_updates():
+    """The rate's share falls linearly over the run's updates (warm-up ones included, so it is 0
+    at the end), gradient steps within an update interpolate, and without anneal_lr or a run
+    length it stays 1."""
+    from marl.algorithms.qlearner import QConfig, lr_fraction
 
-    params, grads = {"w": jnp.zeros(2)}, {"w": jnp.ones(2)}
+    cfg = QConfig(anneal_lr=True, train_steps=2)
+    shares = [
+        float(lr_fraction(cfg, 4, jnp.asarray(u), jnp.asarray(i))) for u in range(5) for i in (0, 1)
+    ]
+    assert shares == pytest.approx([1, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8, 0, 0])
+    assert float(lr_fraction(QConfig(train_steps=2), 4, jnp.asarray(3), jnp.asarray(1))) == 1.0
+    assert float(lr_fraction(cfg, None, jnp.asarray(3), jnp.asarray(1))) == 1.0
 
-    def step_sizes(cfg, total_steps, count):
-        tx = make_optimizer(cfg, total_steps)
-        opt_state, sizes = tx.init(params), []
-        for _ in range(count):
-            updates, opt_state = tx.update(grads, opt_state, params)
-            sizes.append(float(jnp.abs(updates["w"][0])))
-        return sizes
 
-    annealed = step_sizes(QConfig(optimizer=optimizer, anneal_lr=True), 4, 6)
-    constant = step_sizes(QConfig(optimizer=optimizer), 4, 6)
-    assert annealed[0] == pytest.approx(constant[0])  # the full rate at the first step
-    assert annealed[1] < constant[1] and annealed[2] < annealed[1]
-    assert annealed[4] == annealed[5] == 0.0  # nothing moves once the run's steps are spent
-    assert step_sizes(QConfig(optimizer=optimizer, anneal_lr=True), None, 3) == pytest.approx(
-        constant[:3]
-    )  # without a run length there is nothing to anneal over
+def test_annealed_learner_stops_moving_at_the_runs_end():
+    """End to end: with anneal_lr over `total_updates` updates, the parameters move while the
+    run lasts (after the buffer's warm-up) and not once its updates are spent."""
+    import marl
+
+    env = marl.make("particle/simple")
+    cfg = {
+        "num_envs": 2,
+        "rollout_length": 25,
+        "buffer_size": 16,
+        "batch_size": 4,
+        "hidden": (8,),
+        "gru_hidden": 8,
+        "anneal_lr": True,
+    }
+    train = marl.algorithm("iql")(env, cfg, total_updates=6)
+    state, step = train.init(jax.random.PRNGKey(0)), jax.jit(train.step)
+    moved = []
+    for _ in range(8):
+        before = train.params(state)
+        state, metrics = step(state)
+        delta = jax.tree.map(
+            lambda a, b: float(jnp.max(jnp.abs(a - b))), before, train.params(state)
+        )
+        moved.append((float(metrics["learning"]), max(jax.tree.leaves(delta))))
+    assert [m[0] for m in moved] == [0, 1, 1, 1, 1, 1, 1, 1]  # 4 episodes after update 2
+    assert all(d > 0 for _, d in moved[1:6])
+    assert moved[6][1] == moved[7][1] == 0.0  # updates 7 and 8: the run's 6 are spent
