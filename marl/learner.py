@@ -147,12 +147,17 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Real) and float(value).is_integer()
 
 
+class UnscheduledWarning(UserWarning):
+    """`anneal_lr` asked of a learner made without the run's length (it keeps its rate)."""
+
+
 def warn_unscheduled(anneal_lr: bool, total_updates: int | None, learner: str) -> None:
     """Warn that `anneal_lr` is ignored when `make_train` is not told the run's length."""
     if anneal_lr and total_updates is None:
         warnings.warn(
             f"{learner}: anneal_lr=True needs make_train(env, cfg, total_updates) (or "
             "marl.training.learner_for); the learning rate stays constant",
+            UnscheduledWarning,
             stacklevel=3,
         )
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import marl
+from marl.learner import UnscheduledWarning
 from marl.training import RunSettings, learner_for, run, segment_means
 
 TINY = {
@@ -198,11 +199,11 @@ def test_learner_for_anneals_over_the_run_and_bare_make_train_warns():
         warnings.simplefilter("error")
         train = learner_for(spy, env, cfg, settings)
     assert passed == [None, 10] and train.steps_per_update == 100
-    with pytest.warns(UserWarning, match="anneal_lr=True needs"):
+    with pytest.warns(UnscheduledWarning, match="anneal_lr=True needs"):
         make_train(env, cfg)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         make_train(env, {**cfg, "anneal_lr": False})
         marl.algorithm("qmix")(env, {"anneal_lr": False})
-    with pytest.warns(UserWarning, match="anneal_lr=True needs"):
+    with pytest.warns(UnscheduledWarning, match="anneal_lr=True needs"):
         marl.algorithm("qmix")(env, {"anneal_lr": True})
