@@ -492,9 +492,10 @@ def provenance(results: dict[str, Any], command: str, part: str) -> str:
     """The line under a part's table: when, by which command, on what machine (the part's
     `measured` entry of merged records, else the run's own)."""
     run = {**results, "command": command, **results.get("measured", {}).get(part, {})}
+    best = f", best of {run['repeats']} timed calls" if run.get("repeats") else ""
     return (
         f"Measured by `{run['command']}` on {run['date']} ({run['wall_s'] / 60:.0f} min for "
-        f"the run); machine: {run['machine']}."
+        f"the run{best}); machine: {run['machine']}."
     )
 
 
@@ -506,7 +507,8 @@ def _head(results: dict[str, Any]) -> str:
             "",
             "Method (`marl.bench`, both sides in the same process): `jit` of a `lax.scan` over "
             "the steps of `vmap(step)`; compile s = trace, lower and compile; steps/s = the best "
-            f"of {results['repeats']} timed calls after a warm-up call, to `block_until_ready`; "
+            "of the timed calls (`--repeats`, named with each table's run) after a warm-up "
+            "call, to `block_until_ready`; "
             "memory = XLA's estimate of the program's peak (arguments + outputs + temporaries). "
             "Absolute numbers move by about ±30% run to run on a shared 2-core machine; the "
             "ratios, measured side by side, are steadier. Each table names the run it comes "
@@ -594,9 +596,9 @@ def merge_records(old: dict[str, Any], results: dict[str, Any], command: str) ->
     replace theirs, the others stay, and `measured` says which run each part comes from."""
     keep = {p: old[p] for p in PARTS if p in old and p not in results}
     earlier = old.get("measured") or {
-        p: {k: old.get(k) for k in ("date", "machine", "wall_s")} for p in keep
+        p: {k: old.get(k) for k in ("date", "machine", "wall_s", "repeats")} for p in keep
     }
-    now = {k: results[k] for k in ("date", "machine", "wall_s")}
+    now = {k: results[k] for k in ("date", "machine", "wall_s", "repeats")}
     measured = {p: earlier[p] for p in keep if p in earlier}
     measured.update({p: {**now, "command": command} for p in PARTS if p in results})
     return {**results, **keep, "measured": measured}

@@ -167,7 +167,11 @@ def test_a_partial_suite_run_replaces_only_its_tables_and_records(tmp_path):
     assert text.endswith("hand-written notes\n") and text.count(benchsuite.NOTES_MARK) == 1
 
     old = {**_fake([], "2026-01-01"), "envs": ["e"], "train": ["t"], "scaling": ["s"]}
+    old["repeats"], second["repeats"] = 5, 2
     merged = benchsuite.merge_records(old, second, "marl bench --suite scaling")
+    # each part names its own run's repeats (the file-wide method line names none)
+    assert merged["measured"]["envs"]["repeats"] == 5
+    assert merged["measured"]["scaling"]["repeats"] == 2
     assert merged["envs"] == ["e"] and merged["train"] == ["t"]
     assert merged["scaling"] == second["scaling"] and merged["date"] == "2026-02-02"
     assert merged["measured"]["envs"]["date"] == "2026-01-01"
@@ -175,3 +179,4 @@ def test_a_partial_suite_run_replaces_only_its_tables_and_records(tmp_path):
     scaling_only = {k: v for k, v in merged.items() if k not in ("envs", "train")}
     table = benchsuite.markdown(scaling_only, "ignored for parts with a measured entry")
     assert "Measured by `marl bench --suite scaling` on 2026-02-02" in table
+    assert "best of 2 timed calls" in table and "best of 5" not in table
