@@ -51,6 +51,35 @@ def test_spawn_fills_free_slots_in_order_and_drops_the_rest():
     assert int(n) == 0 and alive3.all()  # no room: nothing spawned, nothing counted
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-2.0, 12.0), min_size=2, max_size=2))
+def test_into_sea_keeps_the_sea_and_folds_the_rest_back(xy):
+    size, p = 10.0, np.asarray(xy, np.float32)
+    folded = np.asarray(ocean.into_sea(jnp.asarray(p), size))
+    assert np.all((folded >= 0.0) & (folded <= size))
+    inside = (p >= 0.0) & (p <= size)
+    np.testing.assert_allclose(folded[inside], p[inside], atol=1e-5)  # the sea is unchanged
+    mirror = np.where(p < 0.0, -p, 2 * size - p)  # reflected at the coast line it crossed
+    np.testing.assert_allclose(folded[~inside], mirror[~inside], atol=1e-5)
+
+
+def test_fresh_plastic_starts_at_sea():
+    """A river mouth's pieces start in the water: in still water, next to none leave the sea on
+    the step they are emitted (clipped onto the coast line, about a quarter did)."""
+    env = marl.make("cleanup/custom", current="calm", initial_plastic=0, source_rate=1.0)
+    actions = jnp.zeros(env.spec.num_agents, jnp.int32)
+
+    def one_step(key):
+        k0, k1 = jax.random.split(key)
+        state, _ = env.reset(k0)
+        state, ts = env.step(k1, state, actions)
+        return ts.metrics["spawned"], ts.metrics["removed"]
+
+    spawned, removed = jax.jit(jax.vmap(one_step))(jax.random.split(jax.random.key(0), 512))
+    assert float(spawned.sum()) == 512 * env.num_sources
+    assert float(removed.sum()) / float(spawned.sum()) < 0.03
+
+
 def test_gini_of_hand_computed_catches():
     assert float(ocean.gini(jnp.array([1.0, 1.0, 1.0]))) == pytest.approx(0.0)
     assert float(ocean.gini(jnp.array([0.0, 0.0, 0.0]))) == 0.0

@@ -69,7 +69,8 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         initial_plastic: pieces scattered at reset in `patches` Gaussian patches of std
             `patch_std`.
         num_sources: river mouths on the coast (random places per episode), each emitting a
-            piece with probability `source_rate` per step, `source_spread` around it.
+            piece with probability `source_rate` per step, `source_spread` around it (folded
+            into the sea).
         diffusion: std of the random walk added to the drift, per step.
         remove_at_boundary: pieces leaving the sea are removed (counted); else held at the coast.
         max_speed, accel, max_turn: a vessel's top speed, throttle step and turn per step.
@@ -228,7 +229,7 @@ class Cleanup(MultiAgentEnv[CleanupState]):
                                      maxval=self.size - margin)  # fmt: skip
         which = jax.random.randint(k_which, (p,), 0, max(self.patches, 1))
         pieces = centres[which] + self.patch_std * jax.random.normal(k_pieces, (p, 2))
-        pieces = jnp.clip(pieces, 0.0, self.size)
+        pieces = ocean.into_sea(pieces, self.size)
         alive = jnp.arange(p) < self.initial_plastic
         state = CleanupState(
             pos=pos,
@@ -283,7 +284,7 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         where = state.sources + self.source_spread * jax.random.normal(
             k_where, (self.num_sources, 2)
         )
-        where = jnp.clip(where, 0.0, size)
+        where = ocean.into_sea(where, size)
         alive, plastic, new = ocean.spawn(state.alive, state.plastic, requests, where)
         drift = self._water(plastic, t) + self.diffusion * jax.random.normal(k_diff, plastic.shape)
         plastic = plastic + drift * alive[:, None]

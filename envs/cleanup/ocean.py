@@ -82,6 +82,14 @@ def spawn(alive: Array, pos: Array, requests: Array, where: Array) -> tuple[Arra
     return alive | gets, new_pos, jnp.sum(gets).astype(jnp.int32)
 
 
+def into_sea(pos: Array, size: float) -> Array:
+    """`pos` folded back into the sea `[0, size]^2` (reflected at the coast): pieces scattered
+    around a coastal source or a patch start in the water, not on or past the coast line, where
+    the next step's drift would remove them before anyone could reach them."""
+    folded = size - jnp.abs(size - jnp.abs(pos))
+    return jnp.clip(folded, 0.0, size)
+
+
 def density(pos: Array, alive: Array, size: float, cells: int) -> Array:
     """`[cells, cells]` counts of alive pieces per grid cell (row = y)."""
     idx = jnp.clip(jnp.floor(pos / size * cells).astype(jnp.int32), 0, cells - 1)
