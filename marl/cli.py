@@ -11,6 +11,7 @@ import ast
 import dataclasses
 import importlib.util
 import json
+import math
 import os
 import sys
 import textwrap
@@ -351,6 +352,46 @@ def separate_grid(grid: list[list[str]]) -> list[list[str]]:
     return out
 
 
+def common_grid(grid: list[list[str]], runs: Sequence[Any]) -> tuple[list[list[str]], list[str]]:
+    """One evaluation grid per task for learners whose updates differ in size.
+
+    Each run evaluates every `interval` env steps rounded to its own whole updates, so at one
+    budget a learner of 2,048-step updates and one of 64-step updates would train different
+    numbers of steps, and their records could not be compared. Where a task's runs leave
+    `protocol.eval_interval` unset and share a budget, it is pinned to the interval rounded to
+    a multiple of every one of their update sizes (a single-learner task is unchanged).
+    Returns the grid with the pinned overrides and one line per pinned task.
+    """
+    tasks: dict[str, list[int]] = {}
+    for k, run in enumerate(runs):
+        key = json.dumps([run.env_id, run.env_kwargs, run.settings.budget], sort_keys=True)
+        tasks.setdefault(key, []).append(k)
+    grid, notes = [list(combo) for combo in grid], []
+    for members in tasks.values():
+        chosen = [runs[k] for k in members]
+        sizes = sorted({r.steps_per_update for r in chosen})
+        if len(sizes) < 2 or any(r.settings.eval_interval is not None for r in chosen):
+            continue
+        step = math.lcm(*sizes)
+        interval = chosen[0].settings.interval()
+        pinned = max(1, round(interval / step)) * step
+        if pinned > 2 * interval:  # the update sizes share no multiple near the interval
+            notes.append(
+                f"sweep: {chosen[0].env_id}'s learners update every {', '.join(map(str, sizes))} "
+                "env steps, with no common multiple near the evaluation interval; their runs "
+                "will differ in length (pin protocol.eval_interval to compare them)"
+            )
+            continue
+        for k in members:
+            grid[k].append(f"protocol.eval_interval={pinned}")
+        notes.append(
+            f"sweep: {chosen[0].env_id} evaluated every {pinned:,} env steps, a multiple of each "
+            f"learner's update ({', '.join(f'{n:,}' for n in sizes)} steps), so that its runs "
+            "train the same steps and compare"
+        )
+    return grid, notes
+
+
 def _same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> None:
     """A finished run is reused only if it was trained with the planned config."""
     from marl.rundir import config_differences
@@ -386,12 +427,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid = separate_grid(grid)
     except config.ConfigError as e:
         raise UsageError(str(e)) from None
-    runs = []
-    for combo in grid:  # validate every run before training any
-        try:
-            runs.append(config.resolve(config.compose(combo), command=combo))
-        except config.ConfigError as e:
-            raise UsageError(f"{' '.join(combo)}: {e}") from None
+
+    def resolve_all(grid: list[list[str]]) -> list[Any]:
+        runs = []
+        for combo in grid:  # validate every run before training any
+            try:
+                runs.append(config.resolve(config.compose(combo), command=combo))
+            except config.ConfigError as e:
+                raise UsageError(f"{' '.join(combo)}: {e}") from None
+        return runs
+
+    runs = resolve_all(grid)
+    grid, notes = common_grid(grid, runs)
+    if notes:
+        runs = resolve_all(grid)
+        for note in notes:
+            print(note, flush=True)
     print(f"sweep: {len(runs)} run(s)", flush=True)
     dirs = []
     for k, run in enumerate(runs, 1):

@@ -332,10 +332,16 @@ def check_comparable(records: Sequence[Record]) -> None:
     found = _first_mismatch(records, lambda r: r.env_id, _differences)
     if found:
         task, key, a, b, ref, other = found
+        hint = "re-run one side, or report them separately"
+        if key in ("env steps", "evaluations"):  # each learner rounds to its own updates
+            hint = (
+                "learners round the evaluation interval to their own update sizes: train both "
+                "with one protocol.eval_interval, a multiple of both (`marl train --dry-run` "
+                "shows a learner's update; `marl sweep` pins one itself)"
+            )
         raise RecordError(
             f"records of {task} were made under different protocols: {key} is {a!r} in "
-            f"{ref.path} but {b!r} in {other.path}; compare runs of one protocol "
-            "(re-run one side, or report them separately)"
+            f"{ref.path} but {b!r} in {other.path}; compare runs of one protocol ({hint})"
         )
     found = _first_mismatch(
         records, lambda r: None if r.external else (r.env_id, r.algorithm), _algo_differences

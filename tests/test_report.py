@@ -177,6 +177,31 @@ def test_sweep_axes_over_learner_settings_get_their_own_runs_and_names():
     assert cli.separate_grid(plain) == plain  # env and algo choices have their own directories
 
 
+def test_sweep_puts_learners_of_different_update_sizes_on_one_grid():
+    """At one budget, IPPO (2,048-step updates) and IQL (64-step updates) would each round the
+    evaluation interval to their own updates and train different steps, which reports refuse
+    to compare: the sweep pins one interval, a multiple of both, per task."""
+    from marl.config import compose, resolve
+
+    def planned(*overrides):
+        grid = cli.sweep_overrides(["algo=ippo,iql", "budget=1e5", "name=s", *overrides])
+        runs = [resolve(compose(c), command=c) for c in grid]
+        grid, notes = cli.common_grid(grid, runs)
+        return [resolve(compose(c), command=c) for c in grid], notes
+
+    before = [resolve(compose(c)) for c in cli.sweep_overrides(["algo=ippo,iql", "budget=1e5"])]
+    assert len({r.env_steps for r in before}) == 2  # the problem: 100,352 against 100,032
+    runs, notes = planned("env=particle/simple,particle/spread")
+    assert len(notes) == 2 and "4,096 env steps" in notes[0]  # one line per task
+    assert {(r.env_steps, r.num_segments) for r in runs} == {(102_400, 25)}
+    assert all("protocol.eval_interval=4096" in r.command for r in runs)  # reproducible alone
+    runs, notes = planned("env=particle/simple", "protocol.eval_interval=6000")
+    assert not notes and len({r.env_steps for r in runs}) == 2  # the user's interval stands
+    one = cli.sweep_overrides(["env=particle/simple", "algo=ippo,mappo", "budget=1e5"])
+    resolved = [resolve(compose(c)) for c in one]
+    assert cli.common_grid(one, resolved) == (one, [])  # one update size: nothing to pin
+
+
 def test_sweep_rejects_a_bad_combination_before_training(tmp_path):
     code, _, err = _cli(
         "sweep", "env=particle/simple,particle/nope", "algo=ippo", f"out={tmp_path}"
