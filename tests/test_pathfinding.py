@@ -162,7 +162,9 @@ def test_every_goal_is_reachable_from_its_start(seed, env_id):
     free = ~np.asarray(state.obstacles[p:-p, p:-p])
     cells = np.floor(np.asarray(state.pos)[:, ::-1]).astype(int)
     goals = np.floor(np.asarray(state.goal)[:, ::-1]).astype(int)
-    assert len({tuple(c) for c in cells}) == env.num_agents  # distinct start cells
+    # starts and goals are 2N distinct cells (CAMAR): no agent starts on any goal
+    assert len({tuple(c) for c in (*cells, *goals)}) == 2 * env.num_agents
+    assert not np.any(np.asarray(state.on_goal))
     for start, goal in zip(cells, goals, strict=True):
         assert free[tuple(start)] and free[tuple(goal)]
         assert bfs_reach(free, tuple(start))[tuple(goal)]

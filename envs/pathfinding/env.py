@@ -216,9 +216,9 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             free = jax.jit(jax.vmap(mapgen.largest_component))(pool)
             counts = np.asarray(free.sum(axis=(1, 2)))
             _check(
-                counts.min() >= n,
+                counts.min() >= 2 * n,
                 f"{name}: a generated map has only {counts.min()} reachable free cells for {n} "
-                "agents (lower the density or the agent count)",
+                "agents' starts and goals (lower the density or the agent count)",
             )
             self.pool = (jnp.asarray(pool), jnp.asarray(free))
         else:
@@ -272,11 +272,11 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
         return distance_field(obstacles, rows, cols)
 
     def reset(self, key: Array) -> tuple[PathfindingState, TimeStep]:
-        k_map, k_start, k_goal, k_rad = jax.random.split(key, 4)
+        k_map, k_cells, k_rad = jax.random.split(key, 3)
         obstacles, free = self._map(k_map)
         n = self.num_agents
-        pos = self._centres(self._draw_cells(k_start, free, n))
-        goal = self._centres(self._draw_cells(k_goal, free, n))
+        cells = self._centres(self._draw_cells(k_cells, free, 2 * n))  # one draw, as CAMAR:
+        pos, goal = cells[:n], cells[n:]  # no agent starts on a goal (its own or another's)
         lo, hi = self.radius_range
         radius = jax.random.uniform(k_rad, (n,), minval=lo, maxval=hi)
         rel = goal - pos
