@@ -200,6 +200,8 @@ class RunDir:
         self.created = now or datetime.now()
         self.path = _claim(run_parent(run), run.name, self.created)
         self.write_config()
+        # unfinished from the start: a run stopped before its first evaluation can resume
+        write_json(self.path / META, self.meta())
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -265,8 +267,6 @@ class RunDir:
         the resumed run would write)."""
         self.steps.append(int(step))
         self.evaluations.append(evals)
-        if len(self.steps) == 1:
-            write_json(self.path / META, self.meta())
         record = run_record(
             self.run.env_id, self.run.record_algo, self.steps, self.evaluations, task=self.task
         )

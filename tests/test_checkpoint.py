@@ -234,6 +234,26 @@ def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, wh
     assert (stamped / "record.json").read_bytes() == (whole / "record.json").read_bytes()
 
 
+def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
+    """The directory is claimed (config and an unfinished meta.json) before compiling, so a run
+    interrupted then, with nothing evaluated, is continued by resume=true, not refused."""
+    import dataclasses
+
+    from marl.config import compose, resolve
+    from marl.rundir import RunDir, unfinished_run
+
+    run = resolve(compose([*TINY, f"out={tmp_path}", "name=early"]))
+    claimed = RunDir(run).path  # ... and the run stops here
+    assert not json.loads((claimed / "meta.json").read_text())["finished"]
+    resumed = dataclasses.replace(run, resume=True)
+    assert unfinished_run(resumed) == claimed
+    assert unfinished_run(dataclasses.replace(resumed, name=None)) == claimed  # newest of config
+    assert RunDir(resumed, path=claimed).path == claimed
+    with contextlib.redirect_stderr(io.StringIO()) as msg:
+        assert cli.main(["train", *TINY, f"out={tmp_path}", "name=early"]) == 2
+    assert "resume=true" in msg.getvalue()
+
+
 @pytest.mark.parametrize("task", ["spread", "3m[see_enemy_actions=true]"])
 def test_checkpoint_round_trip_quietly(tmp_path, caplog, task):
     """A checkpoint restores in a run directory named after env keywords (brackets: orbax's
