@@ -26,7 +26,7 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train, check_config, config_from_dict
+from marl.learner import Policy, Train, check_config, config_from_dict, traced
 from marl.networks import ACTIVATIONS
 from marl.wrappers import episode_metrics, training_env
 
@@ -64,6 +64,8 @@ class MFACConfig:
         return config_from_dict(cls, cfg)
 
     def __post_init__(self) -> None:
+        if traced(self):  # a vmapped sweep's values, checked before tracing
+            return
         checks = {
             "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
             "parameter_sharing": (

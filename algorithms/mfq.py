@@ -35,7 +35,7 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train, check_config, config_from_dict
+from marl.learner import Policy, Train, check_config, config_from_dict, traced
 from marl.networks import ACTIVATIONS, MLP, AgentParams, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
@@ -81,6 +81,8 @@ class MFQConfig:
         return config_from_dict(cls, cfg)
 
     def __post_init__(self) -> None:
+        if traced(self):  # a vmapped sweep's values, checked before tracing
+            return
         checks = {
             "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
             "target": (self.target in TARGETS, "boltzmann or max"),

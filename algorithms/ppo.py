@@ -19,7 +19,7 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train, check_config, config_from_dict, warn_unscheduled
+from marl.learner import Policy, Train, check_config, config_from_dict, traced, warn_unscheduled
 from marl.networks import Actor, AgentParams, Critic, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
@@ -76,6 +76,8 @@ class PPOConfig:
         return config_from_dict(cls, cfg)
 
     def __post_init__(self) -> None:
+        if traced(self):  # a vmapped sweep's values, checked before tracing
+            return
         from marl.networks import ACTIVATIONS
 
         checks = {

@@ -40,6 +40,7 @@ from marl.learner import (
     check_cooperative,
     config_from_dict,
     seed_max,
+    traced,
     warn_unscheduled,
 )
 from marl.networks import ACTIVATIONS, AgentParams, QNetwork, agent_ids
@@ -110,6 +111,8 @@ class QConfig:
         return config_from_dict(cls, cfg, also_valid)
 
     def __post_init__(self) -> None:
+        if traced(self):  # a vmapped sweep's values, checked before tracing
+            return
         checks = {
             "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
             "optimizer": (self.optimizer in ("adam", "rmsprop"), "adam or rmsprop"),

@@ -174,6 +174,13 @@ def check_cooperative(env: Any, learner: str, why: str, instead: str) -> None:
         )
 
 
+def traced(config: Any) -> bool:
+    """True when a config holds traced values (a vmapped sweep builds its learner inside the
+    traced step): range checks cannot read them, and `marl sweep` has checked every value
+    concretely before tracing."""
+    return any(isinstance(v, jax.core.Tracer) for v in vars(config).values())
+
+
 def check_config(config: Any, checks: dict[str, tuple[bool, str]]) -> None:
     """Raise one line `Cls.key=value invalid; must be ...` for the first failed check."""
     for key, (ok, valid) in checks.items():

@@ -7,6 +7,8 @@ import contextlib
 import io
 import json
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -66,3 +68,24 @@ def test_a_setting_that_shapes_the_program_cannot_be_vmapped(tmp_path, capsys):
     argv = ["sweep", *TINY, f"out={tmp_path}", "vmap=algo.epochs:1,2"]
     assert cli.main(argv) == 2
     assert "cannot be vmapped" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "module, cls, key",
+    [
+        ("qlearner", "QConfig", "td_lambda"),
+        ("qlearner", "QConfig", "tau"),
+        ("mfq", "MFQConfig", "temperature_end"),
+        ("mfac", "MFACConfig", "tau"),
+    ],
+)
+def test_range_checked_settings_build_from_traced_values(module, cls, key):
+    """A vmapped sweep builds the learner's config inside the traced step: its range checks
+    (`0 <= td_lambda <= 1`) must not ask a tracer for a bool (marl sweep checked each value)."""
+    import importlib
+
+    config_cls = getattr(importlib.import_module(f"marl.algorithms.{module}"), cls)
+    got = jax.jit(lambda x: getattr(config_cls(**{key: x}), key) * 2)(jnp.float32(0.05))
+    assert float(got) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match=f"{key}=1.5 invalid"):
+        config_cls(**{key: 1.5})
