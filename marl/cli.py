@@ -168,7 +168,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def train_run(run: Any, dry_run: bool = False) -> Any:
     """Train a resolved run (`marl.config.RunConfig`) and write its directory; returns the
-    directory, or None when interrupted or on a dry run."""
+    directory (on hosts other than 0 of a multi-host run, the folder host 0 writes it in), or
+    None when interrupted or on a dry run."""
     from marl import config
     from marl.rundir import RunDir
     from marl.training import run as run_training
@@ -193,7 +194,9 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
     if jax.process_index() > 0:  # a multi-host run: host 0 writes, the others only compute
         env, train = config.build(run)
         run_training(env, train, run.settings, log=None)
-        return None
+        from marl.rundir import run_parent
+
+        return run_parent(run)  # where host 0 writes the run
 
     try:
         previous = unfinished_run(run) if run.resume else None
@@ -437,6 +440,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 raise UsageError(f"{' '.join(combo)}: {e}") from None
         return runs
 
+    if any(config.compose(combo).get("distributed", False) is True for combo in grid):
+        raise UsageError(
+            "distributed=true runs through marl train (the same command on every host); "
+            "marl sweep is single-host"
+        )
     runs = resolve_all(grid)
     grid, notes = common_grid(grid, runs)
     if notes:

@@ -277,6 +277,11 @@ def start_distributed(cfg: DictConfig) -> bool:
     value = cfg.get("distributed", False)
     if not isinstance(value, bool):
         raise ConfigError(f"distributed must be true or false, got {value!r}")
+    if value and cfg.get("resume", False) is True:
+        raise ConfigError(
+            "resume=true is single-host: only host 0 keeps the checkpoints, so the other hosts "
+            "would start their seeds over; restart the multi-host run under another name="
+        )
     if value:
         import jax
 

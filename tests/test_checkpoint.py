@@ -211,6 +211,7 @@ def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, wh
     for extra, needle in [
         (["logger=bogus"], "unknown logger 'bogus'; valid: null, wandb, tensorboard"),
         (["distributed=maybe"], "distributed must be true or false"),
+        (["distributed=true", "resume=true", "name=killed"], "resume=true is single-host"),
         (["resume=true", "checkpoint=false"], "resume=true needs checkpoint=true"),
         (["name=killed"], "resume=true"),  # a plain rerun says how to continue
         (["name=killed", "resume=true", "seeds=3"], "different seeds"),
@@ -252,6 +253,17 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     with contextlib.redirect_stderr(io.StringIO()) as msg:
         assert cli.main(["train", *TINY, f"out={tmp_path}", "name=early"]) == 2
     assert "resume=true" in msg.getvalue()
+
+
+def test_a_multi_host_worker_trains_writes_nothing_and_exits_0(tmp_path, monkeypatch):
+    """Hosts other than 0 compute their share and leave the writing to host 0; a finished
+    share is a success (exit 0), not an interruption (130)."""
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    assert train(f"out={tmp_path}", "name=worker") == 0
+    assert not any(tmp_path.rglob("meta.json"))
+    with contextlib.redirect_stderr(io.StringIO()) as msg:
+        assert cli.main(["sweep", *TINY, f"out={tmp_path}", "distributed=true"]) == 2
+    assert "marl sweep is single-host" in msg.getvalue()
 
 
 @pytest.mark.parametrize("task", ["spread", "3m[see_enemy_actions=true]"])
