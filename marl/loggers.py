@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,8 +37,25 @@ def check_logger(name: str | None) -> str | None:
     return name
 
 
+WANDB_ID = "wandb_id"  # file in the run directory: the W&B run a resumed marl run continues
+
+
+def wandb_run_id(run_dir: Path) -> str:
+    """The run directory's W&B run id, made on first use and kept in `<run dir>/wandb_id`, so
+    that a resumed run (a new process) logs into the same W&B run."""
+    path = run_dir / WANDB_ID
+    if path.exists():
+        return path.read_text().strip()
+    from marl.rundir import atomic_write
+
+    run_id = uuid.uuid4().hex[:16]
+    atomic_write(path, run_id + "\n")
+    return run_id
+
+
 class WandbLogger:
-    """One W&B run per marl run (offline by default), config = the resolved config."""
+    """One W&B run per marl run (offline by default), config = the resolved config; a resumed
+    run continues its W&B run (`resume="allow"` with the id kept in the run directory)."""
 
     def __init__(self, run_dir: Path, config: dict[str, Any], name: str):
         import wandb
@@ -49,6 +67,8 @@ class WandbLogger:
             config=config,
             dir=str(run_dir),
             mode=os.environ.get("WANDB_MODE", "offline"),
+            id=wandb_run_id(Path(run_dir)),
+            resume="allow",
         )
 
     def log(self, step: int, scalars: dict[str, float]) -> None:

@@ -177,6 +177,24 @@ def test_every_evaluation_is_logged_to_jsonl_and_the_logger(whole):
     assert len(logged[-1]["eval"]["return"]) == 2  # per seed
 
 
+def test_a_resumed_run_logs_into_the_same_wandb_run(whole, tmp_path, monkeypatch):
+    """Each process makes its own logger; the W&B id kept in the run directory makes a resumed
+    run continue its W&B run instead of starting a second one with the rest of the curve."""
+    from marl.loggers import WandbLogger
+
+    path, fake = whole
+    assert fake.inits[0]["resume"] == "allow"
+    assert fake.inits[0]["id"] == (path / "wandb_id").read_text().strip()
+    again = FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", again)
+    cfg = {"env": {"id": "particle/simple"}, "algo": {"name": "ippo"}}
+    for run_dir in (tmp_path / "a", tmp_path / "a", tmp_path / "b"):
+        run_dir.mkdir(exist_ok=True)
+        WandbLogger(run_dir, cfg, "particle/simple/ippo")  # a new process per (re)start
+    ids = [init["id"] for init in again.inits]
+    assert ids[0] == ids[1] != ids[2]
+
+
 def test_marl_eval_and_render_use_the_saved_parameters(whole, tmp_path, capsys):
     path, _ = whole
     report = tmp_path / "eval.json"
