@@ -459,13 +459,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if combos:  # one program for the value combinations x seeds; not resumable
             dirs += vmapped_runs(run, combos)
             continue
+        if _finished_before(run) is not None:
+            print(f"finished before: {path}", flush=True)
+            dirs.append(path)
+            continue
         if (path / META).exists():
             before = json.loads((path / META).read_text())
-            if before.get("finished"):
-                _same_config(path, before.get("config") or {}, run.to_dict())
-                print(f"finished before: {path}", flush=True)
-                dirs.append(path)
-                continue
             if config_differences(before.get("config"), run.to_dict()):
                 aside = path.with_name(f"{path.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
                 path.rename(aside)
@@ -675,6 +674,22 @@ def _print_final(final: dict[str, Any], run: Any) -> None:
         )
 
 
+def _finished_before(run: Any) -> Any:
+    """The run's directory if it holds a finished run of the same config (else None; a
+    different config is refused)."""
+    from marl.protocol import META
+    from marl.rundir import run_parent
+
+    path = run_parent(run) / str(run.name)
+    if not (path / META).exists():
+        return None
+    before = json.loads((path / META).read_text())
+    if not before.get("finished"):
+        return None
+    _same_config(path, before.get("config") or {}, run.to_dict())
+    return path
+
+
 def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
     """Train every value combination of `combos` x the run's seeds as one program
     (`marl.hyper`) and write one run directory per combination (named `<name>-<key>_<value>`);
@@ -689,6 +704,11 @@ def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
     from marl.training import RunResult
     from marl.training import run as run_training
 
+    if run.logger is not None or run.transfer:
+        raise UsageError(
+            "vmap= trains its combinations as one program, without logger= or "
+            "protocol.transfer; drop them, or sweep the values as a comma list instead"
+        )
     names = list(combos[0])
     runs = []
     for c in combos:  # each combination is a run of its own: validated with concrete values
@@ -700,6 +720,11 @@ def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
             runs.append(config.resolve(config.compose(overrides), command=overrides))
         except config.ConfigError as e:
             raise UsageError(f"vmap {label}: {e}") from None
+    finished = [_finished_before(r) for r in runs]
+    if all(finished):  # a rerun sweep: every combination is done
+        for path in finished:
+            print(f"finished before: {path}", flush=True)
+        return finished
     env, _ = config.build(run)
     make_train = algorithm(run.algo)
     try:

@@ -62,6 +62,13 @@ def test_a_vmapped_sweep_writes_each_combination_as_its_own_run(tmp_path):
     )
     other = json.loads((parent / "hp-lr_0.001" / "final.json").read_text())
     assert other["final"]["return"] != vmapped["final"]["return"]
+    with contextlib.redirect_stdout(io.StringIO()) as text:  # a rerun skips the finished sweep
+        assert cli.main(argv) == 0
+    assert text.getvalue().count("finished before") == 2
+    with contextlib.redirect_stderr(io.StringIO()) as err:  # what one program cannot do
+        transfer = "protocol.transfer=[{name:short,id:'particle/simple',kwargs:{episode_limit:7}}]"
+        assert cli.main([*argv, "name=hq", transfer]) == 2
+    assert "without logger= or protocol.transfer" in err.getvalue()
 
 
 def test_a_setting_that_shapes_the_program_cannot_be_vmapped(tmp_path, capsys):
