@@ -52,7 +52,15 @@ def test_focus_fire_only_picks_available_actions():
 
 def test_combat_anchors_and_dispatch():
     env = marl.make("combat/3m")
-    assert scripted_policy(env).act is not None
+    scripted, focus = scripted_policy(env), focus_fire_policy(env)
+    state, ts = env.reset(jax.random.key(0))
+    for t in range(5):  # combat's scripted reference is focus fire, step by step
+        got, want = (
+            p.act(None, ts.obs, ts.avail_actions, p.initial_carry(), t == 0, None, True)[0]
+            for p in (scripted, focus)
+        )
+        np.testing.assert_array_equal(got, want)
+        state, ts = env.step(jax.random.key(t), state, got)
     anchors = anchor_scores(env, num_episodes=64)
     assert anchors["random"] < anchors["scripted"]
     with pytest.raises(TypeError, match="combat environment"):

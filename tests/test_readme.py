@@ -42,7 +42,9 @@ def test_quick_start_first_two_commands():
 
 
 def test_ci_runs_the_readme_test_command():
-    ci = (ROOT / ".ci" / "run").read_text()
+    # the commands CI executes, not its comments (the header quotes the README's command)
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    ci = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
     install, test = (part.strip() for part in INSTALL_AND_TEST.split("&&"))
     assert install in ci
     assert test in ci
