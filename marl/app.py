@@ -49,5 +49,15 @@ def main(cfg: DictConfig) -> None:
         raise SystemExit(130)
 
 
+def command_line(argv: list[str]) -> list[str]:
+    """The command line with `marl train`'s add-or-override prefix on learner and env keyword
+    overrides (`env.kwargs.num_agents=5` -> `++env.kwargs.num_agents=5`): the same overrides as
+    `marl train`, whose validators name an unknown key."""
+    from marl.config import open_keys
+
+    return [argv[0], *(a if a.startswith("-") else open_keys([a])[0] for a in argv[1:])]
+
+
 if __name__ == "__main__":
+    sys.argv = command_line(sys.argv)
     main()

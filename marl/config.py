@@ -179,7 +179,7 @@ def _check_choices(overrides: Sequence[str]) -> None:
             raise ConfigError(f"unknown protocol {choice!r}; valid: {valid}")
 
 
-def _open_keys(overrides: Sequence[str]) -> list[str]:
+def open_keys(overrides: Sequence[str]) -> list[str]:
     """`algo.x=1` -> `++algo.x=1`: add-or-override, so unknown keys reach their validator."""
     return [f"++{o}" if _OPEN_KEY.match(o) else o for o in overrides]
 
@@ -220,7 +220,7 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     _check_choices(overrides)
     _store_unshipped()
     try:
-        return _compose(_open_keys(overrides))
+        return _compose(open_keys(overrides))
     except (HydraException, OmegaConfBaseException) as e:
         message = str(e)
         unknown = re.match(r"Could not override '([^']+)'", message)
