@@ -435,16 +435,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         runs = []
         for combo in grid:  # validate every run before training any
             try:
-                runs.append(config.resolve(config.compose(combo), command=combo))
+                cfg = config.compose(combo)
+                runs.append(config.resolve(cfg, command=combo))
             except config.ConfigError as e:
                 raise UsageError(f"{' '.join(combo)}: {e}") from None
+            if cfg.get("distributed", False) is True:
+                raise UsageError(
+                    "distributed=true runs through marl train (the same command on every "
+                    "host); marl sweep is single-host"
+                )
         return runs
 
-    if any(config.compose(combo).get("distributed", False) is True for combo in grid):
-        raise UsageError(
-            "distributed=true runs through marl train (the same command on every host); "
-            "marl sweep is single-host"
-        )
     runs = resolve_all(grid)
     grid, notes = common_grid(grid, runs)
     if notes:

@@ -325,9 +325,9 @@ def check_comparable(records: Sequence[Record]) -> None:
 
     Compared between the marl records of a task: `COMPARABLE` protocol fields, the env steps
     trained and the evaluation step grid's length, and the environment's keywords; between the
-    marl records of one algorithm name on a task, every `algo.*` setting but `SPEED_ONLY`.
-    External records are checked on what their data shows (episodes per evaluation and
-    absolute metric).
+    marl records of one algorithm name on a task, every `algo.*` setting but `SPEED_ONLY`, and
+    their root seeds (two records from one root seed hold the same runs). External records
+    are checked on what their data shows (episodes per evaluation and absolute metric).
     """
     found = _first_mismatch(records, lambda r: r.env_id, _differences)
     if found:
@@ -354,6 +354,18 @@ def check_comparable(records: Sequence[Record]) -> None:
             "must share their settings (report them separately, or train a variant "
             f"with label=NAME, e.g. label={algo}-{key}, to rank it as its own algorithm)"
         )
+    seen: dict[tuple[str, str, Any], Record] = {}
+    for r in records:  # seed k of a run is split(key(seed), seeds)[k], whatever `seeds` is
+        seed = None if r.external else ((r.meta or {}).get("config") or {}).get("seed")
+        if seed is None:
+            continue
+        first = seen.setdefault((r.env_id, r.algorithm, seed), r)
+        if first is not r:
+            raise RecordError(
+                f"{first.path} and {r.path} both hold {r.algorithm} on {r.env_id} trained "
+                f"from root seed {seed}: the same runs would count twice; keep one, or train "
+                "the other with another seed="
+            )
 
 
 Differences = Callable[[Record, Record], list[tuple[str, Any, Any]]]

@@ -29,7 +29,13 @@ def evaluations(seeds=3, episodes=4, steps=(0, 100, 200), shift=0.0, seed=0):
 
 
 def write_run(
-    root, env_id="particle/spread", algo="mappo", protocol_over=None, algo_cfg=None, **kw
+    root,
+    env_id="particle/spread",
+    algo="mappo",
+    protocol_over=None,
+    algo_cfg=None,
+    root_seed=None,
+    **kw,
 ):
     steps, evals, absolute = evaluations(**kw)
     path = root / env_id / algo / "run"
@@ -44,6 +50,8 @@ def write_run(
         "config": {"env": {"id": env_id, "kwargs": {}}, "algo": {"name": algo, **(algo_cfg or {})}},
         "anchors": {"random": -3.0, "reference": 3.0},
     }
+    if root_seed is not None:
+        meta["config"]["seed"] = root_seed
     (path / "meta.json").write_text(json.dumps(meta))
     return path, steps, evals, absolute
 
@@ -181,6 +189,19 @@ def test_one_algorithm_with_different_settings_is_refused(tmp_path):
     write_run(tmp_path / "e", algo="mappo", algo_cfg={"lr": 1.0}, env_id="particle/simple")
     write_run(tmp_path / "f", algo="mappo", algo_cfg={"lr": 2.0})  # another task: fine
     check_comparable(load([tmp_path / "e", tmp_path / "f"]))
+
+
+def test_runs_from_one_root_seed_are_not_pooled_twice(tmp_path):
+    """Seed k of any run is split(key(seed), seeds)[k]: two records of one algorithm from one
+    root seed (a rerun without name=, a copied directory) hold the same runs, and pooling them
+    would shrink the confidence intervals for nothing."""
+    write_run(tmp_path / "a", algo="ippo", root_seed=0)
+    write_run(tmp_path / "b", algo="ippo", root_seed=10)
+    write_run(tmp_path / "c", algo="mappo", root_seed=0)  # another algorithm may share seeds
+    check_comparable(load([tmp_path]))
+    write_run(tmp_path / "d", algo="ippo", root_seed=0)
+    with pytest.raises(RecordError, match=r"both hold ippo on particle/spread .*root seed 0"):
+        check_comparable(load([tmp_path]))
 
 
 def test_other_tasks_do_not_need_to_agree(tmp_path):
