@@ -29,7 +29,7 @@ import json
 import os
 import platform
 import tempfile
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -196,6 +196,8 @@ class RunDir:
             self.path = Path(path)
             created = json.loads((self.path / META).read_text()).get("created")
             self.created = datetime.fromisoformat(created) if created else datetime.now()
+            # `time` in metrics.jsonl goes on from the last line logged before the interruption
+            self._started -= timedelta(seconds=self._last_logged_time())
             return
         self.created = now or datetime.now()
         self.path = _claim(run_parent(run), run.name, self.created)
@@ -275,11 +277,31 @@ class RunDir:
             self._log(int(step), evals)
         self._train_metrics = {}
 
+    def _logged_lines(self) -> list[dict[str, Any]]:
+        """The lines of metrics.jsonl; a line cut off by a hard kill is dropped from the file
+        (the resumed run logs that step again)."""
+        path = self.path / METRICS
+        if not path.exists():
+            return []
+        lines, complete = [], True
+        for text in path.read_text().splitlines():
+            if not text.strip():
+                continue
+            try:
+                lines.append(json.loads(text))
+            except json.JSONDecodeError:
+                complete = False
+        if not complete:
+            atomic_write(path, "".join(json.dumps(line) + "\n" for line in lines))
+        return lines
+
+    def _last_logged_time(self) -> float:
+        lines = self._logged_lines()
+        return float(lines[-1].get("time", 0.0)) if lines else 0.0
+
     def _logged_steps(self) -> set[int]:
         if self._logged is None:
-            path = self.path / METRICS
-            lines = path.read_text().splitlines() if path.exists() else []
-            self._logged = {int(json.loads(line)["step"]) for line in lines if line.strip()}
+            self._logged = {int(line["step"]) for line in self._logged_lines()}
         return self._logged
 
     def _log(self, step: int, evals: dict[str, np.ndarray]) -> None:

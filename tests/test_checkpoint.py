@@ -273,6 +273,28 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     assert "resume=true" in msg.getvalue()
 
 
+def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
+    """Reopened after a hard kill: a line cut off mid-write is dropped (that step is logged
+    again), and `time` goes on from the last line instead of restarting at 0."""
+    import dataclasses
+
+    from marl.config import compose, resolve
+    from marl.rundir import RunDir
+
+    run = resolve(compose([*TINY, f"out={tmp_path}", "name=cut"]))
+    path = RunDir(run).path
+    lines = [{"step": 0, "time": 5.0, "eval": {}, "train": {}},
+             {"step": 256, "time": 100.0, "eval": {}, "train": {}}]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    (path / "metrics.jsonl").write_text(text + '{"step": 512, "ti')
+    again = RunDir(dataclasses.replace(run, resume=True), path=path)
+    assert (path / "metrics.jsonl").read_text() == text
+    assert again._logged_steps() == {0, 256}
+    again.on_evaluation(512, {"return": np.zeros((2, 4))})
+    last = json.loads((path / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["step"] == 512 and last["time"] >= 100.0
+
+
 def test_a_multi_host_worker_trains_writes_nothing_and_exits_0(tmp_path, monkeypatch):
     """Hosts other than 0 compute their share and leave the writing to host 0; a finished
     share is a success (exit 0), not an interruption (130)."""
