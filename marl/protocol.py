@@ -402,6 +402,9 @@ def _settings(r: Record) -> dict[str, Any]:
             out["protocol.absolute_episodes"] = p["absolute_episodes"]
     out["evaluations"] = len(r.runs[0].steps)
     out["env steps"] = out.get("env steps") or int(r.runs[0].steps[-1])
+    # scores are the absolute metric where a record has one, else its last evaluation: a task
+    # must not rank one kind against the other
+    out["absolute metric"] = bool(r.runs[0].absolute)
     return out
 
 

@@ -21,9 +21,11 @@ without a reference score is shown in its own table but left out of normalised a
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -93,6 +95,7 @@ class Study:
     metric: str
     entries: dict[tuple[str, str], Entry]
     anchors: dict[str, Anchors | None]
+    lower: dict[str, bool] = field(default_factory=dict)  # task -> metric is lower-is-better
 
     @property
     def tasks(self) -> list[str]:
@@ -142,6 +145,39 @@ def _record_anchors(task: str, records: Sequence[Record], metric: str) -> Anchor
     return Anchors(float(ref["random"]), float(ref["reference"]), "records")
 
 
+@functools.cache
+def lower_is_better(task: str, metric: str) -> bool:
+    """Whether a lower `metric` (record name, e.g. `lost`, `episode_length`) is better on
+    `task` (`family/name`, keywords in brackets ignored): the env's `EnvSpec.lower_is_better`;
+    False for returns and for tasks the registry does not know."""
+    if metric == METRIC or metric.startswith(METRIC + "/"):
+        return False
+    from marl.protocol import record_metric
+    from marl.registry import RegistryError, make
+
+    try:
+        spec = make(task.split("[", 1)[0]).spec
+    except (RegistryError, TypeError, ValueError):
+        return False
+    return metric in {record_metric(m) for m in spec.lower_is_better}
+
+
+def _usable(task: str, anchors: Anchors | None, lower: bool) -> Anchors | None:
+    """`anchors` if the reference beats the random policy in the metric's direction; else None
+    with a warning (normalising by them would rank the algorithms backwards or divide by 0)."""
+    if anchors is None:
+        return None
+    gap = anchors.random - anchors.reference if lower else anchors.reference - anchors.random
+    if gap > 1e-9 * max(1.0, abs(anchors.random), abs(anchors.reference)):
+        return anchors
+    warnings.warn(
+        f"{task}: the reference ({anchors.reference:.4g}) does not beat the random policy "
+        f"({anchors.random:.4g}); the task is left unnormalised",
+        stacklevel=3,
+    )
+    return None
+
+
 def _baseline_anchors(task: str, metric: str, episodes: int) -> Anchors | None:
     """Anchors computed by `marl.baselines` for a registered task with default keywords."""
     if metric != METRIC:
@@ -174,6 +210,7 @@ def collect(records: Sequence[Record], metric: str = METRIC, compute_anchors: bo
             )
         entries.setdefault((r.env_id, r.algorithm), Entry(r.env_id, r.algorithm)).records.append(r)
     anchors: dict[str, Anchors | None] = {}
+    lower = {task: lower_is_better(task, metric) for task in {t for t, _ in entries}}
     for task in sorted({t for t, _ in entries}):
         task_records = [r for (t, _), e in entries.items() if t == task for r in e.records]
         found = _record_anchors(task, task_records, metric)
@@ -183,8 +220,8 @@ def collect(records: Sequence[Record], metric: str = METRIC, compute_anchors: bo
                 for r in task_records
             )
             found = _baseline_anchors(task, metric, episodes or 320)
-        anchors[task] = found
-    return Study(metric, entries, anchors)
+        anchors[task] = _usable(task, found, lower[task])
+    return Study(metric, entries, anchors, lower)
 
 
 # --- numbers ----------------------------------------------------------------------------------
@@ -221,6 +258,7 @@ def summarise(study: Study, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
             rows[algo] = row
         tasks[task] = {
             "anchors": None if anchors is None else anchors.__dict__,
+            "lower_is_better": study.lower.get(task, False),
             "algorithms": rows,
         }
     scores = study.normalised_scores()
@@ -352,7 +390,7 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
             f"anchors: random {a['random']:.3f}, reference {a['reference']:.3f} ({a['source']})"
             if a
             else "no reference score: not normalised, not in the aggregates"
-        )
+        ) + ("; lower is better" if data.get("lower_is_better") else "")
         lines += [
             f"### {task}",
             "",
@@ -362,7 +400,10 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
             "| final evaluation mean | env steps |",
             "|---|---|---|---|---|---|---|",
         ]
-        rows = sorted(data["algorithms"].items(), key=lambda kv: -kv[1]["absolute_mean"]["point"])
+        sign = 1.0 if data.get("lower_is_better") else -1.0  # best first
+        rows = sorted(
+            data["algorithms"].items(), key=lambda kv: sign * kv[1]["absolute_mean"]["point"]
+        )
         for algo, row in rows:
             name = algo + (" (external)" if row["external"] else "")
             lines.append(
@@ -456,9 +497,12 @@ def leaderboard(study: Study, reps: int = 2000, seed: int = 0) -> dict[str, Any]
     tasks = {}
     for task, data in summary["tasks"].items():
         key = "normalised_iqm" if data["anchors"] else "absolute_mean"
-        ranked = sorted(data["algorithms"].items(), key=lambda kv: -kv[1][key]["point"])
+        # normalised scores rise towards the reference whatever the metric's direction
+        sign = 1.0 if key == "absolute_mean" and data.get("lower_is_better") else -1.0
+        ranked = sorted(data["algorithms"].items(), key=lambda kv: sign * kv[1][key]["point"])
         tasks[task] = {
             "ranked_by": key,
+            "lower_is_better": data["lower_is_better"],
             "anchors": data["anchors"],
             "rows": [{"rank": i + 1, "algorithm": a, **row} for i, (a, row) in enumerate(ranked)],
         }
@@ -537,7 +581,10 @@ def leaderboard_markdown(board: dict[str, Any], command: str = "") -> str:
         lines += [
             f"## {task}",
             "",
-            "ranked by normalised IQM" if norm else "no reference score: ranked by raw mean",
+            "ranked by normalised IQM"
+            if norm
+            else "no reference score: ranked by raw mean"
+            + (" (lower is better)" if data.get("lower_is_better") else ""),
             "",
             "| rank | algorithm | runs | normalised IQM | absolute metric mean [95% CI] "
             "| env steps |",

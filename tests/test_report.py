@@ -208,3 +208,67 @@ def test_sweep_rejects_a_bad_combination_before_training(tmp_path):
     )
     assert code == 2 and "particle/nope" in err
     assert not any(tmp_path.iterdir())
+
+
+def _scale_lengths(run_dir, factor):
+    """Multiply every recorded episode length of a written run by `factor`."""
+    path = run_dir / "record.json"
+    data = json.loads(path.read_text())
+
+    def scale(node):
+        if isinstance(node, dict):
+            return {
+                k: [x * factor for x in v] if k == "episode_length" else scale(v)
+                for k, v in node.items()
+            }
+        return node
+
+    path.write_text(json.dumps(scale(data)))
+
+
+def test_a_lower_is_better_metric_ranks_the_lowest_first(tmp_path):
+    """pathfinding declares episode length lower-is-better (EnvSpec.lower_is_better): without
+    a reference for it, the leaderboard and the report rank the shortest episodes first."""
+    task = "pathfinding/random_grid"
+    fast, _, _, _ = write_run(tmp_path / "a", env_id=task, algo="fast", seed=1)
+    slow, _, _, _ = write_run(tmp_path / "b", env_id=task, algo="slow", seed=2)
+    _scale_lengths(fast, 0.5)
+    study = load_study([tmp_path], metric="episode_length", compute_anchors=False)
+    board = leaderboard(study, reps=100)
+    data = board["tasks"][task]
+    assert data["lower_is_better"] and data["ranked_by"] == "absolute_mean"
+    assert [r["algorithm"] for r in data["rows"]] == ["fast", "slow"]
+    md = write_leaderboard(study, tmp_path / "board", reps=100)["md"].read_text()
+    assert "ranked by raw mean (lower is better)" in md
+    report = write_report(study, tmp_path / "report", reps=100)["md"].read_text()
+    assert report.index("| fast |") < report.index("| slow |")
+    returns = load_study([tmp_path], compute_anchors=False)  # returns: highest first, as ever
+    assert not leaderboard(returns, reps=100)["tasks"][task]["lower_is_better"]
+
+
+@pytest.mark.parametrize("reference", [-20.0, -10.0])
+def test_anchors_whose_reference_does_not_beat_random_are_not_used(tmp_path, reference):
+    """Normalising by a reference worse than random would rank the algorithms backwards, and
+    by one equal to it would divide by 0: the task stays unnormalised, with a warning."""
+    path, _, _, _ = write_run(tmp_path / "a", algo="ippo", seed=1)
+    meta = json.loads((path / "meta.json").read_text())
+    meta["anchors"] = {"random": -10.0, "reference": reference}
+    (path / "meta.json").write_text(json.dumps(meta))
+    with pytest.warns(UserWarning, match="does not beat the random policy"):
+        study = load_study([tmp_path], compute_anchors=False)
+    assert study.anchors["particle/spread"] is None
+
+
+def test_a_record_without_the_absolute_metric_is_not_ranked_against_one_with_it(tmp_path):
+    """Scores are the absolute metric, or the last evaluation where a record has none: an
+    external record without it would be ranked on another kind of number."""
+    from test_protocol import evaluations
+
+    from marl.protocol import RecordError, run_record
+
+    _study(tmp_path / "runs")
+    steps, evals, _ = evaluations(shift=5.0, seed=9)
+    ext = tmp_path / "external.json"
+    ext.write_text(json.dumps(run_record("particle/spread", "qmix", steps, evals, None)))
+    with pytest.raises(RecordError, match="absolute metric is True in .* but False in"):
+        load_study([tmp_path / "runs", ext], compute_anchors=False)
