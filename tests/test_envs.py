@@ -15,11 +15,10 @@ import marl
 from marl.testing import EnvCheckError, check_env
 
 # A fixed list, not a random pick: every particle id, a representative few of every other
-# family (tests/test_<family>.py checks the rest with `-m slow`: check_env compiles ~50 programs
-# per id), and non-default counts where an env has them.
+# family (tests/test_<family>.py checks the rest: check_env compiles ~50 programs per id), and
+# non-default counts where an env has them.
 FAMILY_CORE = {"combat": ("combat/3m", "combat/2s3z", "combat/smacv2_5_units", "combat/custom")}
-SLOW = ("particle/spread50",)  # the same code as particle/spread at 50 agents
-SLOW_CASES = [
+MORE_CASES = [
     ("combat/5m_vs_6m", {"nearest": 2, "opponent": "self_play"}),  # local view, both sides
 ]
 CASES = [
@@ -36,10 +35,8 @@ CASES = [
         {"num_good": 1, "num_adversaries": 2, "num_food": 1, "num_forests": 1, "num_obstacles": 0},
     ),
 ]
-ENV_CASES = [
-    pytest.param(e, k, id=f"{e}-{k}", marks=[pytest.mark.slow] if e in SLOW else [])
-    for e, k in CASES
-] + [pytest.param(e, k, id=f"{e}-{k}", marks=pytest.mark.slow) for e, k in SLOW_CASES]
+# every registered environment passes the contract in CI, the larger ones too (~20 s)
+ENV_CASES = [pytest.param(e, k, id=f"{e}-{k}") for e, k in [*CASES, *MORE_CASES]]
 
 
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
