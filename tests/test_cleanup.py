@@ -18,16 +18,9 @@ from marl.spaces import sample_actions
 from marl.testing import check_env
 
 FAST = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
-CORE = ("cleanup/comm",)  # the other scenarios' check_env runs with `-m slow`
 
 
-@pytest.mark.parametrize(
-    "env_id",
-    [
-        i if i in CORE else pytest.param(i, marks=pytest.mark.slow)
-        for i in marl.list_envs("cleanup")
-    ],
-)
+@pytest.mark.parametrize("env_id", marl.list_envs("cleanup"))  # every registered id, in CI
 def test_scenarios_keep_the_contract(env_id):
     check_env(marl.make(env_id), num_episodes=1)
 

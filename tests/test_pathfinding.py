@@ -24,7 +24,6 @@ IDS = [
     for m in ("random_grid", "random_grid128", "labyrinth", "rooms", "caves", "string")
 ]
 # check_env compiles a few dozen programs per id: one runs by default, the rest with `-m slow`
-CORE = ("pathfinding/random_grid",)
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 # each example builds its own env (a new program to compile): fewer examples
 PER_ENV = settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
@@ -70,9 +69,7 @@ def dijkstra(obstacles: np.ndarray, goal: tuple[int, int]) -> np.ndarray:
     return dist
 
 
-@pytest.mark.parametrize(
-    "env_id", [i if i in CORE else pytest.param(i, marks=pytest.mark.slow) for i in IDS]
-)
+@pytest.mark.parametrize("env_id", IDS)  # every registered id, in CI
 def test_registered_maps_keep_the_contract(env_id):
     check_env(marl.make(env_id, num_maps=64), num_episodes=1)
 
