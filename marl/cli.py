@@ -361,13 +361,15 @@ def common_grid(grid: list[list[str]], runs: Sequence[Any]) -> tuple[list[list[s
     Each run evaluates every `interval` env steps rounded to its own whole updates, so at one
     budget a learner of 2,048-step updates and one of 64-step updates would train different
     numbers of steps, and their records could not be compared. Where a task's runs leave
-    `protocol.eval_interval` unset and share a budget, it is pinned to the interval rounded to
-    a multiple of every one of their update sizes (a single-learner task is unchanged).
+    `protocol.eval_interval` unset and share a budget and evaluation count, it is pinned to
+    the interval rounded to a multiple of every one of their update sizes (a single-learner
+    task is unchanged).
     Returns the grid with the pinned overrides and one line per pinned task.
     """
     tasks: dict[str, list[int]] = {}
     for k, run in enumerate(runs):
-        key = json.dumps([run.env_id, run.env_kwargs, run.settings.budget], sort_keys=True)
+        s = run.settings
+        key = json.dumps([run.env_id, run.env_kwargs, s.budget, s.num_evaluations], sort_keys=True)
         tasks.setdefault(key, []).append(k)
     grid, notes = [list(combo) for combo in grid], []
     for members in tasks.values():
