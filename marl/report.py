@@ -349,8 +349,9 @@ FIGURE_TITLES = {
 def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: str) -> str:
     lines = [f"# {title}", ""]
     lines += [
-        f"Metric `{summary['metric']}`; per run the absolute metric (best evaluated parameters "
-        "re-evaluated). Normalised: 0 = random policy, 1 = reference (scripted) policy. "
+        f"Metric `{summary['metric']}`; per run the absolute metric (the parameters of the "
+        "best evaluation by the run's `protocol.metric`, re-evaluated). Normalised: 0 = random "
+        "policy, 1 = reference (scripted) policy. "
         f"Intervals are 95% bootstrap CIs ({summary['reps']} replicates; stratified over tasks "
         "for aggregates).",
         "",
