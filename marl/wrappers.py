@@ -419,9 +419,7 @@ class JaxMARLToMarl(MultiAgentEnv[JaxMARLState]):
         return {a: actions[i, : sizes[i]] for i, a in enumerate(self.agents)}
 
     def _avail(self, env_state: Any) -> Array:
-        mask = jnp.asarray(self._avail_mask)
-        if not self.spec.discrete:
-            return jnp.ones((self.spec.num_agents, 1), bool)
+        mask = jnp.asarray(self._avail_mask)  # continuous: each agent's real dimensions
         if not self._has_avail:
             return mask
         avail = self.env.get_avail_actions(env_state)

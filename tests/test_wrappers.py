@@ -17,6 +17,7 @@ from gymnax.environments.spaces import Discrete as GymnaxDiscrete
 
 import marl
 from marl.spaces import Discrete
+from marl.testing import check_env
 from marl.wrappers import EPISODE_METRICS, AutoReset, EpisodeStatistics, JaxMARLToMarl
 
 T = 60  # steps per rollout: two full spread episodes (25 steps) and part of a third
@@ -420,6 +421,12 @@ def test_marl_to_jaxmarl_continuous_and_round_trip():
     for f in ("obs", "state", "reward", "avail_actions", "alive", "terminated", "truncated"):
         np.testing.assert_allclose(getattr(a, f), getattr(b, f), atol=1e-6, err_msg=f)
     assert bool(a.truncated[-1]) and not bool(jnp.any(a.truncated[:-1]))
+    # continuous actions too: the mask marks each agent's real dimensions, [N, action_dim]
+    cont = marl.make("particle/spread", continuous_actions=True)
+    back = JaxMARLToMarl(MarlToJaxMARL(cont))
+    _, ts = back.reset(key)
+    np.testing.assert_array_equal(ts.avail_actions, cont.reset(key)[1].avail_actions)
+    check_env(back, num_episodes=1)
 
 
 # --- batched stepping --------------------------------------------------------------------------
