@@ -43,7 +43,18 @@ from marl.training import RunResult
 STAMP = "%Y%m%d-%H%M%S"
 METRICS = "metrics.jsonl"  # one JSON line per evaluation
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
-VERSIONED = ("marl", "jax", "jaxlib", "flax", "optax", "numpy", "hydra-core")
+VERSIONED = (
+    "marl",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "distrax",
+    "chex",
+    "gymnax",
+    "numpy",
+    "hydra-core",
+)
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
