@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from pathlib import Path
+
+import numpy as np
 
 import marl
 from marl.cli import describe_space
@@ -61,6 +65,20 @@ def test_add_your_own_environment_example_runs():
         assert env.spec.num_agents == 3
     finally:
         marl.registry._ENVS.pop("mine/guess", None)
+
+
+def test_add_your_own_learner_example_runs():
+    blocks = code_blocks(section("Add your own learner"), "python")
+    assert blocks, "'Add your own learner' has no ```python block"
+    namespace: dict = {"__name__": "readme_example"}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(blocks[0], "README.md:add-your-own-learner", "exec"), namespace)
+        result = namespace["result"]
+        assert len(result.steps) >= 2 and np.all(np.isfinite(result.curve()))
+        assert "ippo-wide" in marl.list_algorithms()
+    finally:
+        marl.registry._ALGORITHMS.pop("ippo-wide", None)
 
 
 def test_environment_table_matches_registry():
