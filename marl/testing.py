@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from marl.env import STATE_BOUND, EnvSpec, MultiAgentEnv, TimeStep
-from marl.spaces import Box, Discrete, actions_in_space, sample_actions
+from marl.spaces import Box, Discrete, sample_actions
 
 
 class EnvCheckError(AssertionError):
@@ -110,6 +110,20 @@ def _assert_trees_close(env: MultiAgentEnv, one: Any, batched: Any, what: str) -
         _check(env, ok, f"{what} differs from the unbatched call")
 
 
+def _wild_actions(key: jax.Array, spec: Any, avail: jax.Array) -> jax.Array:
+    """Actions of the right shape that defy the mask: an unavailable index of a Discrete space
+    for every agent that has one (any index otherwise), values around 3x past a Box's bounds."""
+    space = spec.action_space
+    if isinstance(space, Discrete):
+        unavailable = ~avail
+        pick = jnp.where(jnp.any(unavailable, axis=-1, keepdims=True), unavailable, True)
+        return jax.random.categorical(key, jnp.where(pick, 0.0, -jnp.inf), axis=-1)
+    low, high = jnp.broadcast_to(space.low, space.shape), jnp.broadcast_to(space.high, space.shape)
+    mid, half = (low + high) / 2, jnp.where(jnp.isfinite(high - low), (high - low) / 2, 1.0)
+    noise = jax.random.normal(key, (spec.num_agents, *space.shape))
+    return (mid + 3.0 * half * noise).astype(space.dtype)
+
+
 def check_env(
     env: MultiAgentEnv, key: jax.Array | None = None, num_episodes: int = 2, batch: int = 4
 ) -> dict[str, int]:
@@ -158,10 +172,13 @@ def check_env(
 
     # determinism of step
     a0 = sample_actions(k_act, spec.action_space, ts0.avail_actions)
-    _check(env, actions_in_space(spec.action_space, a0, ts0.avail_actions), "bad sampled action")
     out1, out2 = step_j(k_step, s0, a0), step_j(k_step, s0, a0)
     _assert_trees_equal(env, out1, out2, "step")
     check_timestep(env, out1[1])
+    # any action of the space keeps the contract: the mask ignored (an exploring or buggy policy)
+    # and continuous values past the bounds (a Gaussian policy's raw sample) are handled
+    wild = _wild_actions(k_act, spec, ts0.avail_actions)
+    check_timestep(env, step_j(k_step, s0, wild)[1])
 
     # whole episodes: truncation at exactly the episode limit unless terminated
     steps = 0

@@ -74,6 +74,26 @@ def test_check_env_catches_wrong_episode_length():
         check_env(OffByOne(episode_limit=3), num_episodes=1)
 
 
+@pytest.mark.parametrize("continuous", [False, True])
+def test_check_env_catches_an_env_broken_by_unmasked_actions(continuous):
+    """Policies explore past the mask and Gaussian samples leave the bounds: an env whose step
+    breaks on such an action (here NaN rewards) fails check_env, though every masked or
+    in-bounds action would pass."""
+    env = marl.make("particle/speaker_listener", continuous_actions=continuous)
+
+    class Fragile(type(env)):
+        def step(self, key, state, actions):
+            state, ts = super().step(key, state, actions)
+            if continuous:
+                wild = jnp.any(jnp.abs(actions) > 1.0)
+            else:
+                wild = jnp.any(~ts.avail_actions[jnp.arange(2), actions])  # speaker's 3 of 5
+            return state, ts.replace(reward=jnp.where(wild, jnp.nan, ts.reward))
+
+    with pytest.raises(EnvCheckError, match="NaN"):
+        check_env(Fragile(continuous_actions=continuous), num_episodes=1)
+
+
 def test_check_env_holds_a_bounded_state_to_its_claim():
     """An env declaring `state_bounded` fails check_env once a state feature leaves the bound;
     combat and pathfinding declare it and keep it (checked with the other CASES); particle
