@@ -119,7 +119,9 @@ def _wild_actions(key: jax.Array, spec: Any, avail: jax.Array) -> jax.Array:
         pick = jnp.where(jnp.any(unavailable, axis=-1, keepdims=True), unavailable, True)
         return jax.random.categorical(key, jnp.where(pick, 0.0, -jnp.inf), axis=-1)
     low, high = jnp.broadcast_to(space.low, space.shape), jnp.broadcast_to(space.high, space.shape)
-    mid, half = (low + high) / 2, jnp.where(jnp.isfinite(high - low), (high - low) / 2, 1.0)
+    bounded = jnp.isfinite(low) & jnp.isfinite(high)
+    mid = jnp.where(bounded, (low + high) / 2, 0.0)
+    half = jnp.where(bounded, (high - low) / 2, 1.0)
     noise = jax.random.normal(key, (spec.num_agents, *space.shape))
     return (mid + 3.0 * half * noise).astype(space.dtype)
 
