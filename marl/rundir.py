@@ -207,8 +207,10 @@ class RunDir:
             self.path = Path(path)
             created = json.loads((self.path / META).read_text()).get("created")
             self.created = datetime.fromisoformat(created) if created else datetime.now()
+            lines = self._logged_lines()  # read once: the steps logged and the clock so far
+            self._logged = {int(line["step"]) for line in lines}
             # `time` in metrics.jsonl goes on from the last line logged before the interruption
-            self._started -= timedelta(seconds=self._last_logged_time())
+            self._started -= timedelta(seconds=float(lines[-1].get("time", 0.0)) if lines else 0)
             return
         self.created = now or datetime.now()
         self.path = _claim(run_parent(run), run.name, self.created)
@@ -305,10 +307,6 @@ class RunDir:
         if not complete:
             atomic_write(path, "".join(json.dumps(line) + "\n" for line in lines))
         return lines
-
-    def _last_logged_time(self) -> float:
-        lines = self._logged_lines()
-        return float(lines[-1].get("time", 0.0)) if lines else 0.0
 
     def _logged_steps(self) -> set[int]:
         if self._logged is None:
