@@ -186,7 +186,9 @@ def device() -> dict[str, Any]:
 
 
 def _floats(x: Any) -> Any:
-    return np.asarray(x, dtype=np.float64).tolist()
+    """JSON numbers (NaN, a statistic with nothing to average, as null)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(np.isnan(x), None, x).tolist()
 
 
 class RunDir:
@@ -324,7 +326,9 @@ class RunDir:
             f.write(json.dumps(line) + "\n")
         self._logged.add(step)
         scalars = {f"eval/{k}": float(np.mean(v)) for k, v in line["eval"].items()}
-        scalars |= {f"train/{k}": float(np.mean(v)) for k, v in line["train"].items()}
+        for k, v in self._train_metrics.items():  # seeds with no finished episode left out
+            if not np.all(np.isnan(v)):  # episode statistics are named train/ already
+                scalars[k if k.startswith("train/") else f"train/{k}"] = float(np.nanmean(v))
         for logger in self.loggers:
             logger.log(step, scalars)
 

@@ -78,15 +78,17 @@ def segment_means(metrics: dict[str, Array]) -> dict[str, Array]:
     averages over the episodes that ended in one update) are averaged over the segment's
     episodes, weighted by `train/episodes`: a plain mean over updates would count the updates
     in which no episode ended as zeros (with 64-step updates and 25-step episodes, a return
-    reported at a third of its value). `train/episodes` and every other metric: mean over
-    updates.
+    reported at a third of its value); NaN for a seed none of whose episodes ended in the
+    segment (there is no such statistic to report). `train/episodes` and every other metric:
+    mean over updates.
     """
     episodes = metrics.get("train/episodes")
-    total = None if episodes is None else jnp.maximum(jnp.sum(episodes, axis=0), 1)
+    total = None if episodes is None else jnp.sum(episodes, axis=0)
     out = {}
     for name, x in metrics.items():
         if total is not None and name.startswith("train/") and name != "train/episodes":
-            out[name] = jnp.sum(x * episodes, axis=0) / total
+            mean = jnp.sum(x * episodes, axis=0) / jnp.maximum(total, 1)
+            out[name] = jnp.where(total > 0, mean, jnp.nan)
         else:
             out[name] = jnp.mean(x, axis=0)
     return out

@@ -295,6 +295,34 @@ def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
     assert last["step"] == 512 and last["time"] >= 100.0
 
 
+def test_a_segment_with_no_finished_episode_logs_null_not_0(tmp_path):
+    """A seed none of whose episodes ended in a segment has no episode statistic: metrics.jsonl
+    holds null for it (valid JSON, not NaN) and loggers get the mean over the other seeds, or no
+    value when no seed has one."""
+    from marl.config import compose, resolve
+    from marl.rundir import RunDir
+
+    class Scalars:
+        def __init__(self):
+            self.logged = []
+
+        def log(self, step, scalars):
+            self.logged.append(scalars)
+
+    run_dir = RunDir(resolve(compose([*TINY, f"out={tmp_path}", "name=quiet"])))
+    run_dir.loggers.append(logger := Scalars())
+    metrics = {"train/return": np.array([np.nan, -3.0]), "train/length": np.full(2, np.nan)}
+    metrics["loss"] = np.array([0.5, 1.5])
+    run_dir.on_train_metrics(256, metrics)
+    run_dir.on_evaluation(256, {"return": np.zeros((2, 4))})
+    line = json.loads((run_dir.path / "metrics.jsonl").read_text().splitlines()[-1])
+    assert line["train"] == {
+        "train/return": [None, -3.0], "train/length": [None, None], "loss": [0.5, 1.5]
+    }
+    # named train/return, not train/train/return
+    assert logger.logged[-1] == {"eval/return": 0.0, "train/return": -3.0, "train/loss": 1.0}
+
+
 def test_a_multi_host_worker_trains_writes_nothing_and_exits_0(tmp_path, monkeypatch):
     """Hosts other than 0 compute their share and leave the writing to host 0; a finished
     share is a success (exit 0), not an interruption (130)."""

@@ -176,9 +176,10 @@ def test_segment_means_weight_episode_statistics_by_episodes():
     np.testing.assert_allclose(out["train/length"], [25.0, (2 * 20 + 30) / 3])
     np.testing.assert_allclose(out["train/episodes"], [0.25, 0.75])
     np.testing.assert_allclose(out["loss"], loss.mean(axis=0))
-    # no episode ended in the segment: 0, not NaN
-    none = segment_means({"train/episodes": np.zeros((3, 1)), "train/length": np.zeros((3, 1))})
-    np.testing.assert_array_equal(none["train/length"], [0.0])
+    # no episode of seed 0 ended in the segment: no statistic (NaN), not a length of 0
+    episodes = np.array([[0, 1], [0, 0], [0, 0]], np.float32)
+    some = segment_means({"train/episodes": episodes, "train/length": episodes * 9})
+    np.testing.assert_array_equal(some["train/length"], [np.nan, 9.0])
 
 
 def test_learner_for_anneals_over_the_run_and_bare_make_train_warns():
