@@ -317,7 +317,9 @@ def test_a_segment_with_no_finished_episode_logs_null_not_0(tmp_path):
     run_dir.on_evaluation(256, {"return": np.zeros((2, 4))})
     line = json.loads((run_dir.path / "metrics.jsonl").read_text().splitlines()[-1])
     assert line["train"] == {
-        "train/return": [None, -3.0], "train/length": [None, None], "loss": [0.5, 1.5]
+        "train/return": [None, -3.0],
+        "train/length": [None, None],
+        "loss": [0.5, 1.5],
     }
     # named train/return, not train/train/return
     assert logger.logged[-1] == {"eval/return": 0.0, "train/return": -3.0, "train/loss": 1.0}
