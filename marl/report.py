@@ -145,18 +145,26 @@ def _record_anchors(task: str, records: Sequence[Record], metric: str) -> Anchor
     return Anchors(float(ref["random"]), float(ref["reference"]), "records")
 
 
-@functools.cache
-def lower_is_better(task: str, metric: str) -> bool:
+def lower_is_better(task: str, metric: str, records: Sequence[Record] = ()) -> bool:
     """Whether a lower `metric` (record name, e.g. `lost`, `episode_length`) is better on
-    `task` (`family/name`, keywords in brackets ignored): the env's `EnvSpec.lower_is_better`;
-    False for returns and for tasks the registry does not know."""
+    `task` (`family/name`, keywords in brackets ignored): as the task's `records` say (their
+    sidecars name the env's `EnvSpec.lower_is_better`), else as the registered env's spec;
+    False for returns and for tasks neither knows."""
     if metric == METRIC or metric.startswith(METRIC + "/"):
         return False
+    said = [r.meta["lower_is_better"] for r in records if "lower_is_better" in (r.meta or {})]
+    if said:
+        return any(metric in names for names in said)
+    return _registered_lower_is_better(task.split("[", 1)[0], metric)
+
+
+@functools.cache
+def _registered_lower_is_better(env_id: str, metric: str) -> bool:
     from marl.protocol import record_metric
     from marl.registry import RegistryError, make
 
     try:
-        spec = make(task.split("[", 1)[0]).spec
+        spec = make(env_id).spec
     except (RegistryError, TypeError, ValueError):
         return False
     return metric in {record_metric(m) for m in spec.lower_is_better}
@@ -210,9 +218,10 @@ def collect(records: Sequence[Record], metric: str = METRIC, compute_anchors: bo
             )
         entries.setdefault((r.env_id, r.algorithm), Entry(r.env_id, r.algorithm)).records.append(r)
     anchors: dict[str, Anchors | None] = {}
-    lower = {task: lower_is_better(task, metric) for task in {t for t, _ in entries}}
+    lower = {}
     for task in sorted({t for t, _ in entries}):
         task_records = [r for (t, _), e in entries.items() if t == task for r in e.records]
+        lower[task] = lower_is_better(task, metric, task_records)
         found = _record_anchors(task, task_records, metric)
         if found is None and compute_anchors:
             episodes = max(

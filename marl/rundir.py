@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import tempfile
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from importlib import metadata
 from pathlib import Path
@@ -234,8 +235,15 @@ class RunDir:
         text = OmegaConf.to_yaml(OmegaConf.create(self.run.to_dict()))
         atomic_write(self.path / "config.yaml", f"{head}\n{text}")
 
-    def meta(self, result: RunResult | None = None, anchors: dict | None = None) -> dict[str, Any]:
-        """The sidecar of `record.json` (`finished` once `result` is given)."""
+    def meta(
+        self,
+        result: RunResult | None = None,
+        anchors: dict | None = None,
+        lower_is_better: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """The sidecar of `record.json` (`finished` once `result` is given); a finished one
+        names the env's lower-is-better metrics (`EnvSpec.lower_is_better`, record names), so
+        reports rank them without building the env."""
         run = self.run
         cfg = run.to_dict()
         out: dict[str, Any] = {
@@ -258,6 +266,7 @@ class RunDir:
                 compile_time=float(result.compile_time),
                 steps_per_second=float(result.steps_per_second),
                 best_step=[int(s) for s in result.best_step],
+                lower_is_better=sorted(record_metric(m) for m in lower_is_better),
                 train_metrics=[
                     {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
                     for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
@@ -332,9 +341,11 @@ class RunDir:
         for logger in self.loggers:
             logger.log(step, scalars)
 
-    def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
+    def finish(
+        self, result: RunResult, anchors: dict | None = None, lower_is_better: Sequence[str] = ()
+    ) -> dict[str, Any]:
         """Write the full record with the absolute metric, the sidecar, `final.json` and the
-        parameters; returns the final summary."""
+        parameters; returns the final summary. `lower_is_better`: the env spec's."""
         from flax import serialization
 
         record = run_record(
@@ -355,7 +366,7 @@ class RunDir:
         final = final_record(self.run, result)
         final["created"] = self.created.isoformat(timespec="seconds")
         write_json(self.path / "final.json", final)
-        write_json(self.path / META, self.meta(result, anchors))
+        write_json(self.path / META, self.meta(result, anchors, lower_is_better))
         return final
 
 

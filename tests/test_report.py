@@ -246,6 +246,29 @@ def test_a_lower_is_better_metric_ranks_the_lowest_first(tmp_path):
     assert not leaderboard(returns, reps=100)["tasks"][task]["lower_is_better"]
 
 
+def test_a_record_names_its_lower_is_better_metrics_for_reports(tmp_path):
+    """A finished run's sidecar names the env's lower-is-better metrics (record names), and
+    reports rank by it, also for an env this process's registry does not know."""
+    from marl.config import compose, resolve
+    from marl.rundir import RunDir
+    from marl.training import RunResult
+
+    run = resolve(compose(["env=particle/simple", "algo=ippo", f"out={tmp_path / 'w'}"]))
+    result = RunResult(steps=[0], best_step=np.zeros(1, int))
+    meta = RunDir(run).meta(result, None, ("length", "flowtime"))
+    assert meta["lower_is_better"] == ["episode_length", "flowtime"]
+
+    task = "mine/race"  # registered in the process that trained it, not in this one
+    for algo, seed, factor in (("fast", 1, 0.5), ("slow", 2, 1.0)):
+        path, _, _, _ = write_run(tmp_path / algo, env_id=task, algo=algo, seed=seed)
+        _scale_lengths(path, factor)
+        side = json.loads((path / "meta.json").read_text())
+        (path / "meta.json").write_text(json.dumps({**side, "lower_is_better": ["episode_length"]}))
+    study = load_study([tmp_path / "fast", tmp_path / "slow"], "episode_length", False)
+    data = leaderboard(study, reps=100)["tasks"][task]
+    assert data["lower_is_better"] and [r["algorithm"] for r in data["rows"]] == ["fast", "slow"]
+
+
 @pytest.mark.parametrize("reference", [-20.0, -10.0])
 def test_anchors_whose_reference_does_not_beat_random_are_not_used(tmp_path, reference):
     """Normalising by a reference worse than random would rank the algorithms backwards, and

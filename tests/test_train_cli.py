@@ -337,6 +337,7 @@ def test_run_writes_the_run_directory(runs):
     assert len(meta["train_metrics"]) == derived["evaluations"] - 1
     assert meta["anchors"]["random"] < meta["anchors"]["reference"]
     assert meta["versions"]["jax"] and meta["steps_per_second"] > 0
+    assert meta["lower_is_better"] == []  # particle/simple: higher is better throughout
 
     final = json.loads((run_dir / "final.json").read_text())
     assert math.isfinite(final["return_mean"]) and math.isfinite(final["return_std"])
