@@ -24,6 +24,7 @@ import numpy as np
 from marl import __version__
 from marl.registry import algorithm, list_algorithms, list_envs, make
 from marl.runtime import configure_xla
+from marl.stats import REPS
 
 PEERS = ("jaxmarl", "camar")
 DEFAULT_NUM_ENVS = "1,64,1024,4096"
@@ -891,7 +892,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--metric", default="episode_return", help="record metric to aggregate")
     p.add_argument("--title", default="marl report")
-    p.add_argument("--reps", type=int, default=2000, help="bootstrap replicates")
+    p.add_argument("--reps", type=int, default=REPS, help="bootstrap replicates")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.set_defaults(func=cmd_report)
 
@@ -904,7 +905,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="*", metavar="RUNS", help="run directories or record files")
     p.add_argument("--out", default="results", metavar="DIR", help="output directory")
     p.add_argument("--metric", default="episode_return", help="record metric to rank by")
-    p.add_argument("--reps", type=int, default=2000, help="bootstrap replicates")
+    p.add_argument("--reps", type=int, default=REPS, help="bootstrap replicates")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.set_defaults(func=cmd_leaderboard)
 

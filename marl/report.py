@@ -239,7 +239,7 @@ def _interval(x: Sequence[float]) -> dict[str, float]:
     return {"point": point, "low": low, "high": high}
 
 
-def summarise(study: Study, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
+def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, Any]:
     """Every number of a report (JSON-able): per task and algorithm, aggregates, pairs."""
     tasks: dict[str, Any] = {}
     for task in study.tasks:
@@ -481,7 +481,7 @@ def _html(markdown: str, figs: dict[str, Path], out: Path, title: str) -> str:
 
 
 def write_report(
-    study: Study, out: str | Path, title: str = "marl report", reps: int = 2000, seed: int = 0
+    study: Study, out: str | Path, title: str = "marl report", reps: int = stats.REPS, seed: int = 0
 ) -> dict[str, Path]:
     """Write `report.md`, `report.html` (self-contained), `report.json` and `figures/` to `out`."""
     from marl.rundir import atomic_write, write_json
@@ -499,7 +499,7 @@ def write_report(
 
 
 # --- leaderboard ------------------------------------------------------------------------------
-def leaderboard(study: Study, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
+def leaderboard(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, Any]:
     """Rankings per task (normalised IQM of the absolute metric; raw mean where a task has no
     reference) and overall: per group of normalised tasks that the same algorithms ran, the
     IQM over the group's tasks (stratified bootstrap CI)."""
@@ -611,7 +611,7 @@ def leaderboard_markdown(board: dict[str, Any], command: str = "") -> str:
 
 
 def write_leaderboard(
-    study: Study, out: str | Path, reps: int = 2000, seed: int = 0, command: str = ""
+    study: Study, out: str | Path, reps: int = stats.REPS, seed: int = 0, command: str = ""
 ) -> dict[str, Path]:
     """Write `leaderboard.md`, `.json` and `.html` into the directory `out`."""
     from marl.rundir import atomic_write, write_json

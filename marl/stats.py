@@ -23,10 +23,12 @@ from typing import NamedTuple
 import numpy as np
 
 Interval = tuple[float, float, float]  # (point estimate, low, high)
+REPS = 50_000  # bootstrap replicates by default: rliable's (2,000 moved CI ends by ~0.005)
 Scores = Mapping[str, Mapping[str, np.ndarray]]
 
 __all__ = [
     "AGGREGATES",
+    "REPS",
     "Interval",
     "SampleEfficiency",
     "aggregate",
@@ -182,7 +184,7 @@ def stratified_bootstrap_ci(
     per_task: Sequence[np.ndarray],
     fn: Callable[..., float | np.ndarray],
     *,
-    reps: int = 2000,
+    reps: int = REPS,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Interval:
@@ -207,13 +209,13 @@ def stratified_bootstrap_ci(
 
 
 def mean_ci(
-    x: np.ndarray, *, confidence: float = 0.95, reps: int = 2000, seed: int = 0
+    x: np.ndarray, *, confidence: float = 0.95, reps: int = REPS, seed: int = 0
 ) -> Interval:
     """(mean, low, high) of one task's runs, bootstrap percentile CI."""
     return stratified_bootstrap_ci([x], mean, reps=reps, confidence=confidence, seed=seed)
 
 
-def iqm_ci(x: np.ndarray, *, confidence: float = 0.95, reps: int = 2000, seed: int = 0) -> Interval:
+def iqm_ci(x: np.ndarray, *, confidence: float = 0.95, reps: int = REPS, seed: int = 0) -> Interval:
     """(IQM, low, high) of one task's runs, bootstrap percentile CI."""
     return stratified_bootstrap_ci([x], iqm, reps=reps, confidence=confidence, seed=seed)
 
@@ -223,7 +225,7 @@ def mean_curve(
     values: np.ndarray,
     *,
     confidence: float = 0.95,
-    reps: int = 2000,
+    reps: int = REPS,
     seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(steps [K], mean [K], low [K], high [K]) over the runs of one task's curve values [K, runs].
@@ -247,7 +249,7 @@ def mean_curve(
 
 
 def aggregate(
-    scores: Scores, *, reps: int = 2000, confidence: float = 0.95, seed: int = 0
+    scores: Scores, *, reps: int = REPS, confidence: float = 0.95, seed: int = 0
 ) -> dict[str, dict[str, Interval]]:
     """algorithm -> aggregate name ("iqm", "mean", "median", "optimality_gap") -> interval.
 
@@ -297,7 +299,7 @@ def performance_profile(
     per_task: Sequence[np.ndarray],
     taus: np.ndarray,
     *,
-    reps: int = 2000,
+    reps: int = REPS,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -335,7 +337,7 @@ def probability_of_improvement(
     x_tasks: Sequence[np.ndarray],
     y_tasks: Sequence[np.ndarray],
     *,
-    reps: int = 2000,
+    reps: int = REPS,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Interval:
@@ -367,7 +369,7 @@ def probability_of_improvement(
 
 
 def pairwise_improvement(
-    scores: Scores, *, reps: int = 2000, confidence: float = 0.95, seed: int = 0
+    scores: Scores, *, reps: int = REPS, confidence: float = 0.95, seed: int = 0
 ) -> dict[tuple[str, str], Interval]:
     """(algo_x, algo_y) -> P(X > Y) interval, for every ordered pair x != y.
 
@@ -410,7 +412,7 @@ class SampleEfficiency(NamedTuple):
 def sample_efficiency(
     curves_for_algo: Mapping[str, tuple[np.ndarray, np.ndarray]],
     *,
-    reps: int = 2000,
+    reps: int = REPS,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> SampleEfficiency:
