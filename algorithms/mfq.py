@@ -25,7 +25,7 @@ Greedy evaluation acts by argmax with the previous step's mean action (`Policy.n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import flax.linen as nn
@@ -345,7 +345,10 @@ def make_train_il(
     env: MultiAgentEnv, cfg: MFQConfig | dict | None = None, total_updates: int | None = None
 ) -> Train:
     """IL (Yang et al. 2018's baseline): MF-Q without the mean-action input, i.e. independent
-    Q-learning with the same network, replay, Boltzmann policy and targets."""
+    Q-learning with the same network, replay, Boltzmann policy and targets. A config object
+    is taken without its mean action; `mean_action=True` in a dict is refused."""
     if isinstance(cfg, MFQConfig):
-        return make_train(env, cfg, total_updates)
-    return make_train(env, {"mean_action": False, **(cfg or {})}, total_updates)
+        return make_train(env, replace(cfg, mean_action=False), total_updates)
+    if (cfg or {}).get("mean_action", False) is True:
+        raise ValueError("il is MF-Q without the mean action: mean_action must be false (use mfq)")
+    return make_train(env, {**(cfg or {}), "mean_action": False}, total_updates)

@@ -37,7 +37,7 @@ def linear_schedule(start: float, end: float, steps: int) -> Callable[[Array], A
     """`f(count)`: linear from `start` at 0 to `end` at `steps`, constant afterwards."""
 
     def schedule(count: Array) -> Array:
-        frac = jnp.clip(jnp.asarray(count, jnp.float32) / max(steps, 1), 0.0, 1.0)
+        frac = jnp.clip(jnp.asarray(count, jnp.float32) / jnp.maximum(steps, 1), 0.0, 1.0)
         return start + frac * (end - start)
 
     return schedule

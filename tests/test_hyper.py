@@ -96,3 +96,16 @@ def test_range_checked_settings_build_from_traced_values(module, cls, key):
     assert float(got) == pytest.approx(0.1)
     with pytest.raises(ValueError, match=f"{key}=1.5 invalid"):
         config_cls(**{key: 1.5})
+
+
+@pytest.mark.parametrize(
+    "algo, key", [("iql", "epsilon_steps"), ("mfq", "temperature_steps"), ("il", "lr")]
+)
+def test_exploration_schedules_can_be_vmapped(algo, key):
+    """The epsilon and temperature schedules' lengths are sweepable (the schedule divides by
+    them in the traced step, not in Python)."""
+    import marl
+
+    env = marl.make("particle/spread")
+    cfg = {"num_envs": 2, "buffer_size": 64, "batch_size": 4}
+    hyper.check_traceable(marl.algorithm(algo), env, cfg, None, [key])

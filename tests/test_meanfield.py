@@ -9,6 +9,7 @@ import pytest
 
 import marl
 from marl.algorithms.meanfield import boltzmann_probs, mean_action, mean_field_value
+from marl.algorithms.mfq import MFQConfig, make_train_il
 from marl.learner import SEED_AXIS
 from marl.training import RunSettings, run
 
@@ -111,3 +112,13 @@ def test_mfac_learns_the_single_agent_task():
     curve = res.curve().mean(axis=1)
     # from about -42 at the start to about -16 (the landmark reached, not yet held)
     assert curve[-1] > curve[0] + 15 and curve[-1] > -25, curve
+
+
+def test_il_never_has_the_mean_action():
+    """IL is MF-Q without the mean action, whatever the config: a config object is taken
+    without it, and a dict asking for it is refused."""
+    env = marl.make("particle/spread")
+    shapes = jax.eval_shape(make_train_il(env, MFQConfig()).init, jax.random.key(0)).params
+    assert shapes["params"]["MLP_0"]["Dense_0"]["kernel"].shape[-2] == env.spec.obs_dim
+    with pytest.raises(ValueError, match="mean_action must be false"):
+        make_train_il(env, {"mean_action": True})
