@@ -675,7 +675,19 @@ def __getattr__(name: str) -> Any:
 
 
 def training_env(env: MultiAgentEnv) -> MultiAgentEnv:
-    """Training view of an env: auto-reset (true final obs kept) and episode statistics."""
+    """Training view of an env: auto-reset (true final obs kept) and episode statistics.
+
+    Refuses an env already wrapped so: a second AutoReset would report the next episode's
+    first observation as the final one, and truncated episodes would bootstrap from it.
+    """
+    inner: Any = env
+    while isinstance(inner, Wrapper):
+        if isinstance(inner, (AutoReset, EpisodeStatistics)):
+            raise ValueError(
+                f"learners wrap the bare env themselves; got one already in "
+                f"{type(inner).__name__} (pass marl.make(...) or its .unwrapped)"
+            )
+        inner = inner.env
     return EpisodeStatistics(AutoReset(env))
 
 

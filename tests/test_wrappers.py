@@ -472,3 +472,14 @@ def test_step_batch_equals_vmap_of_step(env_id):
         else:  # dones, steps, availability: exact
             np.testing.assert_array_equal(a, b)
     assert "cond[" in str(jax.make_jaxpr(seeds)(keys))  # a real branch, not a select
+
+
+@pytest.mark.parametrize("wrap", [AutoReset, lambda e: EpisodeStatistics(AutoReset(e))])
+def test_learners_refuse_an_env_already_wrapped_for_training(wrap):
+    """A second AutoReset would hand the next episode's first observation over as the final
+    one (truncated episodes would bootstrap from the wrong state): refused, by every learner."""
+    env = marl.make("particle/simple")
+    for algo in ("ippo", "qmix"):
+        with pytest.raises(ValueError, match="wrap the bare env"):
+            marl.algorithm(algo)(wrap(env))
+    assert marl.algorithm("ippo")(env).steps_per_update > 0
