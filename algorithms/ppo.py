@@ -56,7 +56,7 @@ class PPOConfig:
     clip_eps: float = 0.2  # PPO ratio clip
     value_clip_eps: float | None = 0.2  # value clip around the old prediction (None: off)
     ent_coef: float = 0.01  # entropy bonus
-    max_grad_norm: float = 0.5  # global gradient clip per network
+    max_grad_norm: float = 0.5  # gradient-norm clip per network (per actor parameter set)
     value_norm: bool = True  # normalise value targets (running mean/std)
     huber_delta: float | None = None  # Huber value loss (None: squared error)
     hidden: tuple[int, ...] = (64, 64)  # MLP widths (first is the GRU's input encoder)
@@ -314,10 +314,32 @@ def advantages_and_targets(nets: Networks, cfg: PPOConfig, vn: ValueNorm, ro: Ro
     return adv, targets
 
 
-def make_optimizer(cfg: PPOConfig, lr: float, total_steps: int | None):
+def make_optimizer(cfg: PPOConfig, lr: float, total_steps: int | None, per_set: bool = False):
+    """Adam after gradient-norm clipping; `per_set`: each parameter set (the leading axis of
+    `AgentParams`-stacked parameters) clipped by its own norm, as separate networks are."""
     if cfg.anneal_lr and total_steps:
         lr = optax.linear_schedule(lr, 0.0, total_steps)
-    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+    clip = clip_by_set_norm if per_set else optax.clip_by_global_norm
+    return optax.chain(clip(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+
+def clip_by_set_norm(max_norm: float) -> optax.GradientTransformation:
+    """`optax.clip_by_global_norm` for each parameter set on its own: every leaf has the sets
+    on its leading axis, and one set's large gradient does not shrink another's step (one
+    set: the same as the global clip)."""
+
+    def update(updates, state, params=None):  # noqa: ANN001
+        leaves = jax.tree.leaves(updates)
+        sq = sum(jnp.sum(jnp.square(x).reshape(x.shape[0], -1), axis=1) for x in leaves)
+        norm = jnp.sqrt(sq)  # [sets]
+
+        def clip(x: Array) -> Array:
+            n = norm.reshape(-1, *([1] * (x.ndim - 1))).astype(x.dtype)
+            return jnp.where(n < max_norm, x, (x / n) * max_norm)
+
+        return jax.tree.map(clip, updates), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
 def critic_update(nets, cfg, critic_opt_tx, state: PPOState, ro: Rollout, targets, c_h0, key):
@@ -365,7 +387,7 @@ def make_train(
     nets = Networks(env, cfg)
     wrapped = training_env(env)
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
-    actor_tx = make_optimizer(cfg, cfg.lr, grad_steps)
+    actor_tx = make_optimizer(cfg, cfg.lr, grad_steps, per_set=True)
     critic_tx = make_optimizer(cfg, cfg.critic_lr, grad_steps)
     n = env.spec.num_agents
 

@@ -141,3 +141,31 @@ def test_masked_gaussian_ignores_padded_dims():
     lp = np.asarray(dist.log_prob(a))
     one_dim = -0.5 * np.log(2 * np.pi) - 0.5 * float(a[1, 0]) ** 2
     assert np.isclose(lp[1], one_dim, atol=1e-5)
+
+
+def test_each_parameter_set_is_clipped_by_its_own_norm():
+    """IPPO/MAPPO actors with several parameter sets (groups, or no sharing) clip each set's
+    gradient as a separate network's: a large gradient in one set does not shrink another's
+    step; with one set it is optax's global clip exactly."""
+    import optax
+
+    from marl.algorithms.ppo import clip_by_set_norm
+
+    rng = np.random.default_rng(0)
+    grads = {
+        "w": jnp.asarray(rng.normal(size=(3, 4, 5))),
+        "b": jnp.asarray(rng.normal(size=(3, 5))),
+    }
+    grads = jax.tree.map(
+        lambda x: x * jnp.array([0.01, 1.0, 100.0]).reshape(3, *[1] * (x.ndim - 1)), grads
+    )
+    clipped, _ = clip_by_set_norm(1.0).update(grads, optax.EmptyState())
+    one_by_one = jax.vmap(lambda g: optax.clip_by_global_norm(1.0).update(g, None)[0])(grads)
+    for got, want in zip(jax.tree.leaves(clipped), jax.tree.leaves(one_by_one), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_array_equal(clipped["w"][0], grads["w"][0])  # small set: untouched
+    single = jax.tree.map(lambda x: x[2:], grads)
+    ours, _ = clip_by_set_norm(1.0).update(single, optax.EmptyState())
+    theirs, _ = optax.clip_by_global_norm(1.0).update(single, None)
+    for got, want in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
+        np.testing.assert_array_equal(got, want)
