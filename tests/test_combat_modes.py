@@ -246,6 +246,45 @@ def test_enemy_carry_lives_in_the_state_and_resets():
     assert seen == [True], "greedy by default, traced once"
 
 
+def _neighbourhood_recorder(m: int) -> Policy:
+    """A mean-field-style policy that stops and keeps the neighbourhood it got as its carry."""
+
+    def act(params, obs, avail, carry, start, key, greedy, neighbours):
+        return jnp.full((m,), STOP, jnp.int32), neighbours
+
+    return Policy(lambda: jnp.zeros((m, m)), act, neighbourhood=True)
+
+
+def test_mean_field_opponents_get_their_side_of_the_neighbourhood():
+    """An enemy policy (or a self-play side) that averages over neighbours gets the enemies'
+    own neighbourhood, the self-play env's block for them: living enemies within sight, not
+    every other agent (the mean-field policies' fallback when none is passed)."""
+    sp = marl.make("combat/5m_vs_6m", opponent="self_play")
+    env = marl.make("combat/5m_vs_6m", opponent="policy", enemy_policy=_neighbourhood_recorder(6))
+    state, _ = env.reset(jax.random.key(3))
+    state = state.replace(health=state.health.at[7].set(0.0))  # one enemy dead
+    block = np.asarray(sp.neighbourhood(state)[5:, 5:])
+    assert block[:, 2].sum() == 0 and block[2].sum() == 0 and block.sum() > 0
+    np.testing.assert_array_equal(env.enemy_neighbourhood(state), block)
+    after, _ = env.step(jax.random.key(0), state, jnp.full((5,), STOP, jnp.int32))
+    np.testing.assert_array_equal(after.enemy_carry, block)
+
+    both = self_play_policy(sp, _neighbourhood_recorder(5), _neighbourhood_recorder(6))
+    assert both.neighbourhood
+    _, (ally_seen, enemy_seen) = both.act(
+        (None, None),
+        jnp.zeros((11, sp.spec.obs_dim)),  # the recorders read only the neighbourhood
+        jnp.ones((11, sp.spec.action_dim), bool),
+        both.initial_carry(),
+        jnp.array(False),
+        jax.random.key(0),
+        True,
+        neighbours=sp.neighbourhood(state),
+    )
+    np.testing.assert_array_equal(enemy_seen, block)
+    np.testing.assert_array_equal(ally_seen, sp.neighbourhood(state)[:5, :5])
+
+
 def test_a_recurrent_learner_trained_on_the_mirrored_map_drives_the_enemies():
     from marl.algorithms.ppo import Networks, PPOConfig, make_policy
 

@@ -405,8 +405,10 @@ class Combat(MultiAgentEnv[CombatState]):
         """The enemy policy's world-frame actions [M] from the enemies' view, and its carry."""
         obs, avail = self.view(state, "enemies")
         start = state.t == 0
-        actions, carry = self.enemy_policy.act(
-            self.enemy_params, obs, avail, state.enemy_carry, start, key, self.enemy_greedy
+        policy = self.enemy_policy
+        extra = {"neighbours": self.enemy_neighbourhood(state)} if policy.neighbourhood else {}
+        actions, carry = policy.act(
+            self.enemy_params, obs, avail, state.enemy_carry, start, key, self.enemy_greedy, **extra
         )
         foes = self.slots("enemies")[1]
         actions = jnp.clip(jnp.asarray(actions, jnp.int32), 0, FIRST_ATTACK + foes - 1)
@@ -683,13 +685,13 @@ class Combat(MultiAgentEnv[CombatState]):
 
     def neighbourhood(self, state: CombatState) -> jax.Array:
         """Living teammates within each living agent's sight range (those it observes)."""
-        n = self.spec.num_agents
-        pos = state.pos[:n]
-        alive = state.health[:n] > 0
-        sight = jnp.asarray(STATS.sight_range)[state.unit_type[:n]][:, None]
-        d = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1)
-        seen = (d < sight) & alive[:, None] & alive[None, :]
-        return (super().neighbourhood(state) * seen).astype(jnp.float32)
+        return super().neighbourhood(state) * _in_sight(state, slice(0, self.spec.num_agents))
+
+    def enemy_neighbourhood(self, state: CombatState) -> jax.Array:
+        """`[M, M]`: `neighbourhood` for the enemies (what a mean-field `enemy_policy` gets)."""
+        m = self.num_enemies
+        seen = _in_sight(state, slice(self.num_allies, self.num_allies + m))
+        return seen * (1.0 - jnp.eye(m))
 
     def render_frame(self, state: CombatState) -> dict[str, Any]:
         """What `viewer.py` draws: positions, radii, teams, health fractions, liveness, and
@@ -714,6 +716,15 @@ class Combat(MultiAgentEnv[CombatState]):
             "target": np.where(attacking & near, target, -1),
             "map_size": self.map_size,
         }
+
+
+def _in_sight(state: CombatState, units: slice) -> jax.Array:
+    """`[K, K]` float32 over the `units`: 1 where both live and the column's unit is within
+    the row's sight range."""
+    pos, alive = state.pos[units], state.health[units] > 0
+    sight = jnp.asarray(STATS.sight_range)[state.unit_type[units]][:, None]
+    d = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1)
+    return ((d < sight) & alive[:, None] & alive[None, :]).astype(jnp.float32)
 
 
 def _check_opponent(opponent: str, enemy_policy: Policy | None, enemy_shoots: bool) -> None:

@@ -105,7 +105,8 @@ def stop_policy(num_units: int) -> Policy:
 def self_play_policy(env: Combat, allies: Policy, enemies: Policy) -> Policy:
     """One Policy for all N + M agents of a self-play env: `allies` acts on rows [:N] and
     `enemies` on rows [N:], each on its side's unpadded obs and available actions. Params and
-    carry are pairs (allies', enemies')."""
+    carry are pairs (allies', enemies'). A mean-field side gets its block of the env's
+    neighbourhood (the joint policy then takes `neighbours=` itself)."""
     n, m = env.num_allies, env.num_enemies
     sizes = tuple(
         (env.obs_width(side), FIRST_ATTACK + env.slots(side)[1]) for side in ("allies", "enemies")
@@ -115,10 +116,11 @@ def self_play_policy(env: Combat, allies: Policy, enemies: Policy) -> Policy:
     def initial_carry() -> tuple[Any, Any]:
         return allies.initial_carry(), enemies.initial_carry()
 
-    def act(params, obs, avail, carry, start, key, greedy=True):  # noqa: ANN001
+    def act(params, obs, avail, carry, start, key, greedy=True, neighbours=None):  # noqa: ANN001
         out = []
         for side, policy in enumerate((allies, enemies)):
             (d, a), r = sizes[side], rows[side]
+            extra = {"neighbours": neighbours[r, r]} if policy.neighbourhood else {}
             out.append(
                 policy.act(
                     params[side],
@@ -128,12 +130,13 @@ def self_play_policy(env: Combat, allies: Policy, enemies: Policy) -> Policy:
                     start,
                     jax.random.fold_in(key, side),
                     greedy,
+                    **extra,
                 )
             )
         actions = jnp.concatenate([out[0][0], out[1][0]]).astype(jnp.int32)
         return actions, (out[0][1], out[1][1])
 
-    return Policy(initial_carry, act)
+    return Policy(initial_carry, act, neighbourhood=allies.neighbourhood or enemies.neighbourhood)
 
 
 def mirror_env(env: Combat, **overrides: Any) -> Combat:
