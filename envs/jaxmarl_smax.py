@@ -81,7 +81,10 @@ class JaxMARLSMAX(MultiAgentEnv[SMAXState]):
         try:
             scenario = smax.map_name_to_scenario(map)
         except KeyError as err:
-            raise ValueError(f"SMAX has no map {map!r}") from err
+            from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+
+            valid = ", ".join(sorted(MAP_NAME_TO_SCENARIO))
+            raise ValueError(f"SMAX has no map {map!r}; valid: {valid}") from err
         # SMAX's own limit is set past ours: marl truncates, SMAX never ends an episode on time.
         self._env = smax.HeuristicEnemySMAX(
             scenario=scenario, attack_mode=attack_mode, max_steps=int(episode_limit) + 1

@@ -58,6 +58,25 @@ def command_line(argv: list[str]) -> list[str]:
     return [argv[0], *(a if a.startswith("-") else open_keys([a])[0] for a in argv[1:])]
 
 
+def check_overrides(argv: list[str]) -> None:
+    """Compose every job's config before Hydra does, so a misspelt env, learner or key gets
+    `marl train`'s one-line error (exit 2) instead of Hydra's config search path."""
+    from hydra._internal.utils import get_args_parser
+
+    from marl import config
+    from marl.cli import UsageError, sweep_overrides
+
+    given = get_args_parser().parse_known_args(argv[1:])[0].overrides
+    ours = [a for a in given if "hydra" not in a.split("=")[0]]  # launcher settings are Hydra's
+    try:
+        for combo in sweep_overrides(ours):
+            config.compose(combo)
+    except (config.ConfigError, UsageError) as e:
+        print(f"marl: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 if __name__ == "__main__":
+    check_overrides(sys.argv)
     sys.argv = command_line(sys.argv)
     main()

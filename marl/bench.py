@@ -205,9 +205,8 @@ def jaxmarl_name(name: str) -> str:
     if smax_map(name) is not None:
         return SMAX
     if name not in JAXMARL_NAMES:
-        raise KeyError(
-            f"no JaxMARL counterpart for {name!r}; known: {', '.join(sorted(JAXMARL_NAMES))}"
-        )
+        known = [*sorted(JAXMARL_NAMES), *(f"combat/{m}" for m in JAXMARL_SMAX_MAPS)]
+        raise KeyError(f"no JaxMARL counterpart for {name!r}; known: {', '.join(known)}")
     return JAXMARL_NAMES[name]
 
 

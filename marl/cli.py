@@ -15,7 +15,7 @@ import math
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,48 @@ from marl.stats import REPS
 PEERS = ("jaxmarl", "camar")
 DEFAULT_NUM_ENVS = "1,64,1024,4096"
 BENCH_STEPS = 1000  # steps per env per timed call of `marl bench ENV`
+SUITE_AGENTS = "3,10,30,100,300,1000"  # `marl bench --suite scaling` agent counts
 
 
 class UsageError(Exception):
     """A mistake on the command line; printed as one line, exit code 2."""
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `minimum` (argparse reports anything else, exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def output_file(path: str | None, option: str) -> Path | None:
+    """Check a file to write before any work: not a directory; its directory is created."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{option} {path} is a directory; give a file path")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot create its directory: {e}") from None
+    return p
+
+
+def output_dir(path: str, option: str) -> Path:
+    """Check a directory to write into before any work: it may not be an existing file."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{option} {path} exists and is not a directory")
+    return p
 
 
 # --- argument helpers -------------------------------------------------------------------------
@@ -154,10 +192,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Compose and validate the config, train every seed, write the run directory."""
     from marl import config
 
+    for item in args.overrides:
+        key, _, value = item.partition("=")
+        if key == "vmap" or (key.lstrip("+") in ("env", "algo", "protocol") and "," in value):
+            raise UsageError(f"{item}: one run takes one value; sweep values with marl sweep")
     try:
         cfg = config.compose(args.overrides)
-        if not args.dry_run:
-            config.start_distributed(cfg)
+        config.start_distributed(cfg, join=not args.dry_run)  # a dry run checks, joins nothing
         run = config.resolve(cfg, command=args.overrides)
     except config.ConfigError as e:
         raise UsageError(str(e)) from None
@@ -199,6 +240,10 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
 
         return run_parent(run)  # where host 0 writes the run
 
+    finished = _finished_before(run) if run.resume and run.name is not None else None
+    if finished is not None:  # a relaunched sweep passes its finished runs over
+        print(f"finished before: {finished}; nothing to resume", flush=True)
+        return finished
     try:
         previous = unfinished_run(run) if run.resume else None
         run_dir = RunDir(run, path=previous)
@@ -261,16 +306,21 @@ def _study(paths: Sequence[str], metric: str, compute_anchors: bool = True) -> A
     from marl.protocol import RecordError
     from marl.report import load_study
 
+    skipped: list[Path] = []
     try:
-        return load_study(paths, metric=metric, compute_anchors=compute_anchors)
+        study = load_study(paths, metric=metric, compute_anchors=compute_anchors, skipped=skipped)
     except RecordError as e:
         raise UsageError(str(e)) from None
+    for path in skipped:
+        print(f"skipped an unfinished run: {path}", flush=True)
+    return study
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Aggregate run records into report.md, report.html (self-contained) and report.json."""
     from marl.report import write_report
 
+    output_dir(args.out, "--out")
     study = _study(args.runs, args.metric)
     paths = write_report(study, args.out, title=args.title, reps=args.reps, seed=args.seed)
     print(
@@ -290,8 +340,16 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     runs = args.runs or [p for p in DEFAULT_RECORDS if os.path.isdir(p)]
     if not runs:
         raise UsageError(f"no records given and none of {', '.join(DEFAULT_RECORDS)} exists")
+    output_dir(args.out, "--out")
     study = _study(runs, args.metric)
-    command = "marl leaderboard " + " ".join([*args.runs, "--out", args.out])
+    given = [*args.runs, "--out", args.out]  # what regenerates the files
+    if args.metric != "episode_return":
+        given += ["--metric", args.metric]
+    if args.reps != REPS:
+        given += ["--reps", str(args.reps)]
+    if args.seed:
+        given += ["--seed", str(args.seed)]
+    command = "marl leaderboard " + " ".join(given)
     paths = write_leaderboard(study, args.out, reps=args.reps, seed=args.seed, command=command)
     print(f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s); wrote {paths['md']}")
     return 0
@@ -303,10 +361,13 @@ def sweep_overrides(overrides: Sequence[str]) -> list[list[str]]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException as e:
-        raise UsageError(str(e).strip().splitlines()[0]) from None
+    parser = OverridesParser.create()
+    parsed = []
+    for item in overrides:  # one by one, so an error names the override
+        try:
+            parsed += parser.parse_overrides([item])
+        except HydraException as e:
+            raise UsageError(f"cannot parse {item!r}: {str(e).strip().splitlines()[0]}") from None
     batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
     return [list(combo) for batch in batches for combo in batch]
 
@@ -412,6 +473,8 @@ def _same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Train every combination of comma-separated overrides, then write one report."""
+    if args.report is not None:
+        output_dir(args.report, "--report")
     from datetime import datetime
 
     from marl import config, hyper
@@ -512,10 +575,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_suite(args)
     if args.env_id is None:
         raise UsageError("marl bench needs an env id (e.g. particle/spread) or --suite")
+    suite_only = [o for o in ("out", "seeds", "agents") if getattr(args, o) is not None]
+    if suite_only:
+        raise UsageError(f"--{', --'.join(suite_only)}: only with --suite")
+    output_file(args.json, "--json")
     kwargs = parse_sets(args.set)
     sizes = parse_ints(args.num_envs)
-    if args.steps < 1 or args.repeats < 1:
-        raise UsageError("--steps and --repeats must be >= 1")
     env = build_env(args.env_id, kwargs)
     if args.vs == "all":  # the env family's peer
         family = args.env_id.split("/")[0]
@@ -587,8 +652,8 @@ def cmd_bench_suite(args: argparse.Namespace) -> int:
         )
     if args.env_id is not None or args.set:
         raise UsageError("--suite runs its own tasks: drop the env id and --set")
-    if args.repeats < 1 or args.seeds < 1:
-        raise UsageError("--repeats and --seeds must be >= 1")
+    output_file(args.json, "--json")
+    output_file(args.out, "--out")
     if args.steps != BENCH_STEPS:
         raise UsageError("--suite sizes its scans per task; --steps applies to one env only")
     vs = args.vs is not None
@@ -604,8 +669,8 @@ def cmd_bench_suite(args: argparse.Namespace) -> int:
         vs=vs,
         num_envs=parse_ints(args.num_envs),
         repeats=args.repeats,
-        seeds=args.seeds,
-        agents=parse_ints(args.agents),
+        seeds=args.seeds or 1,
+        agents=parse_ints(args.agents or SUITE_AGENTS),
         env_cases=cases,
     )
     command = "marl bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "marl bench"
@@ -626,13 +691,16 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     from marl.render import render_episode, save_gif, viewer
 
+    if Path(args.out).suffix.lower() != ".gif":
+        raise UsageError(f"--out {args.out}: give a .gif file path")
+    output_file(args.out, "--out")
+    if args.params is None and (args.final or args.seed_index):
+        raise UsageError("--final and --seed-index choose a run's parameters: add --params")
     env = build_env(args.env_id, parse_sets(args.set))
     try:
         viewer(env)
     except NotImplementedError as e:
         raise UsageError(str(e)) from None
-    if args.steps is not None and args.steps < 1:
-        raise UsageError("--steps must be >= 1")
     trained, who = None, "random valid actions"
     if args.params is not None:
         saved = _load_saved(args.params, "final" if args.final else "best")
@@ -649,7 +717,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         env, who = saved.env, f"{saved.run.algo} seed {args.seed_index} (greedy)"
     states = render_episode(env, jax.random.PRNGKey(args.seed), steps=args.steps, trained=trained)
     path = save_gif(env, states, args.out, fps=args.fps)
-    print(f"wrote {path} ({len(states)} frames, {who})")
+    ended = " (the episode ended first)" if args.steps and len(states) <= args.steps else ""
+    print(f"wrote {path} ({len(states)} frames{ended}, {who})")
     return 0
 
 
@@ -729,6 +798,11 @@ def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
         for path in finished:
             print(f"finished before: {path}", flush=True)
         return finished
+    if run.resume:
+        raise UsageError(
+            "vmap= runs keep no checkpoints and cannot resume; drop resume=true (and rerun "
+            "under another name= if this one was interrupted)"
+        )
     env, _ = config.build(run)
     make_train = algorithm(run.algo)
     try:
@@ -802,9 +876,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from marl.evaluation import evaluate
     from marl.rundir import write_json
 
+    output_file(args.json, "--json")
     saved = _load_saved(args.run_dir, "final" if args.final else "best")
-    if args.episodes < 1:
-        raise UsageError("--episodes must be >= 1")
     env, policy = saved.env, saved.train.policy
     key = jax.random.key(args.seed)
     results = jax.device_get(
@@ -892,8 +965,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--metric", default="episode_return", help="record metric to aggregate")
     p.add_argument("--title", default="marl report")
-    p.add_argument("--reps", type=int, default=REPS, help="bootstrap replicates")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
+    p.add_argument("--seed", type=at_least(0), default=0, help="bootstrap seed")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
@@ -905,8 +978,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="*", metavar="RUNS", help="run directories or record files")
     p.add_argument("--out", default="results", metavar="DIR", help="output directory")
     p.add_argument("--metric", default="episode_return", help="record metric to rank by")
-    p.add_argument("--reps", type=int, default=REPS, help="bootstrap replicates")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
+    p.add_argument("--seed", type=at_least(0), default=0, help="bootstrap seed")
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("list", help="list registered environments and algorithms")
@@ -929,9 +1002,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_NUM_ENVS,
         help=f"parallel envs, comma-separated (default {DEFAULT_NUM_ENVS})",
     )
-    p.add_argument("--steps", type=int, default=BENCH_STEPS, help="steps per env per timed call")
-    p.add_argument("--repeats", type=int, default=3, help="timed calls; the best is kept")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--steps", type=at_least(1), default=BENCH_STEPS, help="steps per env per timed call"
+    )
+    p.add_argument("--repeats", type=at_least(1), default=3, help="timed calls; the best is kept")
+    p.add_argument("--seed", type=at_least(0), default=0)
     p.add_argument(
         "--vs",
         nargs="?",
@@ -948,12 +1023,10 @@ def build_parser() -> argparse.ArgumentParser:
         "not run)",
     )
     p.add_argument(
-        "--seeds", type=int, default=1, help="--suite: seeds vmapped in each training loop"
+        "--seeds", type=at_least(1), help="--suite: seeds vmapped in each training loop (default 1)"
     )
     p.add_argument(
-        "--agents",
-        default=",".join(map(str, (3, 10, 30, 100, 300, 1000))),
-        help="--suite scaling: agent counts (comma-separated)",
+        "--agents", help=f"--suite scaling: agent counts (comma-separated; default {SUITE_AGENTS})"
     )
     p.add_argument(
         "--out",
@@ -967,19 +1040,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("env_id", help="environment id, e.g. particle/spread")
     p.add_argument("--out", required=True, metavar="FILE.gif", help="output GIF path")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, help="steps to play (default: the episode limit)")
-    p.add_argument("--fps", type=int, default=10)
+    p.add_argument("--seed", type=at_least(0), default=0)
+    p.add_argument(
+        "--steps", type=at_least(1), help="steps to play, at most one episode (default: all of it)"
+    )
+    p.add_argument("--fps", type=at_least(1), default=10)
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env keyword (repeatable)")
     p.add_argument("--params", metavar="RUN_DIR", help="act with a finished run's policy")
-    p.add_argument("--seed-index", type=int, default=0, help="which of its seeds (default 0)")
+    p.add_argument(
+        "--seed-index", type=at_least(0), default=0, help="which of its seeds (default 0)"
+    )
     p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("eval", help="re-evaluate a finished run's saved parameters")
     p.add_argument("run_dir", help="a run directory written by marl train")
-    p.add_argument("--episodes", type=int, default=320, help="greedy episodes per seed")
-    p.add_argument("--seed", type=int, default=1, help="episode keys (training used 0)")
+    p.add_argument("--episodes", type=at_least(1), default=320, help="greedy episodes per seed")
+    p.add_argument("--seed", type=at_least(0), default=1, help="episode keys (training used 0)")
     p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
     p.add_argument("--json", metavar="FILE", help="also write the per-seed means as JSON")
     p.set_defaults(func=cmd_eval)

@@ -269,11 +269,12 @@ def evaluation_metrics(spec: EnvSpec) -> list[str]:
     return names + list(spec.metric_names)
 
 
-def start_distributed(cfg: DictConfig) -> bool:
+def start_distributed(cfg: DictConfig, join: bool = True) -> bool:
     """`distributed=true`: join the multi-host run (`jax.distributed.initialize()`, which reads
     the coordinator from the cluster's environment: Slurm, Open MPI, Cloud TPU, or the
     JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID variables). Must run before
-    JAX computes anything, so before `resolve`; returns whether it did."""
+    JAX computes anything, so before `resolve`; returns whether it did (`join=False`: only
+    check the settings)."""
     value = cfg.get("distributed", False)
     if not isinstance(value, bool):
         raise ConfigError(f"distributed must be true or false, got {value!r}")
@@ -282,11 +283,11 @@ def start_distributed(cfg: DictConfig) -> bool:
             "resume=true is single-host: only host 0 keeps the checkpoints, so the other hosts "
             "would start their seeds over; restart the multi-host run under another name="
         )
-    if value:
+    if value and join:
         import jax
 
         jax.distributed.initialize()
-    return value
+    return value and join
 
 
 def _logger(value: Any) -> str | None:

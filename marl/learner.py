@@ -181,9 +181,46 @@ def traced(config: Any) -> bool:
     return any(isinstance(v, jax.core.Tracer) for v in vars(config).values())
 
 
+def _positive(v: Any) -> bool:
+    return v > 0
+
+
+def _unit(v: Any) -> bool:
+    return 0 <= v <= 1
+
+
+# Ranges of the settings several learners share, checked wherever a config has the key.
+SHARED_RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "lr": (_positive, "> 0"),
+    "critic_lr": (_positive, "> 0"),
+    "gamma": (_unit, "in [0, 1]"),
+    "gae_lambda": (_unit, "in [0, 1]"),
+    "clip_eps": (_positive, "> 0"),
+    "value_clip_eps": (lambda v: v is None or v > 0, "null or > 0"),
+    "huber_delta": (lambda v: v is None or v > 0, "null or > 0"),
+    "ent_coef": (lambda v: v >= 0, ">= 0"),
+    "max_grad_norm": (_positive, "> 0"),
+    "reward_scale": (_positive, "> 0"),
+    "epochs": (lambda v: v >= 1, "a positive integer"),
+    "buffer_size": (lambda v: v >= 1, "a positive integer"),
+    "gru_hidden": (lambda v: v >= 1, "a positive integer"),
+    "hidden": (lambda v: all(w >= 1 for w in v), "positive widths"),
+    "epsilon_start": (_unit, "in [0, 1]"),
+    "epsilon_end": (_unit, "in [0, 1]"),
+    "epsilon_steps": (lambda v: v >= 0, "an integer >= 0"),
+    "temperature_start": (_positive, "> 0"),
+    "temperature_steps": (lambda v: v >= 0, "an integer >= 0"),
+}
+
+
 def check_config(config: Any, checks: dict[str, tuple[bool, str]]) -> None:
-    """Raise one line `Cls.key=value invalid; must be ...` for the first failed check."""
-    for key, (ok, valid) in checks.items():
+    """Raise one line `Cls.key=value invalid; must be ...` for the first failed check: the
+    config's own `checks`, then `SHARED_RANGES` for the keys it has."""
+    values = vars(config)
+    shared = [
+        (k, (test(values[k]), valid)) for k, (test, valid) in SHARED_RANGES.items() if k in values
+    ]
+    for key, (ok, valid) in [*checks.items(), *shared]:
         if not ok:
             raise ValueError(
                 f"{type(config).__name__}.{key}={getattr(config, key)!r} invalid; must be {valid}"

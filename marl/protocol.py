@@ -292,11 +292,12 @@ def _candidates(path: Path) -> list[Path]:
     return [path]
 
 
-def load(paths: Iterable[str | Path]) -> list[Record]:
+def load(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list[Record]:
     """Every record under `paths` (run directories, directories of runs, or JSON files).
 
     A `record.json` next to a `meta.json` is a marl record; any other JSON in marl-eval's
-    schema is read as external (no sidecar). Unfinished runs (sidecar says so) are skipped.
+    schema is read as external (no sidecar). Unfinished runs (sidecar says so) are skipped,
+    their directories appended to `skipped` if given.
     """
     records: list[Record] = []
     for given in paths:
@@ -313,6 +314,8 @@ def load(paths: Iterable[str | Path]) -> list[Record]:
                 except (OSError, json.JSONDecodeError) as e:
                     raise RecordError(f"{meta_path}: cannot read JSON: {e}") from None
                 if not meta.get("finished", False):
+                    if skipped is not None:
+                        skipped.append(path.parent)
                     continue
             records.extend(parse(path, data, meta))
     return records

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import numbers
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from marl.env import MultiAgentEnv
 
@@ -136,10 +139,29 @@ def make(env_id: str, **kwargs: Any) -> MultiAgentEnv:
             f"{env_id} got unknown keyword(s) {', '.join(unknown)}; "
             f"valid: {', '.join(f'{k}={v!r}' for k, v in valid.items())}"
         )
+    params = inspect.signature(factory).parameters
+    for key, value in kwargs.items():
+        if "|" not in str(params[key].annotation):  # `float | tuple[...]` takes several kinds
+            _check_kind(env_id, key, value, valid[key])
     env = factory(**kwargs)
     if not getattr(env.spec, "name", ""):
         raise RegistryError(f"{env_id} built an env without a spec name")
     return env
+
+
+def _check_kind(env_id: str, key: str, value: Any, default: Any) -> None:
+    """A keyword whose default is a bool, an int or a float takes a value of that kind (a
+    string "false" would otherwise be true, and "3" fail deep inside the constructor)."""
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, (bool, np.bool_)), "true or false"
+    elif isinstance(default, numbers.Integral):
+        ok, kind = isinstance(value, numbers.Integral) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, numbers.Real):
+        ok, kind = isinstance(value, numbers.Real) and not isinstance(value, bool), "a number"
+    else:
+        return
+    if not ok:
+        raise RegistryError(f"{env_id}: {key} must be {kind} (default {default!r}), got {value!r}")
 
 
 def list_algorithms() -> list[str]:

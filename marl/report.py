@@ -631,12 +631,21 @@ def write_leaderboard(
 
 
 def load_study(
-    paths: Sequence[str | Path], metric: str = METRIC, compute_anchors: bool = True
+    paths: Sequence[str | Path],
+    metric: str = METRIC,
+    compute_anchors: bool = True,
+    skipped: list[Path] | None = None,
 ) -> Study:
-    """`marl.protocol.load` then `collect`."""
+    """`marl.protocol.load` (unfinished runs appended to `skipped`) then `collect`."""
     from marl.protocol import load
 
-    return collect(load(paths), metric=metric, compute_anchors=compute_anchors)
+    found: list[Path] = [] if skipped is None else skipped
+    records = load(paths, found)
+    if not records and found:
+        raise RecordError(
+            f"no finished run records found; unfinished: {', '.join(map(str, found))}"
+        )
+    return collect(records, metric=metric, compute_anchors=compute_anchors)
 
 
 def dumps(obj: Any) -> str:

@@ -233,11 +233,15 @@ def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, wh
         (["resume=true", "checkpoint=false"], "resume=true needs checkpoint=true"),
         (["name=killed"], "resume=true"),  # a plain rerun says how to continue
         (["name=killed", "resume=true", "seeds=3"], "different seeds"),
-        (["name=whole", "resume=true"], "is finished; nothing to resume"),
+        (["name=whole", "resume=true", "seeds=3"], "finished run with a different seeds"),
     ]:
         with contextlib.redirect_stderr(io.StringIO()) as msg:
             assert cli.main(["train", *TINY, f"out={out}", *extra]) == 2
         assert needle in msg.getvalue(), msg.getvalue()
+    record = (whole / "record.json").read_bytes()
+    with contextlib.redirect_stdout(io.StringIO()) as said:  # a relaunched sweep passes it over
+        assert cli.main(["train", *TINY, f"out={out}", "name=whole", "resume=true"]) == 0
+    assert "finished before" in said.getvalue() and (whole / "record.json").read_bytes() == record
     assert train(f"out={out}", "name=killed", "resume=true") == 0
     assert (killed / "record.json").read_bytes() == (whole / "record.json").read_bytes()
     assert (killed / "params.msgpack").read_bytes() == (whole / "params.msgpack").read_bytes()

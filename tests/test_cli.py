@@ -72,9 +72,29 @@ def test_bench_set_passes_env_keywords(capsys, tmp_path):
         (["bench", "particle/spread", "--set", "bogus=1"], "num_agents"),
         (["bench", "particle/spread", "--set", "num_agents"], "key=value"),
         (["bench", "particle/spread", "--num-envs", "0"], "positive"),
+        # output paths are checked before any work ({tmp}: a directory, {file}: a file)
+        (["report", "{tmp}", "--out", "{file}"], "exists and is not a directory"),
+        (["leaderboard", "{tmp}", "--out", "{file}"], "exists and is not a directory"),
+        (["sweep", "--report", "{file}", "env=particle/simple", "algo=ippo"], "not a directory"),
+        (["render", "particle/spread", "--out", "{tmp}"], "give a .gif file path"),
+        (["render", "particle/spread", "--out", "{tmp}/x.gif", "--final"], "add --params"),
+        (["eval", "{tmp}/run", "--json", "{tmp}"], "is a directory"),
+        (["bench", "particle/spread", "--json", "{tmp}"], "is a directory"),
+        (["bench", "particle/spread", "--seeds", "3", "--agents", "5"], "only with --suite"),
+        (["bench", "combat/battle64", "--vs", "jaxmarl"], "combat/3m"),
+        (["train", "env=particle/spread,combat/3m"], "marl sweep"),
+        (["train", "vmap=algo.lr:1e-3,1e-4"], "marl sweep"),
+        (["train", "--dry-run", "algo.lr=-1"], "lr=-1 invalid; must be > 0"),
+        (["train", "--dry-run", "algo.epochs=0"], "epochs=0 invalid"),
+        (["train", "--dry-run", "env.kwargs.num_agents=abc"], "num_agents must be an integer"),
+        (["train", "--dry-run", "env.kwargs.continuous_actions=no"], "must be true or false"),
+        (["train", "--dry-run", "distributed=true", "resume=true"], "resume=true is single-host"),
+        (["sweep", "env=particle/spread,", "algo=ippo"], "cannot parse 'env=particle/spread,'"),
     ],
 )
-def test_user_errors_are_one_line_exit_2(capsys, argv, needle):
+def test_user_errors_are_one_line_exit_2(capsys, tmp_path, argv, needle):
+    (tmp_path / "file").write_text("")
+    argv = [a.format(tmp=tmp_path, file=tmp_path / "file") for a in argv]
     assert cli.main(argv) == 2
     captured = capsys.readouterr()
     err = captured.err.strip()
@@ -207,3 +227,32 @@ def test_bench_vs_camar_adds_peer_columns(capsys):
     marl_sps, peer_sps, ratio = (float(row[i].replace(",", "")) for i in (1, 4, 6))
     assert marl_sps > 0 and peer_sps > 0
     assert ratio == pytest.approx(marl_sps / peer_sps, rel=0.02, abs=0.006)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", ".", "--out", "o", "--reps", "0"],
+        ["leaderboard", "--seed", "-1"],
+        ["render", "particle/spread", "--out", "x.gif", "--fps", "0"],
+        ["eval", "run", "--episodes", "0"],
+        ["bench", "particle/spread", "--repeats", "abc"],
+    ],
+)
+def test_out_of_range_options_are_refused_by_the_parser(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "must be >= " in err or "is not an integer" in err
+
+
+def test_hydra_app_gives_marl_train_s_one_line_errors():
+    """`python -m marl.app` checks every job's choices and keys before Hydra composes them."""
+    for args, needle in [(["-m", "algo=ippo,mapo"], "unknown algorithm 'mapo'"),
+                         (["budgt=1e5"], "unknown config key 'budgt'")]:  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "marl.app", *args], capture_output=True, text=True
+        )
+        assert done.returncode == 2 and needle in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1

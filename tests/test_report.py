@@ -118,6 +118,26 @@ def test_report_cli_names_a_bad_record(tmp_path):
     assert code == 2 and "record.json: particle/spread/mappo/run_2/step_0/step_count" in err
 
 
+def test_report_names_the_unfinished_runs_it_skips(tmp_path):
+    write_run(tmp_path / "a", algo="ippo", seed=1)
+    unfinished, *_ = write_run(tmp_path / "b", algo="mappo", seed=2)
+    meta = json.loads((unfinished / "meta.json").read_text())
+    (unfinished / "meta.json").write_text(json.dumps({**meta, "finished": False}))
+    code, out, _ = _cli("report", str(tmp_path), "--out", str(tmp_path / "r"), "--reps", "50")
+    assert code == 0 and f"skipped an unfinished run: {unfinished}" in out
+    code, _, err = _cli("report", str(unfinished), "--out", str(tmp_path / "r"))
+    assert code == 2 and f"no finished run records found; unfinished: {unfinished}" in err
+
+
+def test_the_leaderboard_names_the_command_that_regenerates_it(tmp_path):
+    write_run(tmp_path / "a", algo="ippo", seed=1)
+    board = tmp_path / "board"
+    args = [str(tmp_path / "a"), "--out", str(board), "--metric", "episode_length"]
+    assert _cli("leaderboard", *args, "--reps", "60", "--seed", "3")[0] == 0
+    generated = f"`marl leaderboard {' '.join(args)} --reps 60 --seed 3`"
+    assert generated in (board / "leaderboard.md").read_text()
+
+
 SWEEP = [
     "env=particle/simple",
     "algo=ippo,mappo",
