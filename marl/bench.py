@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import math
 import os
 import sys
 import time
@@ -23,8 +24,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from marl.env import MultiAgentEnv, TimeStep
+from marl.registry import env_kwargs as env_kwargs_of
 from marl.registry import make
 from marl.spaces import Discrete, sample_actions
 from marl.wrappers import AutoReset
@@ -85,22 +88,38 @@ def _with_final(ts: TimeStep) -> TimeStep:
     return ts
 
 
-def _measure(fn: Callable[..., Any], args: tuple, repeats: int) -> tuple[float, float, int]:
+def _measure(
+    fn: Callable[[Any], Any], carry: Any, repeats: int, burn_in: int = 1, chain: bool = True
+) -> tuple[float, float, int]:
     """(compile seconds, best of `repeats` timed calls, XLA's peak memory estimate in bytes).
 
-    `fn` is jitted, lowered and compiled explicitly (the compile time excludes running it); one
-    untimed call warms it up, then each timed call runs to `block_until_ready`.
+    `fn` maps a scan carry to the carry after its steps. It is jitted, lowered and compiled
+    explicitly (the compile time excludes running it); `burn_in` untimed calls (at least one)
+    carry the envs into steady state, then each timed call continues from the last carry and
+    runs to `block_until_ready`. A scan that started from fresh resets would time episodes
+    that had not yet ended (no resets), flattering whichever side resets only when needed.
+    `chain=False`: every call starts from the given carry (`fn` returns something else).
     """
     t0 = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
+    compiled = jax.jit(fn).lower(carry).compile()
     compile_s = time.perf_counter() - t0
-    jax.block_until_ready(compiled(*args))
+    start = carry
+    for _ in range(max(burn_in, 1)):
+        out = jax.block_until_ready(compiled(carry))
+        carry = out if chain else start
     best = float("inf")
     for _ in range(max(repeats, 1)):
         t0 = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
+        out = jax.block_until_ready(compiled(carry))
         best = min(best, time.perf_counter() - t0)
+        carry = out if chain else start
     return compile_s, best, peak_bytes(compiled)
+
+
+def burn_in_calls(episode_limit: int | None, steps: int) -> int:
+    """Untimed calls of `steps` steps that cover one episode limit (every env has ended an
+    episode by then, so resets run at their steady-state rate)."""
+    return max(1, math.ceil((episode_limit or 0) / steps))
 
 
 def peak_bytes(compiled: Any) -> int:
@@ -168,15 +187,15 @@ def bench_env(
         state, ts = v_step(jax.random.split(key_step, num_envs), state, actions)
         return (state, _with_final(ts), key), None
 
-    def run(state, ts, key):  # the whole TimeStep is carried, so no output is dead code
-        carry, _ = jax.lax.scan(body, (state, ts, key), None, length=steps)
+    def run(carry):  # the whole TimeStep is carried, so no output is dead code
+        carry, _ = jax.lax.scan(body, carry, None, length=steps)
         return carry
 
     key_reset, key_run = jax.random.split(jax.random.PRNGKey(seed))
     state, ts = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
-    ts = _with_final(ts)
-    jax.block_until_ready((state, ts))
-    measured = _measure(run, (state, ts, key_run), repeats)
+    carry = jax.block_until_ready((state, _with_final(ts), key_run))
+    burn_in = burn_in_calls(spec.episode_limit, steps)
+    measured = _measure(run, carry, repeats, burn_in)
     return _record(spec.name, spec.num_agents, num_envs, steps, measured)
 
 
@@ -266,8 +285,13 @@ def jaxmarl_kwargs(name: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"--vs jaxmarl compares {name} at its defaults only (no --set)")
         from jaxmarl.environments.smax import map_name_to_scenario
 
-        return {"scenario": map_name_to_scenario(smax_map(name))}
-    name = jaxmarl_name(name)
+        # the map's episode limit, and SMAX's extra observations off as in marl's default
+        return {
+            "scenario": map_name_to_scenario(smax_map(name)),
+            "max_steps": make(name).spec.episode_limit,
+            "see_enemy_actions": False,
+        }
+    marl_id, name = name, jaxmarl_name(name)
     accepted = set()
     for klass in type(jaxmarl.make(name)).__mro__:
         init = klass.__dict__.get("__init__")
@@ -286,6 +310,10 @@ def jaxmarl_kwargs(name: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
         if target not in accepted:
             raise ValueError(f"JaxMARL's {name} has no counterpart of the keyword {key!r}")
         out[target] = value
+    # marl's scenarios that tie their landmarks to the agents (num_landmarks=None) do so too
+    tied = "/" in marl_id and env_kwargs_of(marl_id).get("num_landmarks", 0) is None
+    if tied and "num_agents" in env_kwargs and "num_landmarks" not in env_kwargs:
+        out["num_landmarks"] = env_kwargs["num_agents"]
     return out
 
 
@@ -300,32 +328,45 @@ def bench_jaxmarl(
 ) -> dict[str, Any]:
     """Throughput of JaxMARL's env `name` (or of the counterpart of a marl id), same method.
 
-    JaxMARL's `step` auto-resets by itself; actions are dicts sampled per agent from its
-    action spaces. `env_kwargs` use marl's names (`continuous_actions`, `episode_limit`, or
-    keywords the JaxMARL constructor shares). Returns the same dict as `bench_env`.
+    The peer gets the harness marl gets: its `step_env` with resets computed only on the steps
+    where an episode ended (JaxMARL's own `step` computes a reset every step), and one joint
+    draw of random valid actions (available actions read from the env where it has them, as
+    SMAX does). `env_kwargs` use marl's names (`continuous_actions`, `episode_limit`, or
+    keywords the JaxMARL constructor shares); a marl id whose counterpart observes differently
+    (another agent or landmark count) raises ValueError. Returns the same dict as `bench_env`.
     """
     jaxmarl = import_jaxmarl()
     jm_name = jaxmarl_name(name)
     env = jaxmarl.make(jm_name, **jaxmarl_kwargs(name, env_kwargs))
+    if name.startswith("particle/"):  # MPE: the very same task on both sides
+        _check_same_task(name, env_kwargs, env)
     if smax_map(name) is not None:
         jm_name = f"{SMAX}:{smax_map(name)}"
     agents = list(env.agents)
-    spaces = [env.action_space(a) for a in agents]
+    sample = _jaxmarl_sampler(env, agents)
     v_reset = jax.vmap(env.reset)
-    v_step = jax.vmap(env.step)
-
-    def sample(key):
-        keys = jax.random.split(key, len(agents))
-        return {a: s.sample(k) for a, s, k in zip(agents, spaces, keys, strict=True)}
-
-    v_sample = jax.vmap(sample)
+    v_step = jax.vmap(env.step_env)
 
     def body(carry, _):
         obs, state, _, _, _, key = carry
-        key, key_act, key_step = jax.random.split(key, 3)
-        actions = v_sample(jax.random.split(key_act, num_envs))
-        out = v_step(jax.random.split(key_step, num_envs), state, actions)
-        return (*out, key), None
+        key, key_act, key_step, key_reset = jax.random.split(key, 4)
+        actions = jax.vmap(sample)(jax.random.split(key_act, num_envs), state)
+        obs, state, reward, dones, info = v_step(
+            jax.random.split(key_step, num_envs), state, actions
+        )
+        done = dones["__all__"]
+
+        def with_resets(obs_state):
+            first = v_reset(jax.random.split(key_reset, num_envs))
+
+            def pick(a, b):
+                return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+
+            return jax.tree.map(pick, first, obs_state)
+
+        # resets computed only on steps where an episode ended, as marl's AutoReset.step_batch
+        obs, state = jax.lax.cond(jnp.any(done), with_resets, lambda x: x, (obs, state))
+        return (obs, state, reward, dones, info, key), None
 
     def run(carry):
         carry, _ = jax.lax.scan(body, carry, None, length=steps)
@@ -336,11 +377,54 @@ def bench_jaxmarl(
     # rewards, dones and infos start as zeros shaped like a step's, so the whole step output
     # is carried (nothing it computes is dropped as dead code, as on the marl side).
     keys = jax.random.split(key_run, num_envs)
-    shapes = jax.eval_shape(v_step, keys, state, v_sample(keys))
+    shapes = jax.eval_shape(v_step, keys, state, jax.vmap(sample)(keys, state))
     zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes[2:])
-    carry = (obs, state, *zeros, key_run)
-    jax.block_until_ready(carry)
-    return _record(jm_name, len(agents), num_envs, steps, _measure(run, (carry,), repeats))
+    carry = jax.block_until_ready((obs, state, *zeros, key_run))
+    burn_in = burn_in_calls(getattr(env, "max_steps", None), steps)
+    measured = _measure(run, carry, repeats, burn_in)
+    return _record(jm_name, len(agents), num_envs, steps, measured)
+
+
+def _jaxmarl_sampler(env: Any, agents: list[str]) -> Callable[[jax.Array, Any], dict]:
+    """`sample(key, state) -> {agent: action}`: uniformly random valid actions, one draw for
+    all agents where their spaces allow (as `random_valid_actions` on marl's side)."""
+    from jaxmarl.environments.multi_agent_env import MultiAgentEnv as JaxMARLEnv
+
+    spaces = [env.action_space(a) for a in agents]
+    sizes = {getattr(sp, "n", None) for sp in spaces}
+    masked = type(env).get_avail_actions is not JaxMARLEnv.get_avail_actions
+    if len(sizes) == 1 and None not in sizes:
+        space = Discrete(sizes.pop())
+
+        def sample(key: jax.Array, state: Any) -> dict:
+            if masked:
+                avail = env.get_avail_actions(state)
+                mask = jnp.stack([avail[a] for a in agents]).astype(bool)
+            else:
+                mask = jnp.ones((len(agents), space.n), bool)
+            actions = random_valid_actions(key, space, mask)
+            return {a: actions[i] for i, a in enumerate(agents)}
+
+        return sample
+
+    def sample_each(key: jax.Array, state: Any) -> dict:  # mixed or continuous spaces
+        keys = jax.random.split(key, len(agents))
+        return {a: sp.sample(k) for a, sp, k in zip(agents, spaces, keys, strict=True)}
+
+    return sample_each
+
+
+def _check_same_task(name: str, env_kwargs: dict[str, Any], peer: Any) -> None:
+    """Refuse a JaxMARL counterpart that is not the same task: agent count and per-agent
+    observation sizes must match marl's."""
+    mine = make(name, **env_kwargs).spec
+    theirs = [int(np.prod(peer.observation_space(a).shape)) for a in peer.agents]
+    ours = [int(size) for size in mine.obs_sizes]
+    if mine.num_agents != len(theirs) or sorted(ours) != sorted(theirs):
+        raise ValueError(
+            f"JaxMARL's counterpart of {name} {env_kwargs or ''} is another task: observation "
+            f"sizes {sorted(theirs)} against marl's {sorted(ours)}"
+        )
 
 
 # --- CAMAR ----------------------------------------------------------------------------------
@@ -430,5 +514,5 @@ def bench_camar(
     obs, state = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
     carry = (obs, state, jnp.zeros((num_envs, n, 1)), jnp.zeros((num_envs,), bool), key_run)
     jax.block_until_ready(carry)
-    measured = _measure(run, (carry,), repeats)
+    measured = _measure(run, carry, repeats, burn_in_calls(env.max_steps, steps))
     return _record(f"camar_v0:{CAMAR_MAPS[name]}", n, num_envs, steps, measured)

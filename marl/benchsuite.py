@@ -1,8 +1,8 @@
 """`marl bench --suite`: every environment family, every learner's training loop, agent scaling.
 
 Three parts, each a list of measurements made the way `marl.bench` makes them (a compiled
-`lax.scan`, timed to `block_until_ready` after a warm-up call, compile time and XLA's peak
-memory estimate reported apart):
+`lax.scan`, timed to `block_until_ready` in steady state after untimed calls, compile time
+and XLA's peak memory estimate reported apart):
 
     envs      each family's representative tasks at 1, 64, 1,024 and 4,096 parallel envs, with
               random valid actions and auto-reset, next to the peer's version of the task
@@ -101,12 +101,13 @@ class TrainCase:
     overrides: tuple[str, ...]
 
 
-# JaxMARL's published MAPPO-RNN MPE settings (16 envs x 128 steps, GRU 128, 4 epochs x 4
-# minibatches), for a figure that sits beside JaxMARL's own script on the same machine
+# JaxMARL's published MAPPO-RNN MPE settings (16 envs x 128 steps, layers of 128 around a GRU
+# of 128, 4 epochs x 4 minibatches), for a figure beside JaxMARL's own script's
 JAXMARL_MAPPO_MPE = (
     "algo.num_envs=16",
     "algo.rollout_length=128",
     "algo.recurrent=true",
+    "algo.hidden=[128,128]",
     "algo.gru_hidden=128",
     "algo.epochs=4",
     "algo.num_minibatches=4",
@@ -127,8 +128,8 @@ TRAIN_CASES = (
 
 
 def _policy_rollout(env: MultiAgentEnv, policy: Any, params: Any, num_envs: int, steps: int):
-    """(function, args): `steps` steps of `num_envs` auto-resetting envs acted in by `policy`
-    (sampling, not greedy), as a training rollout acts."""
+    """(function, carry): `steps` steps of `num_envs` auto-resetting envs acted in by `policy`
+    (sampling, not greedy), as a training rollout acts; the function maps the carry on."""
     wrapped = AutoReset(env)
     v_step = wrapped.step_batch
 
@@ -150,8 +151,8 @@ def _policy_rollout(env: MultiAgentEnv, policy: Any, params: Any, num_envs: int,
         state, ts = v_step(jax.random.split(key_step, num_envs), state, actions)
         return (state, ts, h, ts.done, key), None
 
-    def run(state, ts, h, start, key):
-        carry, _ = jax.lax.scan(body, (state, ts, h, start, key), None, length=steps)
+    def run(carry):
+        carry, _ = jax.lax.scan(body, carry, None, length=steps)
         return carry
 
     key_reset, key_run = jax.random.split(jax.random.PRNGKey(1))
@@ -195,14 +196,15 @@ def bench_training(
     num_envs = int(run.algo_cfg.get("num_envs", 1))
     updates = max(1, math.ceil(work / per_update))
     many, state = training_program(train, seeds, updates)
-    compile_s, train_s, memory = bench._measure(many, (state,), repeats)
+    compile_s, train_s, memory = bench._measure(many, state, repeats, chain=False)
     env_steps = updates * per_update  # per seed
     batch = seeds * num_envs
     steps_per_env = max(1, env_steps // num_envs)
     env_s = bench.bench_env(env, batch, steps_per_env, repeats=repeats)["run_s"]
     params = jax.tree.map(lambda x: x[0], train.params(state))
-    fn, args = _policy_rollout(env, train.policy, params, batch, steps_per_env)
-    _, policy_s, _ = bench._measure(fn, args, repeats)
+    fn, carry = _policy_rollout(env, train.policy, params, batch, steps_per_env)
+    burn_in = bench.burn_in_calls(env.spec.episode_limit, steps_per_env)  # as bench_env's
+    _, policy_s, _ = bench._measure(fn, carry, repeats, burn_in)
     sps = seeds * env_steps / train_s
     return {
         "env": run.env_id,
@@ -507,8 +509,9 @@ def _head(results: dict[str, Any]) -> str:
             "",
             "Method (`marl.bench`, both sides in the same process): `jit` of a `lax.scan` over "
             "the steps of `vmap(step)`; compile s = trace, lower and compile; steps/s = the best "
-            "of the timed calls (`--repeats`, named with each table's run) after a warm-up "
-            "call, to `block_until_ready`; "
+            "of the timed calls (`--repeats`, named with each table's run), to "
+            "`block_until_ready`, each continuing from the last, after untimed calls that "
+            "cover one episode limit (so resets run at their steady-state rate on both sides); "
             "memory = XLA's estimate of the program's peak (arguments + outputs + temporaries). "
             "Absolute numbers move by about ±30% run to run on a shared 2-core machine; the "
             "ratios, measured side by side, are steadier. Each table names the run it comes "
@@ -519,15 +522,18 @@ def _head(results: dict[str, Any]) -> str:
 
 
 INTROS = {  # what each part's table measures, under its provenance line
-    "envs": "Random valid actions, auto-reset every step it is due; slow tasks run shorter "
-    "scans (the steps column). Peers: JaxMARL's MPE and `HeuristicEnemySMAX` (the same SMAC "
-    "map), CAMAR's `random_grid` (its default 20 x 20, 32 agents).",
+    "envs": "Random valid actions (one joint draw, from the available actions where the env "
+    "masks them), auto-reset computed on the steps where an episode ended, on both sides; slow "
+    "tasks run shorter scans (the steps column). Peers: JaxMARL's MPE (the same task: agent "
+    "and landmark counts, observation sizes checked) and `HeuristicEnemySMAX` (the same SMAC "
+    "map, with marl's episode limit and without SMAX's extra observations, as marl's default), "
+    "CAMAR's `random_grid` (its default 20 x 20, 32 agents).",
     "train": "The whole training step (rollout and update; `vmap` over seeds), on a scan of "
     "updates covering ~20k env steps per seed. Where the time goes, at the same batch and "
     "number of env steps: env % = random-action stepping, policy % = stepping with the "
     "learner's policy minus that, update % = the rest of the training step (learning, buffer, "
     "bookkeeping). mappo[jaxmarl-mpe] uses JaxMARL's published MAPPO-MPE settings (16 envs x "
-    "128 steps, GRU 128, 4 epochs x 4 minibatches).",
+    "128 steps, layers of 128 around a GRU of 128, 4 epochs x 4 minibatches).",
     "scaling": "`marl.benchsuite.scaled_env`: worlds grow with the agent count so densities "
     "stay those of the standard task; about 1,024 agents in flight (max(1, 1024 // N) "
     "parallel envs); 50 steps per timed call.",

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import pytest
 from PIL import Image
 
@@ -183,6 +184,44 @@ def test_jaxmarl_keywords_are_translated():
     }
     with pytest.raises(ValueError, match="bogus"):
         jaxmarl_kwargs("particle/spread", {"bogus": 1})
+    # marl's spread has as many landmarks as agents unless told; JaxMARL's keeps 3
+    assert jaxmarl_kwargs("particle/spread", {"num_agents": 5})["num_landmarks"] == 5
+
+
+@needs_jaxmarl
+def test_bench_refuses_a_jaxmarl_counterpart_that_is_another_task():
+    from marl.bench import _check_same_task, import_jaxmarl
+
+    other = import_jaxmarl().make("MPE_simple_spread_v3", num_agents=5, num_landmarks=3)
+    with pytest.raises(ValueError, match="another task"):
+        _check_same_task("particle/spread", {"num_agents": 5}, other)
+    same = import_jaxmarl().make("MPE_simple_spread_v3", num_agents=5, num_landmarks=5)
+    _check_same_task("particle/spread", {"num_agents": 5}, same)
+
+
+@needs_jaxmarl
+def test_the_jaxmarl_harness_samples_valid_actions_in_one_draw():
+    """SMAX masks actions (dead allies may only stop, attacks need a foe in range): the peer's
+    harness draws from the available ones, as marl's does, and MPE's in one joint draw."""
+    from marl.bench import _jaxmarl_sampler, import_jaxmarl, jaxmarl_kwargs
+
+    jaxmarl = import_jaxmarl()
+    env = jaxmarl.make("HeuristicEnemySMAX", **jaxmarl_kwargs("combat/3m", {}))
+    agents = list(env.agents)
+    _, state = env.reset(jax.random.key(0))
+    avail = env.get_avail_actions(state)
+    sample = jax.jit(_jaxmarl_sampler(env, agents))
+    for k in range(50):
+        actions = sample(jax.random.key(k), state)
+        assert all(bool(avail[a][int(actions[a])]) for a in agents)
+    assert env.max_steps == 60 and not env.see_enemy_actions  # marl's 3m settings
+
+
+def test_burn_in_covers_one_episode_limit():
+    from marl.bench import burn_in_calls
+
+    assert burn_in_calls(180, 9) == 20 and burn_in_calls(25, 1000) == 1
+    assert burn_in_calls(None, 10) == 1
 
 
 @needs_jaxmarl
