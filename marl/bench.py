@@ -162,11 +162,14 @@ def bench_env(
     seed: int = 0,
     *,
     repeats: int = 3,
+    steady: bool = True,
     **env_kwargs: Any,
 ) -> dict[str, Any]:
     """Throughput of a marl environment (an id built with `env_kwargs`, or an env).
 
-    Returns a dict: env, num_envs, steps, num_agents, compile_s (trace, lower, compile),
+    `steady=False`: time from fresh resets (one warm-up call instead of one episode limit of
+    untimed steps). Returns a dict: env, num_envs, steps, num_agents, compile_s (trace, lower,
+    compile),
     run_s (best timed call), memory_bytes (XLA's peak estimate), steps_per_s
     (= num_envs * steps / run_s), agent_steps_per_s, device.
     """
@@ -194,7 +197,7 @@ def bench_env(
     key_reset, key_run = jax.random.split(jax.random.PRNGKey(seed))
     state, ts = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
     carry = jax.block_until_ready((state, _with_final(ts), key_run))
-    burn_in = burn_in_calls(spec.episode_limit, steps)
+    burn_in = burn_in_calls(spec.episode_limit if steady else None, steps)
     measured = _measure(run, carry, repeats, burn_in)
     return _record(spec.name, spec.num_agents, num_envs, steps, measured)
 
@@ -324,6 +327,7 @@ def bench_jaxmarl(
     seed: int = 0,
     *,
     repeats: int = 3,
+    steady: bool = True,
     **env_kwargs: Any,
 ) -> dict[str, Any]:
     """Throughput of JaxMARL's env `name` (or of the counterpart of a marl id), same method.
@@ -380,7 +384,7 @@ def bench_jaxmarl(
     shapes = jax.eval_shape(v_step, keys, state, jax.vmap(sample)(keys, state))
     zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes[2:])
     carry = jax.block_until_ready((obs, state, *zeros, key_run))
-    burn_in = burn_in_calls(getattr(env, "max_steps", None), steps)
+    burn_in = burn_in_calls(getattr(env, "max_steps", None) if steady else None, steps)
     measured = _measure(run, carry, repeats, burn_in)
     return _record(jm_name, len(agents), num_envs, steps, measured)
 
@@ -472,6 +476,7 @@ def bench_camar(
     seed: int = 0,
     *,
     repeats: int = 3,
+    steady: bool = True,
     **env_kwargs: Any,
 ) -> dict[str, Any]:
     """Throughput of CAMAR's counterpart of a marl pathfinding id, same method as `bench_env`.
@@ -514,5 +519,6 @@ def bench_camar(
     obs, state = jax.jit(v_reset)(jax.random.split(key_reset, num_envs))
     carry = (obs, state, jnp.zeros((num_envs, n, 1)), jnp.zeros((num_envs,), bool), key_run)
     jax.block_until_ready(carry)
-    measured = _measure(run, carry, repeats, burn_in_calls(env.max_steps, steps))
+    burn_in = burn_in_calls(env.max_steps if steady else None, steps)
+    measured = _measure(run, carry, repeats, burn_in)
     return _record(f"camar_v0:{CAMAR_MAPS[name]}", n, num_envs, steps, measured)
