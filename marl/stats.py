@@ -45,6 +45,7 @@ __all__ = [
     "sample_efficiency",
     "stratified_bootstrap_ci",
     "stratified_indices",
+    "task_iqm",
 ]
 
 STEPS_LABEL = "environment steps"
@@ -80,6 +81,30 @@ def iqm(x: np.ndarray, axis: int | None = None) -> float | np.ndarray:
     cut = int(0.25 * n)
     kept = np.take(np.sort(x, axis=ax), np.arange(cut, n - cut), axis=ax)
     return _out(np.mean(kept, axis=ax), axis)
+
+
+def task_iqm(x: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """IQM over tasks of rows x [rows, sum(sizes)] (task i's runs in a block of sizes[i]) -> [rows].
+
+    Equal run counts: rliable's IQM, the 25% trimmed mean of all runs pooled. Unequal counts:
+    the same trimmed mean with each task given equal total weight (a run of task i weighs
+    1 / (T sizes[i])): the lowest and highest quarter of the weight are cut, a run straddling
+    a cut counting for its part inside, so a task's share does not grow with its run count
+    (as rliable's mean and median, which are of per-task means).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    sizes = [int(n) for n in sizes]
+    if x.shape[-1] != sum(sizes) or not sizes or min(sizes) < 1:
+        raise ValueError(f"x has {x.shape[-1]} columns, sizes {sizes}")
+    if len(set(sizes)) == 1:
+        return np.asarray(iqm(x, axis=-1))
+    w = np.concatenate([np.full(n, 1.0 / (len(sizes) * n)) for n in sizes])
+    order = np.argsort(x, axis=-1, kind="stable")
+    xs = np.take_along_axis(x, order, axis=-1)
+    ws = w[order]
+    upper = np.cumsum(ws, axis=-1)
+    kept = np.clip(np.minimum(upper, 0.75) - np.maximum(upper - ws, 0.25), 0.0, None)
+    return np.sum(xs * kept, axis=-1) / 0.5
 
 
 def mean(x: np.ndarray, axis: int | None = None) -> float | np.ndarray:
@@ -281,11 +306,12 @@ def _task_means(x: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
 
 
 # The aggregates over tasks as rliable defines them (rliable.metrics): the IQM pools every run
-# of every task; mean and median are of the per-task mean scores (each task weighted once,
-# whatever its run count); the optimality gap is gamma minus the mean over tasks of the
-# per-task mean of min(score, gamma). Each maps [rows, sum(sizes)] -> [rows].
+# of every task (with unequal run counts, each task weighted once: `task_iqm`); mean and
+# median are of the per-task mean scores (each task weighted once, whatever its run count);
+# the optimality gap is gamma minus the mean over tasks of the per-task mean of
+# min(score, gamma). Each maps [rows, sum(sizes)] -> [rows].
 TASK_AGGREGATES: dict[str, Callable[[np.ndarray, Sequence[int]], np.ndarray]] = {
-    "iqm": lambda x, sizes: np.asarray(iqm(x, axis=-1)),
+    "iqm": task_iqm,
     "mean": lambda x, sizes: _task_means(x, sizes).mean(axis=-1),
     "median": lambda x, sizes: np.median(_task_means(x, sizes), axis=-1),
     "optimality_gap": lambda x, sizes: _task_means(np.maximum(1.0 - x, 0.0), sizes).mean(axis=-1),
@@ -416,7 +442,7 @@ def sample_efficiency(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> SampleEfficiency:
-    """IQM over all runs of all tasks at each evaluation, with stratified-bootstrap CI bands.
+    """IQM over all runs of all tasks (`task_iqm`) at each evaluation, with bootstrap CI bands.
 
     curves_for_algo: task -> (steps [K], values [K, runs]). Tasks are aligned by evaluation
     INDEX, so every task must have the same number of evaluations K (ValueError naming the
@@ -455,9 +481,10 @@ def sample_efficiency(
             fractions.append(steps[t] / steps[t][-1])
         x, xlabel = np.mean(fractions, axis=0), FRACTION_LABEL
     pooled = np.concatenate([values[t] for t in names], axis=1)  # [K, N]
-    idx = stratified_indices([values[t].shape[1] for t in names], reps, np.random.default_rng(seed))
-    point = np.asarray(iqm(pooled, axis=-1))
+    sizes = [values[t].shape[1] for t in names]
+    idx = stratified_indices(sizes, reps, np.random.default_rng(seed))
+    point = task_iqm(pooled, sizes)
     low, high = np.empty(first.size), np.empty(first.size)
     for k in range(first.size):  # over evaluations, each vectorised over the replicates
-        low[k], high[k] = _percentiles(iqm(pooled[k][idx], axis=-1), confidence)
+        low[k], high[k] = _percentiles(task_iqm(pooled[k][idx], sizes), confidence)
     return SampleEfficiency(x, point, low, high, xlabel)

@@ -108,7 +108,41 @@ def test_mean_and_median_weight_each_task_once():
     assert agg["mean"][0] == pytest.approx((0.0 + 1.0 + 0.6) / 3)
     assert agg["median"][0] == pytest.approx(0.6)
     assert agg["optimality_gap"][0] == pytest.approx((1.0 + 0.0 + 0.4) / 3)
-    assert agg["iqm"][0] == pytest.approx(trim_mean(np.r_[np.zeros(6), 1.0, 0.5, 0.7], 0.25))
+    # IQM with each task weighing 1/3: the middle half of the weight holds 1/12 of t0's zeros,
+    # t2's 0.5 and 0.7 (1/6 each) and 1/12 of t1's 1.0 -> (0.5/6 + 0.7/6 + 1/12) / 0.5 = 17/30.
+    # Pooling the runs (trim_mean of all 9) would give 0.1: t0's six zeros would dominate.
+    assert agg["iqm"][0] == pytest.approx(17 / 30)
+
+
+def _iqm_by_repetition(tasks: list[np.ndarray]) -> float:
+    """Task-weighted IQM computed independently: repeat each task's runs until every task has
+    the same number of copies, a multiple of 4 in all, then scipy's trim_mean cuts whole runs."""
+    lcm = int(np.lcm.reduce([x.size for x in tasks]))
+    k = 4 // int(np.gcd(4, len(tasks) * lcm))
+    return float(trim_mean(np.concatenate([np.repeat(x, k * lcm // x.size) for x in tasks]), 0.25))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.floats(-5, 5, allow_nan=False), min_size=1, max_size=7),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_task_iqm_weights_each_task_once(runs):
+    tasks = [np.asarray(r) for r in runs]
+    sizes = [x.size for x in tasks]
+    got = stats.task_iqm(np.concatenate(tasks)[None, :], sizes)[0]
+    if len(set(sizes)) == 1:  # equal counts: rliable's IQM of the pooled runs, exactly
+        assert got == pytest.approx(trim_mean(np.concatenate(tasks), 0.25), abs=1e-9)
+    else:
+        assert got == pytest.approx(_iqm_by_repetition(tasks), abs=1e-9)
+    # adding a task's runs again (doubling its count) does not change its weight
+    doubled = [np.r_[tasks[0], tasks[0]], *tasks[1:]]
+    if len({x.size for x in doubled}) > 1:
+        again = stats.task_iqm(np.concatenate(doubled)[None, :], [x.size for x in doubled])[0]
+        assert again == pytest.approx(_iqm_by_repetition(tasks), abs=1e-9)
 
 
 # ----------------------------------------------------------------------------- bootstrap
@@ -236,8 +270,9 @@ def test_aggregate_over_each_algorithms_own_tasks():
         tasks = [scores[algo][t] for t in sorted(scores[algo])]
         pooled = np.concatenate(tasks)
         task_means = [np.mean(x) for x in tasks]
+        equal = len({x.size for x in tasks}) == 1
         expected = {
-            "iqm": trim_mean(pooled, 0.25),
+            "iqm": trim_mean(pooled, 0.25) if equal else _iqm_by_repetition(tasks),
             "mean": np.mean(task_means),
             "median": np.median(task_means),
             "optimality_gap": np.mean([np.mean(np.maximum(1 - x, 0)) for x in tasks]),
@@ -246,8 +281,9 @@ def test_aggregate_over_each_algorithms_own_tasks():
         for name, (point, low, high) in by_metric.items():
             assert point == pytest.approx(expected[name], abs=1e-12)
             assert low <= point <= high
-        direct = stats.stratified_bootstrap_ci(tasks, stats.iqm, reps=500)
-        assert by_metric["iqm"] == pytest.approx(direct, abs=1e-12)
+        if equal:
+            direct = stats.stratified_bootstrap_ci(tasks, stats.iqm, reps=500)
+            assert by_metric["iqm"] == pytest.approx(direct, abs=1e-12)
     assert agg["c"]["mean"] == pytest.approx((0.9, 0.9, 0.9))
     # independent of dict insertion order
     reordered = {"c": scores["c"], "a": {"t2": scores["a"]["t2"], "t1": scores["a"]["t1"]}}
@@ -390,9 +426,9 @@ def test_sample_efficiency_on_a_shared_grid():
     out = stats.sample_efficiency(curves, reps=400)
     assert out.xlabel == "environment steps"
     np.testing.assert_array_equal(out.steps, steps)
-    pooled = np.concatenate([curves[t][1] for t in ("t1", "t2", "t3")], axis=1)
-    for k in range(4):
-        assert out.point[k] == pytest.approx(scipy.stats.trim_mean(pooled[k], 0.25), abs=1e-12)
+    for k in range(4):  # unequal run counts (6, 3, 1): each task weighs a third
+        tasks = [curves[t][1][k] for t in ("t1", "t2", "t3")]
+        assert out.point[k] == pytest.approx(_iqm_by_repetition(tasks), abs=1e-12)
         assert out.low[k] <= out.point[k] <= out.high[k]
     steps_, point, low, high, xlabel = out  # unpacks like a tuple
     assert point.shape == low.shape == high.shape == (4,)
