@@ -18,7 +18,8 @@ initial state and policy are reused):
   product of `pi_new / pi_old` of the agents updated before it; after its epochs,
   `factor *= exp(new_log_prob_i - old_log_prob_i)` over the whole rollout with its updated
   parameters (agents not alive at a step contribute a ratio of 1 there);
-- the critic is updated as in MAPPO (`ppo.critic_update`) on the team value targets.
+- the critic is updated as in MAPPO (`ppo.critic_update`) on the team value targets, one
+  sample per environment step whoever is alive (`team_samples`; HARL's EP critic).
 
 One team advantage for every agent is HAPPO's cooperative setting: on a task whose agents do
 not share one objective (`EnvSpec.cooperative` False: tag, adversary, push) it would train
@@ -290,6 +291,22 @@ def team_advantages(cfg: PPOConfig, vn: ValueNorm, ro: Rollout) -> tuple[Array, 
     )
 
 
+def team_samples(alive: Array) -> Array:
+    """[..., N] mask of one sample per environment step (agent 0's column), whoever is alive.
+
+    The team value V(s) is one regression target per step, so the critic's loss and the value
+    normaliser's statistics are plain means over steps (HARL's EP critic), not weighted by how
+    many agents are alive at each (the actor's advantage normalisation is, as HARL's).
+    """
+    return jnp.broadcast_to(jnp.arange(alive.shape[-1]) == 0, alive.shape)
+
+
+def team_critic_update(nets, cfg, critic_tx, state: PPOState, ro: Rollout, targets, c_h0, key):
+    """`ppo.critic_update` on the team targets, one sample per step (`team_samples`)."""
+    team = ro.replace(alive=team_samples(ro.alive))
+    return critic_update(nets, cfg, critic_tx, state, team, targets, c_h0, key)
+
+
 def make_train(
     env: MultiAgentEnv,
     cfg: PPOConfig | dict[str, Any] | None = None,
@@ -320,7 +337,8 @@ def make_train(
         adv = jnp.broadcast_to(adv[..., None], ro.alive.shape)
         targets = jnp.broadcast_to(targets[..., None], ro.alive.shape)
         if cfg.value_norm:
-            state = state.replace(value_norm=state.value_norm.update(targets, ro.alive))
+            vn = state.value_norm.update(targets, team_samples(ro.alive))
+            state = state.replace(value_norm=vn)
         if cfg.advantage_norm:
             adv = normalize_advantages(adv, ro.alive)
         key, k_order, k_actor, k_critic = split_keys(state.key)
@@ -328,7 +346,7 @@ def make_train(
         actor_params, actor_opt, factors, am = sequential_update(
             nets, cfg, actor_tx, state.actor_params, state.actor_opt, ro, adv, a_h0, order, k_actor
         )
-        critic_params, critic_opt, cm = critic_update(
+        critic_params, critic_opt, cm = team_critic_update(
             nets, cfg, critic_tx, state, ro, targets, c_h0, k_critic
         )
         state = state.replace(

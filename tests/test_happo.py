@@ -208,3 +208,29 @@ def test_same_seed_same_parameters(trained):
         np.testing.assert_array_equal(x, y)
     first = jax.tree.leaves(trained.params)[0]
     assert not np.array_equal(first[0], first[1])  # the two seeds differ
+
+
+def test_team_critic_takes_one_sample_per_step_whoever_is_alive(setup):
+    """The critic fits V(s) with a plain mean over steps (HARL's EP critic): which agents are
+    alive does not change its update; MAPPO's per-agent masked loss would."""
+    from marl.algorithms.ppo import critic_update
+
+    nets, cfg, _, state, ro, _ = setup
+    tx = make_optimizer(cfg, cfg.critic_lr, None)
+    targets = jax.random.normal(jax.random.key(3), ro.alive.shape[:2])
+    targets = jnp.broadcast_to(targets[..., None], ro.alive.shape)
+    deaths = jax.random.bernoulli(jax.random.key(4), 0.5, ro.alive.shape).at[..., 0].set(True)
+    died = ro.replace(alive=ro.alive & deaths)
+    assert not bool(jnp.all(died.alive))
+
+    def fit(update, rollout):
+        params, _, _ = jax.jit(
+            lambda r: update(nets, cfg, tx, state, r, targets, state.critic_carry, jax.random.key(5))
+        )(rollout)
+        return jax.tree.leaves(params)
+
+    all_alive = fit(happo.team_critic_update, ro)
+    assert same(all_alive, fit(happo.team_critic_update, died))
+    assert not same(fit(critic_update, ro), fit(critic_update, died))
+    mask = happo.team_samples(died.alive)
+    assert mask.shape == ro.alive.shape and int(mask.sum()) == mask.shape[0] * mask.shape[1]
