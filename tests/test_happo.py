@@ -224,9 +224,8 @@ def test_team_critic_takes_one_sample_per_step_whoever_is_alive(setup):
     assert not bool(jnp.all(died.alive))
 
     def fit(update, rollout):
-        params, _, _ = jax.jit(
-            lambda r: update(nets, cfg, tx, state, r, targets, state.critic_carry, jax.random.key(5))
-        )(rollout)
+        h0, key = state.critic_carry, jax.random.key(5)
+        params, _, _ = jax.jit(lambda r: update(nets, cfg, tx, state, r, targets, h0, key))(rollout)
         return jax.tree.leaves(params)
 
     all_alive = fit(happo.team_critic_update, ro)
