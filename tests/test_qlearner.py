@@ -54,11 +54,16 @@ def test_add_masked_writes_the_valid_episodes_in_order_and_wraps():
 
 
 def test_truncated_episodes_are_stored_whole_with_their_final_observation():
-    """particle/spread never terminates: every stored episode is exactly the 25-step limit."""
-    env, state = collected("particle/spread", updates=4)  # 4 x 4 envs x 16 steps = 10 episodes
+    """particle/spread never terminates: every stored episode is exactly the 25-step limit.
+
+    Two updates of 25 steps end every env's episode on an update's last step: the acting
+    state is then reset (last action -1, step 0), and the env steps are counted for all envs.
+    """
+    env, state = collected("particle/spread", updates=2, rollout_length=25)
     episodes = stored(state)
     assert len(episodes) == 8  # the four envs have each finished two 25-step episodes
     limit = env.spec.episode_limit
+    assert limit == 25
     for ep in episodes:
         assert ep.filled.all()
         assert not ep.terminated.any()
@@ -66,8 +71,13 @@ def test_truncated_episodes_are_stored_whole_with_their_final_observation():
         # rows are successive observations: the final row is a real observation, not padding
         assert np.abs(ep.obs[limit]).sum() > 0
         assert ep.avail[limit].any(axis=-1).all()
-    # the episodes being built restart from row 0 after committing
-    assert int(state.t.max()) < limit
+        # ... and the true last one, not the next episode's first: MPE resets velocities
+        # (obs[:, :2] in spread) to exactly 0, after 25 random steps they are not
+        assert np.abs(ep.obs[limit, :, :2]).sum() > 0
+    # the episodes being built restart from row 0 after committing, with no last action
+    np.testing.assert_array_equal(np.asarray(state.t), 0)
+    np.testing.assert_array_equal(np.asarray(state.last_action), -1)
+    assert int(state.env_steps) == 2 * 4 * 25  # updates x num_envs x rollout_length
 
 
 def test_terminated_episodes_end_at_their_last_real_step():
@@ -116,6 +126,62 @@ def test_team_loss_matches_a_hand_computed_vdn_example():
     expected = ((chosen0 - target0) ** 2 + (chosen1 - target1) ** 2) / 2
     assert float(loss) == pytest.approx(expected, rel=1e-5)
     assert float(m["q/target"]) == pytest.approx((target0 + target1) / 2, rel=1e-5)
+
+
+def hand_episode(spec, steps: int):
+    """One blank episode of `spec` whose first `steps` steps are real, reward 1, truncated."""
+    ep = jax.tree.map(lambda x: x[:1], qlearner.empty_episodes(spec, 1))
+    return ep.replace(
+        avail=jnp.ones_like(ep.avail),
+        rewards=jnp.ones_like(ep.rewards),
+        filled=jnp.zeros_like(ep.filled).at[:, :steps].set(True),
+    )
+
+
+@pytest.mark.parametrize(("double_q", "expected"), [(True, 1.0), (False, 6.0)])
+def test_double_q_picks_the_next_action_by_the_online_network(double_q, expected):
+    """Online Q = [1, 0, ..] and target Q = [0, 10, ..] in every state, r = 1, gamma 0.5, one
+    truncated step: double Q takes the target's value of the online argmax, 1 + 0.5 * 0 = 1;
+    plain max takes the target's own max, 1 + 0.5 * 10 = 6 (per agent, independent learner)."""
+    env = marl.make("particle/spread")
+    spec = env.spec
+    cfg = qlearner.QConfig(**{**TINY, "td_lambda": 0.0, "double_q": double_q, "gamma": 0.5})
+    nets = qlearner.QNetworks(env, cfg)
+    shape = (1, spec.episode_limit + 1, spec.num_agents, spec.action_dim)
+    q = {
+        "online": jnp.zeros(shape).at[..., 0].set(1.0),
+        "target": jnp.zeros(shape).at[..., 1].set(10.0),
+    }
+    nets.episode_q = lambda params, episodes, resets=None: q[params]  # fixed by hand
+    ep = hand_episode(spec, 1)
+    _, m = qlearner.td_loss(nets, None, cfg, ("online", {}), ("target", {}), ep)
+    assert float(m["q/target"]) == pytest.approx(expected, rel=1e-6)
+
+
+class StateMixer:
+    """A stand-in mixer: `sum_i q_i + state[0]`."""
+
+    def apply(self, params, agent_qs, state):
+        return jnp.sum(agent_qs, axis=-1) + state[..., 0]
+
+
+def test_target_mixer_sees_the_next_state():
+    """States with state[t] = t and all Q zero, r = 1, gamma 0.5, two truncated steps: the
+    target mixer gets s_{t+1}, so targets are 1 + 0.5 * 1 = 1.5 and 1 + 0.5 * 2 = 2 (mean
+    1.75; the current state s_t would give 1 and 1.5), and the online mixer gets s_t."""
+    env = marl.make("particle/spread")
+    spec = env.spec
+    cfg = qlearner.QConfig(**{**TINY, "td_lambda": 0.0, "gamma": 0.5})
+    nets = qlearner.QNetworks(env, cfg)
+    q = jnp.zeros((1, spec.episode_limit + 1, spec.num_agents, spec.action_dim))
+    nets.episode_q = lambda params, episodes, resets=None: q
+    ep = hand_episode(spec, 2)
+    t = jnp.arange(spec.episode_limit + 1, dtype=jnp.float32)
+    ep = ep.replace(state=jnp.broadcast_to(t[None, :, None], ep.state.shape))
+    loss, m = qlearner.td_loss(nets, StateMixer(), cfg, (None, {}), (None, {}), ep)
+    assert float(m["q/target"]) == pytest.approx(1.75, rel=1e-6)
+    assert float(m["q/taken"]) == pytest.approx(0.5, rel=1e-6)  # chosen: s_0 = 0, s_1 = 1
+    assert float(loss) == pytest.approx((1.5**2 + 1.0**2) / 2, rel=1e-6)
 
 
 def test_iql_learns_the_single_agent_task():

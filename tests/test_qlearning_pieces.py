@@ -212,6 +212,28 @@ def test_hard_and_soft_update():
     np.testing.assert_allclose(qlearning.soft_update(target, online, 0.25)["w"], 0.25)
 
 
+@pytest.mark.parametrize(
+    ("tau", "interval", "updates", "expected"),
+    [
+        (None, 3, 1, 0.0),  # hard copies on update numbers 3, 6, ...: not after the 1st
+        (None, 3, 2, 0.0),
+        (None, 3, 3, 1.0),
+        (None, 3, 4, 0.0),
+        (None, 3, 6, 1.0),
+        (None, 1, 1, 1.0),  # every update
+        (0.25, 3, 1, 0.25),  # Polyak: 0.25 * online + 0.75 * target, whatever the interval
+        (0.25, 3, 3, 0.25),
+    ],
+)
+def test_update_target_hard_every_interval_or_polyak(tau, interval, updates, expected):
+    """Target 0, online 1: `update_target` after update number `updates` (counted from 1)."""
+    target = {"w": jnp.zeros(3), "b": jnp.zeros(())}
+    online = {"w": jnp.ones(3), "b": jnp.ones(())}
+    new = qlearning.update_target(target, online, jnp.asarray(updates), tau, interval)
+    for leaf in jax.tree.leaves(new):
+        np.testing.assert_allclose(np.asarray(leaf), expected)
+
+
 def test_rmsprop_steps_as_pymarls_torch_rmsprop():
     """pymarl's RMSprop (torch: alpha 0.99, eps 1e-5 added to the root, square average from 0),
     by hand over three steps; small gradients are where eps inside the root would differ."""
