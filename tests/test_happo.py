@@ -233,3 +233,43 @@ def test_team_critic_takes_one_sample_per_step_whoever_is_alive(setup):
     assert not same(fit(critic_update, ro), fit(critic_update, died))
     mask = happo.team_samples(died.alive)
     assert mask.shape == ro.alive.shape and int(mask.sum()) == mask.shape[0] * mask.shape[1]
+
+
+def test_team_advantages_bootstrap_truncations_by_hand():
+    """GAE on the team reward (mean of the agents') and the team value (T=2, N=2, gamma .9,
+    lambda .8), rewards (0, 2) -> 1 per step, values .5, .6, next values .6, 5: truncated at
+    t=1: adv = [4.568, 4.9] (1 + .9 * 5 - .6 = 4.9; 1.04 + .72 * 4.9 = 4.568); terminated at
+    t=1: adv = [1.328, .4]."""
+    from marl.algorithms.onpolicy import ValueNorm
+    from marl.algorithms.ppo import PPOConfig, Rollout
+
+    cfg = PPOConfig(gamma=0.9, gae_lambda=0.8, value_norm=False)
+
+    def per_agent(x):  # [T] -> [T, B=1, N=2]
+        return jnp.broadcast_to(jnp.asarray(x)[:, None, None], (2, 1, 2))
+
+    reward = jnp.array([[0.0, 2.0], [0.0, 2.0]])[:, None, :]
+    zeros = jnp.zeros((2, 1, 2))
+
+    def rollout(terminated):
+        return Rollout(
+            actor_in=zeros[..., None],
+            critic_in=zeros[..., None],
+            avail=jnp.ones((2, 1, 2, 1), bool),
+            action=zeros.astype(jnp.int32),
+            log_prob=zeros,
+            value=per_agent([0.5, 0.6]),
+            next_value=per_agent([0.6, 5.0]),
+            reward=reward,
+            alive=jnp.ones((2, 1, 2), bool),
+            start=jnp.zeros((2, 1), bool),
+            terminated=jnp.array([[False], [terminated]]),
+            done=jnp.array([[False], [True]]),
+        )
+
+    adv, targets = happo.team_advantages(cfg, ValueNorm.create(), rollout(False))
+    assert adv.shape == (2, 1)
+    np.testing.assert_allclose(np.asarray(adv)[:, 0], [4.568, 4.9], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(targets)[:, 0], [5.068, 5.5], rtol=1e-5)
+    adv, _ = happo.team_advantages(cfg, ValueNorm.create(), rollout(True))
+    np.testing.assert_allclose(np.asarray(adv)[:, 0], [1.328, 0.4], rtol=1e-5)

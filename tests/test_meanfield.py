@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import marl
+from marl.algorithms import replay
 from marl.algorithms.meanfield import boltzmann_probs, mean_action, mean_field_value
-from marl.algorithms.mfq import MFQConfig, make_train_il
+from marl.algorithms.mfq import MFQConfig, Transition, make_train, make_train_il
 from marl.learner import SEED_AXIS
 from marl.training import RunSettings, run
 
@@ -122,3 +123,69 @@ def test_il_never_has_the_mean_action():
     assert shapes["params"]["MLP_0"]["Dense_0"]["kernel"].shape[-2] == env.spec.obs_dim
     with pytest.raises(ValueError, match="mean_action must be false"):
         make_train_il(env, {"mean_action": True})
+
+
+def test_mfq_resets_the_previous_mean_action_at_episode_start():
+    """After a rollout ending on spread's time limit (25 steps), the previous mean action the
+    next step acts on is zeros, though the last step's mean action was not."""
+    env = marl.make("particle/spread", num_agents=4)
+    train = make_train(env, {"num_envs": 2, "rollout_length": 25, "train_steps": 0})
+    state, _ = jax.jit(train.step)(train.init(jax.random.key(0)))
+    last_mean = np.asarray(state.buffer.data.mean[24 * 2 : 25 * 2])  # the step at t=24
+    assert state.buffer.size == 50 and np.abs(last_mean).sum() > 0
+    np.testing.assert_array_equal(np.asarray(state.prev_mean), 0.0)
+
+
+def test_mfq_td_loss_ignores_agents_not_alive():
+    """Replay filled with transitions whose agents are all dead, with rewards of 1e4: the TD
+    loss (over the sampled agents alive at `o`) stays of the size of the one real spread step
+    sampled with them, instead of the ~1e8 of the dead agents' errors."""
+    env = marl.make("particle/spread")
+    n, a = env.spec.num_agents, env.spec.action_dim
+    cfg = {"num_envs": 1, "rollout_length": 1, "batch_size": 32, "buffer_size": 32 * n}
+    train = make_train(env, cfg)
+    state = train.init(jax.random.key(0))
+    dead = Transition(
+        obs=jnp.zeros((32, n, env.spec.obs_dim)),
+        mean=jnp.zeros((32, n, a)),
+        action=jnp.zeros((32, n), jnp.int32),
+        reward=jnp.full((32, n), 1e4),
+        next_obs=jnp.zeros((32, n, env.spec.obs_dim)),
+        next_avail=jnp.ones((32, n, a), bool),
+        alive=jnp.zeros((32, n), bool),
+        terminated=jnp.zeros((32,), bool),
+    )
+    state = state.replace(buffer=replay.add_masked(state.buffer, dead, jnp.ones((32,), bool)))
+    _, metrics = jax.jit(train.step)(state)
+    assert float(metrics["learning"]) == 1.0
+    assert 0.0 <= float(metrics["loss/td"]) < 1e3, metrics["loss/td"]
+
+
+def test_mfac_actor_loss_conditions_on_the_behaviour_mean_action():
+    """The actor's loss evaluates the policy on what the behaviour policy saw: one step from
+    reset, its `entropy` metric (at the initial parameters) is the actor's on the reset
+    observation with a zero mean action, not with that step's (non-zero) mean action."""
+    from marl.algorithms.mfac import MFACConfig
+    from marl.algorithms.mfq import MeanFieldQ
+    from marl.wrappers import training_env
+
+    env = marl.make("particle/spread", num_agents=4)
+    cfg = MFACConfig(num_envs=2, rollout_length=1, hidden=(16, 16))
+    train = marl.algorithm("mfac")(env, cfg)
+    state = train.init(jax.random.key(0))
+    _, metrics = jax.jit(train.step)(state)
+    actor = MeanFieldQ(env, cfg.networks_config())
+
+    def entropy(mean):
+        logits = actor.q(state.actor, state.timestep.obs, mean)
+        avail = state.timestep.avail_actions
+        logp = jax.nn.log_softmax(jnp.where(avail, logits, -1e9), axis=-1)
+        return float(jnp.mean(-jnp.sum(jnp.where(avail, jnp.exp(logp) * logp, 0.0), axis=-1)))
+
+    zeros = jnp.zeros((2, 4, env.spec.action_dim))
+    assert np.isclose(float(metrics["entropy"]), entropy(zeros), rtol=1e-6, atol=1e-7)
+    # the check can tell: the step's mean action (any joint action) changes the entropy
+    neighbours = jax.vmap(training_env(env).neighbourhood)(state.env_state)
+    some_mean = mean_action(neighbours, jnp.zeros((2, 4), jnp.int32), env.spec.action_dim)
+    assert float(jnp.abs(some_mean).sum()) > 0
+    assert abs(entropy(some_mean) - entropy(zeros)) > 1e-5

@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -169,3 +170,101 @@ def test_each_parameter_set_is_clipped_by_its_own_norm():
     theirs, _ = optax.clip_by_global_norm(1.0).update(single, None)
     for got, want in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+# --- PPO's advantages and rollout -------------------------------------------------------------
+
+
+def hand_rollout(reward, value, next_value, terminated, done):
+    """A ppo.Rollout with the given [T, B, N] / [T, B] fields and zeros everywhere else."""
+    from marl.algorithms.ppo import Rollout
+
+    reward, value, next_value = (jnp.asarray(x, jnp.float32) for x in (reward, value, next_value))
+    zeros = jnp.zeros(reward.shape)
+    flags = jnp.zeros(reward.shape[:2], bool)
+    return Rollout(
+        actor_in=zeros[..., None],
+        critic_in=zeros[..., None],
+        avail=jnp.ones((*reward.shape, 1), bool),
+        action=zeros.astype(jnp.int32),
+        log_prob=zeros,
+        value=value,
+        next_value=next_value,
+        reward=reward,
+        alive=jnp.ones(reward.shape, bool),
+        start=flags,
+        terminated=jnp.asarray(terminated, bool),
+        done=jnp.asarray(done, bool),
+    )
+
+
+def test_ppo_advantages_bootstrap_truncated_episodes():
+    """PPO's GAE bootstraps a truncation from the final value and not a termination (T=2,
+    gamma .9, lambda .8): truncated at t=1: adv[1] = 1 + .9 * 5 - .6 = 4.9, adv[0] =
+    (1 + .9 * .6 - .5) + .9 * .8 * 4.9 = 4.568; terminated at t=1: adv[1] = 1 - .6 = .4,
+    adv[0] = 1.04 + .72 * .4 = 1.328."""
+    from marl.algorithms.ppo import PPOConfig, advantages_and_targets
+
+    cfg = PPOConfig(gamma=0.9, gae_lambda=0.8, value_norm=False)
+
+    def col(x):  # [T] -> [T, B=1, N=1]
+        return np.asarray(x, np.float32).reshape(2, 1, 1)
+
+    def flags(x):  # [T] -> [T, B=1]
+        return np.asarray(x, bool).reshape(2, 1)
+
+    reward, value, next_value = col([1.0, 1.0]), col([0.5, 0.6]), col([0.6, 5.0])
+    truncated = hand_rollout(reward, value, next_value, flags([0, 0]), flags([0, 1]))
+    adv, targets = advantages_and_targets(None, cfg, ValueNorm.create(), truncated)
+    np.testing.assert_allclose(np.asarray(adv)[:, 0, 0], [4.568, 4.9], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(targets)[:, 0, 0], [5.068, 5.5], rtol=1e-5)
+    terminated = hand_rollout(reward, value, next_value, flags([0, 1]), flags([0, 1]))
+    adv, _ = advantages_and_targets(None, cfg, ValueNorm.create(), terminated)
+    np.testing.assert_allclose(np.asarray(adv)[:, 0, 0], [1.328, 0.4], rtol=1e-5)
+
+
+def test_normalize_advantages_by_hand():
+    """Masked entries [1, 2, 3]: mean 2, population std sqrt(2/3) -> -1.2247, 0, 1.2247; the
+    masked-out 100 takes no part in the statistics."""
+    from marl.algorithms.onpolicy import normalize_advantages
+
+    adv = jnp.array([1.0, 2.0, 3.0, 100.0])
+    out = normalize_advantages(adv, jnp.array([True, True, True, False]))
+    np.testing.assert_allclose(np.asarray(out)[:3], [-1.2247449, 0.0, 1.2247449], atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def spread_rollout():
+    """30 steps of PPO on particle/spread (4 envs; episodes truncated after 25). Feed-forward:
+    a recurrent critic's value at a start differs from its bootstrap value anyway (reset
+    carry), which would hide a bootstrap from the next episode's first observation."""
+    import marl
+    from marl.algorithms.ppo import Networks, PPOConfig, collect, make_train
+    from marl.wrappers import training_env
+
+    env = marl.make("particle/spread")
+    cfg = PPOConfig(num_envs=4, rollout_length=30, hidden=(8, 8), epochs=1)
+    state = make_train(env, cfg).init(jax.random.key(0))
+    nets = Networks(env, cfg)
+    _, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
+    return ro
+
+
+def test_collect_values_the_true_next_observation(spread_rollout):
+    """Within an episode next_value[t] is value[t+1]; at the truncation (t=24) it is the
+    value of the episode's final observation, not of the next episode's first one."""
+    ro = spread_rollout
+    done = np.asarray(ro.done)
+    assert done[24].all() and done.sum() == done.shape[1]  # every env truncated at t=24 only
+    value, next_value = np.asarray(ro.value), np.asarray(ro.next_value)
+    np.testing.assert_allclose(next_value[:24], value[1:25], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(next_value[25:-1], value[26:], rtol=1e-5, atol=1e-6)
+    assert np.all(np.abs(next_value[24] - value[25]) > 1e-6)
+
+
+def test_collect_marks_the_start_after_a_truncation(spread_rollout):
+    """The recurrent reset flag (recorded whatever the network): set at t=0 (the first
+    episode) and at t=25 (the episode after the truncation at t=24), nowhere else."""
+    start = np.asarray(spread_rollout.start)
+    assert start[0].all() and start[25].all()
+    assert not start[1:25].any() and not start[26:].any()
