@@ -213,3 +213,56 @@ def test_nearest_claims_equal_one_hot_argmin_including_ties():
         nearest = jnp.argmin(jnp.where(reach, d, jnp.inf), axis=1)
         want = jax.nn.one_hot(nearest, 16, dtype=bool) & reach.any(axis=1)[:, None]
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def _still_sea(positions, pieces=(), **kwargs):
+    """A calm sea without sources or diffusion, vessels at `positions` at rest and the given
+    plastic `pieces` afloat (8 slots), and the no-op action (straight, keep speed, no bit)."""
+    n = len(positions)
+    env = marl.make(
+        "cleanup/custom",
+        num_vessels=n,
+        current="calm",
+        capacity=8,
+        initial_plastic=0,
+        num_sources=1,
+        source_rate=0.0,
+        diffusion=0.0,
+        **kwargs,
+    )
+    state, _ = env.reset(jax.random.key(0))
+    plastic = np.zeros((8, 2), np.float32)
+    if pieces:
+        plastic[: len(pieces)] = pieces
+    state = state.replace(
+        pos=jnp.asarray(positions, jnp.float32),
+        speed=jnp.zeros(n),
+        plastic=jnp.asarray(plastic),
+        alive=jnp.arange(8) < len(pieces),
+        spawned=jnp.asarray(len(pieces), jnp.int32),
+    )
+    return env, state, jnp.full(n, 4, jnp.int32)
+
+
+def test_colliding_vessels_pay_the_penalty():
+    """Vessels 0 and 1 are 0.1 apart (< 2 x radius 0.15), vessel 2 far off, no plastic: the
+    colliding pair loses collision_penalty = 1 each, vessel 2 nothing."""
+    env, state, noop = _still_sea([[3.0, 3.0], [3.1, 3.0], [8.0, 8.0]], collision_penalty=1.0)
+    state, ts = env.step(jax.random.key(1), state, noop)
+    np.testing.assert_allclose(ts.reward, [-1.0, -1.0, 0.0])
+    np.testing.assert_array_equal(state.collisions, [1, 1, 0])
+    assert float(ts.metrics["collisions_per_vessel"]) == pytest.approx(2 / 3)
+
+
+def test_a_full_hold_leaves_the_rest_afloat():
+    """hold_capacity 1 and two pieces within reach of vessel 0 (away from the port): it takes
+    one (hold 1, reward 1), the other stays afloat."""
+    pieces = [[3.1, 3.0], [3.0, 3.2]]
+    env, state, noop = _still_sea(
+        [[3.0, 3.0], [8.0, 8.0]], pieces, hold_capacity=1, collision_penalty=0.0
+    )
+    state, ts = env.step(jax.random.key(1), state, noop)
+    np.testing.assert_array_equal(state.hold, [1, 0])
+    np.testing.assert_array_equal(state.catch, [1, 0])
+    assert float(ts.metrics["floating"]) == 1.0 and float(ts.metrics["collected"]) == 1.0
+    np.testing.assert_allclose(ts.reward, [1.0, 0.0])

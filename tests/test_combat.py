@@ -245,6 +245,28 @@ def test_mutual_destruction_is_not_a_win():
     assert not np.asarray(ts.obs).any() and (np.asarray(ts.avail_actions).sum(1) == 1).all()
 
 
+def test_weapon_cooldown_after_a_shot_has_smax_jitter():
+    """A marine firing on the first sub-step resets its cooldown to 0.61 + U(-1/16, 2/16), then
+    runs 7 sub-steps of 1/16 down: it ends in [0.11, 0.2975), a different value per draw (not
+    the jitter-free 0.1725); units that did not fire keep cooldown 0."""
+    env = marl.make("combat/3m")
+    state = _duel_state(env, 45.0, 45.0)
+    actions = jnp.array([5, 6, 7, STOP, STOP, STOP], jnp.int32)  # ally i shoots enemy i
+    simulate = jax.jit(env.simulate)
+    cooldowns = []
+    for seed in range(4):
+        _, health, cooldown = simulate(jax.random.key(seed), state, actions)
+        np.testing.assert_allclose(health, [45.0] * 3 + [36.0] * 3)  # one shot each
+        cooldown = np.asarray(cooldown)
+        assert (cooldown[3:] == 0).all(), "the enemies did not fire"
+        late = 0.61 - (SUBSTEPS - 1) * SUBSTEP_TIME  # reset at sub-step 0, then 7 run down
+        low, high = late - SUBSTEP_TIME - 1e-6, late + 2 * SUBSTEP_TIME + 1e-6
+        assert ((cooldown[:3] >= low) & (cooldown[:3] <= high)).all(), cooldown
+        cooldowns.append(cooldown[:3])
+    cooldowns = np.concatenate(cooldowns)
+    assert len(np.unique(cooldowns)) == len(cooldowns), "the cooldown reset has no jitter"
+
+
 def test_truncated_exactly_at_the_limit_when_nobody_dies():
     env = marl.make("combat/3m", enemy_shoots=False, episode_limit=13)
     stop = jnp.full((3,), STOP, jnp.int32)

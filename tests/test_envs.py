@@ -179,3 +179,20 @@ def test_spread_invariants(num_agents, local_ratio, continuous, seed):
         if float(ts.metrics["collisions"]) == 0:
             assert np.allclose(r, r[0], atol=1e-5)
     assert np.array_equal(np.asarray(state.pos[num_agents:]), landmarks0)
+
+
+def test_spread_counts_each_colliding_pair_once():
+    """Spread with agents 0 and 1 overlapping (0.1 apart, sizes 0.15) and agent 2 alone: one
+    colliding pair; landmarks at (0, 0.5), (0.1, 0), (1, 1) are 0.5, 0 and 0 from their nearest
+    agents, so the rewards are 0.5 * -1 + 0.5 * -0.5 = -0.75 (agents 0, 1) and -0.25 (agent 2).
+    A no-op step from rest keeps the positions (position moves first, with velocity 0)."""
+    env = marl.make("particle/spread", num_agents=3)
+    state, _ = env.reset(jax.random.key(0))
+    pos = [[0.0, 0.0], [0.1, 0.0], [1.0, 1.0], [0.0, 0.5], [0.1, 0.0], [1.0, 1.0]]
+    state = state.replace(pos=jnp.asarray(pos, state.pos.dtype), vel=jnp.zeros_like(state.vel))
+    next_state, ts = env.step(jax.random.key(1), state, jnp.zeros(3, jnp.int32))
+    np.testing.assert_allclose(next_state.pos, state.pos)
+    assert float(ts.metrics["collisions"]) == 1.0
+    np.testing.assert_allclose(ts.reward, [-0.75, -0.75, -0.25], rtol=1e-6)
+    np.testing.assert_allclose(float(ts.metrics["landmark_distance"]), 0.5, rtol=1e-6)
+    assert float(env.observe(state).metrics["collisions"]) == 1.0

@@ -280,3 +280,66 @@ def test_bad_configurations_fail_with_one_line():
         marl.make("pathfinding/random_grid", density=0.6, num_agents=64)
     with pytest.raises(ValueError, match="must stay below the agent radius"):
         marl.make("pathfinding/random_grid", max_speed=20.0)
+
+
+def _open_field(**kwargs):
+    """Two holonomic agents of radius 0.3 on an empty 6 x 6 map, discrete actions (0: stop),
+    no progress shaping; `place` puts them at given positions and goals, at rest."""
+    env = marl.make(
+        "pathfinding/random_grid",
+        height=6,
+        width=6,
+        density=0.0,
+        num_maps=1,
+        num_agents=2,
+        agent_radius=0.3,
+        discrete_actions=True,
+        shaping=0.0,
+        episode_limit=16,
+        **kwargs,
+    )
+    state, _ = env.reset(jax.random.key(0))
+    assert not np.asarray(state.obstacles[env.pad : -env.pad, env.pad : -env.pad]).any()
+
+    def place(pos, goal):
+        return state.replace(
+            pos=jnp.asarray(pos, jnp.float32),
+            goal=jnp.asarray(goal, jnp.float32),
+            vel=jnp.zeros((2, 2)),
+            on_goal=jnp.zeros(2, bool),
+            arrival=jnp.full(2, -1, jnp.int32),
+            goals_reached=jnp.zeros(2, jnp.int32),
+        )
+
+    return env, place
+
+
+def test_touching_agents_pay_the_collision_penalty():
+    """Two overlapping agents (centres 0.4 apart, radii 0.3) far from their goals, standing
+    still, shaping off: reward = -collision_penalty = -1 each, one contact step each."""
+    env, place = _open_field()
+    state = place([[3.0, 3.0], [3.4, 3.0]], [[0.5, 0.5], [5.5, 5.5]])
+    state, ts = jax.jit(env.step)(jax.random.key(1), state, jnp.zeros(2, jnp.int32))
+    np.testing.assert_allclose(ts.reward, [-1.0, -1.0])
+    np.testing.assert_array_equal(state.collisions, [1, 1])
+    assert float(ts.metrics["collisions_per_agent"]) == 1.0
+
+
+def test_first_arrival_is_counted_once_while_an_agent_stays_on_its_goal():
+    """Agent 0 stands on its goal, agent 1 far from its own: after step 1 agent 0 arrived at
+    step 1 (goals_reached 1); a second step on the goal changes neither its arrival nor the
+    count. flowtime = 1 + limit 16 = 17, makespan 16 (agent 1 never arrives); reward 0.5."""
+    env, place = _open_field()
+    state = place([[2.0, 2.0], [4.5, 4.5]], [[2.0, 2.0], [0.5, 4.5]])
+    step = jax.jit(env.step)
+    stop = jnp.zeros(2, jnp.int32)
+    for t in (1, 2):
+        state, ts = step(jax.random.key(t), state, stop)
+        np.testing.assert_array_equal(state.on_goal, [True, False])
+        np.testing.assert_array_equal(state.arrival, [1, -1])
+        np.testing.assert_array_equal(state.goals_reached, [1, 0])
+        assert float(ts.metrics["flowtime"]) == 17.0 and float(ts.metrics["makespan"]) == 16.0
+        assert float(ts.metrics["goals_reached"]) == 0.5
+        assert float(ts.metrics["success_rate"]) == 0.5
+        np.testing.assert_allclose(ts.reward, [0.5, 0.0])
+        assert not bool(ts.terminated)
