@@ -65,8 +65,24 @@ def assert_same_tree(a, b):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
-def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
-    """A replay learner: buffer, typed keys, target network and the best parameters so far."""
+class TickClock:
+    """Stands in for `time` in marl.training: every perf_counter() call advances 1 second."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        self.now += 1.0
+        return self.now
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
+    """A replay learner: buffer, typed keys, target network and the best parameters so far;
+    with a clock ticking 1 s per reading, each segment trains 1 s, so both runs report
+    steps[-1] x 2 seeds / 6 s (the resumed one counts the killed run's 3 s)."""
+    from marl import training
+
+    monkeypatch.setattr(training, "time", TickClock())
     env = marl.make("particle/simple")
     cfg = {
         "num_envs": 2,
@@ -107,6 +123,8 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
     assert_same_tree(resumed.best_params, whole.best_params)
     assert_same_tree(resumed.absolute, whole.absolute)
     np.testing.assert_array_equal(resumed.best_step, whole.best_step)
+    np.testing.assert_array_equal(resumed.best_score, whole.best_score)
+    assert resumed.steps_per_second == whole.steps_per_second == whole.steps[-1] * 2 / 6
 
 
 TINY = [

@@ -221,3 +221,20 @@ def test_task_names_carry_non_default_keywords():
         )
         == "spread[continuous_actions=true,num_agents=5]"
     )
+
+
+def test_a_record_without_absolute_metrics_scores_its_last_evaluation(tmp_path):
+    """No `absolute_metrics`: a run's score is the mean of its LAST evaluation, run_0: steps
+    0, 100, 100 (repeated counts are allowed, only a decrease is refused) with returns
+    [1, 3], [5, 7], [9, 11] -> 10 (not the first's 2)."""
+    evals = [
+        {"return": np.array([[1.0, 3.0], [0.0, 0.0]])},
+        {"return": np.array([[5.0, 7.0], [2.0, 2.0]])},
+        {"return": np.array([[9.0, 11.0], [4.0, 6.0]])},
+    ]
+    path = tmp_path / "external.json"
+    path.write_text(json.dumps(run_record("particle/spread", "ippo", [0, 100, 100], evals)))
+    (rec,) = load([path])
+    np.testing.assert_array_equal(rec.runs[0].steps, [0, 100, 100])
+    np.testing.assert_allclose(rec.absolute_metric(), [10.0, 5.0])
+    np.testing.assert_allclose(rec.final(), [10.0, 5.0])

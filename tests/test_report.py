@@ -315,3 +315,87 @@ def test_a_record_without_the_absolute_metric_is_not_ranked_against_one_with_it(
     ext.write_text(json.dumps(run_record("particle/spread", "qmix", steps, evals, None)))
     with pytest.raises(RecordError, match="absolute metric is True in .* but False in"):
         load_study([tmp_path / "runs", ext], compute_anchors=False)
+
+
+def _with_meta(run_dir, **changes):
+    """Update a written run's sidecar with `changes`."""
+    meta = json.loads((run_dir / "meta.json").read_text())
+    (run_dir / "meta.json").write_text(json.dumps({**meta, **changes}))
+
+
+def test_lower_is_better_anchors_normalise_towards_the_reference(tmp_path):
+    """episode_length, lower is better, anchors random 50, reference 20: absolute lengths
+    12.75 (fast) and 25.5 (slow) normalise to (12.75 - 50) / -30 = 1.2417 and 0.8167, and
+    rank fast first by normalised IQM."""
+    task = "mine/race"
+    anchors = {"metric": "episode_length", "random": 50.0, "reference": 20.0}
+    for algo, seed, factor in (("fast", 1, 0.5), ("slow", 2, 1.0)):
+        path, _, _, _ = write_run(tmp_path / algo, env_id=task, algo=algo, seed=seed)
+        _scale_lengths(path, factor)
+        _with_meta(path, lower_is_better=["episode_length"], anchors=anchors)
+    study = load_study([tmp_path], "episode_length", False)
+    assert study.anchors[task] is not None and study.lower[task]
+    scores = study.normalised_scores()
+    np.testing.assert_allclose(scores["fast"][task], (12.75 - 50) / -30)
+    np.testing.assert_allclose(scores["slow"][task], (25.5 - 50) / -30)
+    data = leaderboard(study, reps=100)["tasks"][task]
+    assert data["ranked_by"] == "normalised_iqm"
+    assert [r["algorithm"] for r in data["rows"]] == ["fast", "slow"]
+
+
+def test_anchors_of_another_metric_or_disagreeing_anchors_are_not_used(tmp_path):
+    """Anchors stated for `won` (random 0, reference 1) do not normalise episode_return; two
+    records of one task whose reference anchors differ (3 vs 4) are refused."""
+    from marl.protocol import RecordError
+
+    path, _, _, _ = write_run(tmp_path / "a", algo="ippo", seed=1)
+    _with_meta(path, anchors={"metric": "won", "random": 0.0, "reference": 1.0})
+    assert load_study([tmp_path / "a"], compute_anchors=False).anchors["particle/spread"] is None
+    write_run(tmp_path / "b", algo="ippo", seed=1)
+    other, _, _, _ = write_run(tmp_path / "c", algo="mappo", seed=2)
+    _with_meta(other, anchors={"random": -3.0, "reference": 4.0})
+    with pytest.raises(RecordError, match="disagree on the reference anchor"):
+        load_study([tmp_path / "b", tmp_path / "c"], compute_anchors=False)
+
+
+def test_rankings_use_the_iqm_not_the_mean(tmp_path):
+    """Anchors 0 and 1; four runs each: steady [.5, .5, .5, .5] (IQM .5, mean .5) and spiky
+    [0, .4, .45, 10] (IQM .425, mean 2.71): steady ranks first on the task and overall."""
+    from marl.protocol import run_record
+
+    for algo, scores in (("spiky", [0.0, 0.4, 0.45, 10.0]), ("steady", [0.5] * 4)):
+        col = np.asarray(scores)[:, None]
+        evals = [{"return": col}, {"return": col}]
+        path = tmp_path / algo
+        path.mkdir()
+        record = run_record("particle/spread", algo, [0, 100], evals, {"return": col})
+        (path / "record.json").write_text(json.dumps(record))
+        meta = {
+            "finished": True,
+            "protocol": {"version": "1", "eval_episodes": 1, "absolute_episodes": 1},
+            "env_steps": 100,
+            "config": {"env": {"id": "particle/spread", "kwargs": {}}, "algo": {"name": algo}},
+            "anchors": {"random": 0.0, "reference": 1.0},
+        }
+        (path / "meta.json").write_text(json.dumps(meta))
+    board = leaderboard(load_study([tmp_path], compute_anchors=False), reps=100)
+    rows = board["tasks"]["particle/spread"]["rows"]
+    assert [r["algorithm"] for r in rows] == ["steady", "spiky"]
+    assert rows[1]["normalised_iqm"]["point"] == pytest.approx(0.425)
+    (overall,) = board["overall"]
+    assert [r["algorithm"] for r in overall["rows"]] == ["steady", "spiky"]
+    assert overall["rows"][1]["mean"]["point"] == pytest.approx(10.85 / 4)
+
+
+def test_runs_of_one_algorithm_on_different_step_grids_are_not_pooled_into_one_curve(tmp_path):
+    """Two ippo records, both 3 evaluations ending at 200 steps, at [0, 100, 200] and
+    [0, 150, 200]: their curves cannot be pooled step by step, so the curve is refused."""
+    from marl.protocol import RecordError
+
+    write_run(tmp_path / "a", algo="ippo", seed=1)
+    write_run(tmp_path / "b", algo="ippo", seed=2, steps=(0, 150, 200))
+    study = load_study([tmp_path], compute_anchors=False)
+    with pytest.raises(RecordError, match="evaluation steps differ"):
+        study.entries[("particle/spread", "ippo")].curve("episode_return")
+    with pytest.raises(RecordError, match="evaluation steps differ"):
+        study.normalised_curves()

@@ -324,6 +324,13 @@ def test_performance_profile_weighs_tasks_equally():
     assert low[0] == high[0] == pytest.approx(0.5)
 
 
+def test_performance_profile_counts_scores_strictly_above_tau():
+    """Scores [0, 0.5, 1] at tau 0.5: only 1.0 is above, fraction 1/3 (not 2/3 with ties);
+    at tau 0: 2/3; at tau 1: 0."""
+    frac, _, _ = stats.performance_profile([np.array([0.0, 0.5, 1.0])], [0.0, 0.5, 1.0], reps=20)
+    np.testing.assert_allclose(frac, [2 / 3, 1 / 3, 0.0])
+
+
 # ----------------------------------------------------------------------------- improvement
 
 
@@ -443,6 +450,23 @@ def test_sample_efficiency_on_different_grids_uses_fraction_of_training():
     assert out.xlabel == "fraction of training budget"
     np.testing.assert_allclose(out.steps, [1 / 3, 2 / 3, 1.0])
     np.testing.assert_allclose(out.point, 1.5)
+
+
+def test_sample_efficiency_fraction_of_training_for_non_proportional_grids():
+    """Grids a [0, 50, 200] and b [0, 75, 100] (a's budget the larger): fractions [0, .25, 1]
+    and [0, .75, 1], mean [0, .5, 1]. Grids [0, 50, 100] and [0, 20, 100] share only their
+    last step: still fractions, [0, .35, 1]."""
+    v = np.ones((3, 2))
+    out = stats.sample_efficiency(
+        {"a": (np.array([0, 50, 200]), v), "b": (np.array([0, 75, 100]), v)}, reps=20
+    )
+    assert out.xlabel == "fraction of training budget"
+    np.testing.assert_allclose(out.steps, [0.0, 0.5, 1.0])
+    out = stats.sample_efficiency(
+        {"a": (np.array([0, 50, 100]), v), "b": (np.array([0, 20, 100]), v)}, reps=20
+    )
+    assert out.xlabel == "fraction of training budget"
+    np.testing.assert_allclose(out.steps, [0.0, 0.35, 1.0])
 
 
 def test_sample_efficiency_rejects_different_numbers_of_evaluations():

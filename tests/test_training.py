@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 
 import jax
@@ -208,3 +209,81 @@ def test_learner_for_anneals_over_the_run_and_bare_make_train_warns():
         marl.algorithm("qmix")(env, {"anneal_lr": False})
     with pytest.warns(UnscheduledWarning, match="anneal_lr=True needs"):
         marl.algorithm("qmix")(env, {"anneal_lr": True})
+
+
+def test_schedule_rounds_to_whole_updates_and_the_budget_up_to_whole_segments():
+    """Interval 1070 env steps at 100 per update: 11 updates (nearest; 1100 steps); budget 2500:
+    ceil(2500 / 1100) = 3 segments, 33 updates; no eval_interval: 1000 / 4 evaluations = 250."""
+    settings = RunSettings(budget=2_500, eval_interval=1_070)
+    assert settings.schedule(100) == (11, 3)
+    assert settings.total_updates(100) == 33
+    assert RunSettings(budget=2_000, eval_interval=1_000).schedule(100) == (10, 2)
+    assert RunSettings(budget=1_000, num_evaluations=4).interval() == 250
+    assert RunSettings(budget=1_000, num_evaluations=4).schedule(100) == (2, 5)  # 2.5 -> 2
+
+
+def test_ties_keep_the_earliest_parameters_and_keys_follow_the_root_seed():
+    """Metric `length` (25 on every particle/simple episode) ties at every evaluation: the best
+    are the initial parameters (best step 0). Seed k starts from init(split(key(7), 2)[k]);
+    evaluations use fold_in(key(7), EVAL_SALT), the absolute metric fold_in(key(7),
+    ABSOLUTE_SALT)."""
+    from marl.evaluation import evaluate
+    from marl.training import ABSOLUTE_SALT, EVAL_SALT
+
+    env = marl.make("particle/simple")
+    train = marl.algorithm("ippo")(env, TINY)
+    settings = RunSettings(
+        seeds=2,
+        budget=200,
+        eval_interval=100,
+        eval_episodes=3,
+        absolute_episodes=3,
+        seed=7,
+        metric="length",
+    )
+    res = run(env, train, settings, log=None)
+    assert res.steps == [0, 100, 200]
+    np.testing.assert_array_equal(res.best_step, [0, 0])
+    np.testing.assert_array_equal(res.best_score, [25.0, 25.0])
+    root = jax.random.key(7)
+    play = jax.jit(
+        lambda p, salt, n: evaluate(env, train.policy, p, jax.random.fold_in(root, salt), n),
+        static_argnums=(1, 2),
+    )
+    for k, key in enumerate(jax.random.split(root, 2)):
+        params = train.params(train.init(key))
+        first = play(params, EVAL_SALT, 3)
+        np.testing.assert_allclose(res.evaluations[0]["return"][k], first["return"], rtol=1e-5)
+        absolute = play(params, ABSOLUTE_SALT, 3)
+        np.testing.assert_allclose(res.absolute["return"][k], absolute["return"], rtol=1e-5)
+        assert not np.allclose(first["return"], absolute["return"])  # other episodes
+
+
+@pytest.mark.parametrize(
+    "key, bad, fine, valid",
+    [
+        ("gamma", 1.5, 1.0, "in [0, 1]"),
+        ("epsilon_start", 1.1, 0.0, "in [0, 1]"),
+        ("epsilon_end", 1.5, 1.0, "in [0, 1]"),
+        ("gae_lambda", -0.1, 0.0, "in [0, 1]"),
+        ("value_clip_eps", 0.0, None, "null or > 0"),
+        ("temperature_start", 0.0, 1e-3, "> 0"),
+        ("epochs", 0, 1, "a positive integer"),
+        ("hidden", (32, 0), (1,), "positive widths"),
+    ],
+)
+def test_shared_ranges_refuse_values_outside_them(key, bad, fine, valid):
+    """`check_config` applies SHARED_RANGES to any config holding the key: e.g. gamma 1.5 is
+    refused, 1.0 (the edge) accepted; value_clip_eps 0 refused, null accepted."""
+    from marl.learner import check_config
+
+    class Cfg:
+        pass
+
+    cfg = Cfg()
+    setattr(cfg, key, fine)
+    check_config(cfg, {})
+    setattr(cfg, key, bad)
+    message = f"Cfg.{key}={bad!r} invalid; must be {valid}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_config(cfg, {})

@@ -246,6 +246,41 @@ def test_autoreset_on_termination_keeps_terminal_obs():
     _close(ts.reward, [3.0, 10.0])  # the transition just taken
 
 
+def test_autoreset_keeps_the_terminal_avail_actions_and_state():
+    """Termination at t=2: final_avail is agent b's mask then, [0, 1] (action 0 only before
+    t=2), and final_state starts with a's obs 1 + 2 = 3; avail/state are the reset's ([1, 1], 1)."""
+    env = AutoReset(JaxMARLToMarl(FakeJaxMARLEnv()))
+    state, ts = env.reset(jax.random.key(0))
+    state, ts = env.step(jax.random.key(1), state, jnp.array([0, 1]))
+    state, ts = env.step(jax.random.key(2), state, jnp.array([3, 1]))
+    assert bool(ts.done)
+    np.testing.assert_array_equal(ts.final_avail, [[1, 1, 1, 1], [0, 1, 0, 0]])
+    np.testing.assert_array_equal(ts.avail_actions, [[1, 1, 1, 1], [1, 1, 0, 0]])
+    _close(ts.final_state, [3, 3, 3, 20, 21, 22, 23, 24])
+    _close(ts.state, [1, 1, 1, 0, 1, 2, 3, 4])
+
+
+def test_episode_metrics_average_only_the_steps_that_ended_an_episode():
+    """[T=2, B=2] with episodes ending at (0, 1) and (1, 0): return (7 + 9) / 2 = 8, length
+    (20 + 30) / 2 = 25, not the mean over all four steps; no ended episode gives 0, not NaN."""
+    from marl.wrappers import episode_metrics
+
+    done = jnp.array([[0.0, 1.0], [1.0, 0.0]])
+    metrics = {
+        "episode/done": done,
+        "episode/return": jnp.array([[5.0, 7.0], [9.0, 100.0]]),
+        "episode/length": jnp.array([[3.0, 20.0], [30.0, 40.0]]),
+    }
+    out = episode_metrics(metrics)
+    assert set(out) == {"train/episodes", "train/return", "train/length"}
+    _close(out["train/episodes"], 2.0)
+    _close(out["train/return"], 8.0)
+    _close(out["train/length"], 25.0)
+    none = episode_metrics({k: v if k != "episode/done" else 0 * v for k, v in metrics.items()})
+    _close(none["train/episodes"], 0.0)
+    _close(none["train/return"], 0.0)
+
+
 def test_importing_wrappers_does_not_import_jaxmarl():
     code = (
         "import sys, marl.wrappers as w; assert 'jaxmarl' not in sys.modules; "
