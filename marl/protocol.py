@@ -329,8 +329,10 @@ def check_comparable(records: Sequence[Record]) -> None:
     Compared between the marl records of a task: `COMPARABLE` protocol fields, the env steps
     trained and the evaluation step grid's length, and the environment's keywords; between the
     marl records of one algorithm name on a task, every `algo.*` setting but `SPEED_ONLY`, and
-    their root seeds (two records from one root seed hold the same runs). External records
-    are checked on what their data shows (episodes per evaluation and absolute metric).
+    their root seeds (two records from one root seed hold the same runs); between all records
+    of one algorithm on a task, the evaluation steps (their curves are pooled step by step).
+    External records are checked on what their data shows (episodes per evaluation and
+    absolute metric).
     """
     found = _first_mismatch(records, lambda r: r.env_id, _differences)
     if found:
@@ -356,6 +358,14 @@ def check_comparable(records: Sequence[Record]) -> None:
             f"algo.{key} is {a!r} in {ref.path} but {b!r} in {other.path}; pooled runs "
             "must share their settings (report them separately, or train a variant "
             f"with label=NAME, e.g. label={algo}-{key}, to rank it as its own algorithm)"
+        )
+    found = _first_mismatch(records, lambda r: (r.env_id, r.algorithm), _grid_differences)
+    if found:
+        (task, algo), _, (k, a), (_, b), ref, other = found
+        raise RecordError(
+            f"records of {algo} on {task} evaluate at different steps: evaluation {k} is at "
+            f"step {a} in {ref.path} but {b} in {other.path}; their curves cannot be pooled "
+            "(train both with one protocol.eval_interval, or report them separately)"
         )
     seen: dict[tuple[str, str, Any], Record] = {}
     for r in records:  # seed k of a run is split(key(seed), seeds)[k], whatever `seeds` is
@@ -413,6 +423,15 @@ def _settings(r: Record) -> dict[str, Any]:
 
 def _differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
     return _changed(_settings(a), _settings(b))
+
+
+def _grid_differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
+    """The first evaluation at which two records' step grids differ, as ((k, a's step),
+    (k, b's step)); grids of the same length (`_differences` compares lengths first)."""
+    for k, (sa, sb) in enumerate(zip(a.runs[0].steps, b.runs[0].steps, strict=False)):
+        if int(sa) != int(sb):
+            return [("evaluation steps", (k, int(sa)), (k, int(sb)))]
+    return []
 
 
 def _algo_differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
