@@ -626,3 +626,60 @@ def test_mirrored_heuristic_wins_about_half():
         )
 
     assert 0.3 <= win_rate(env, heuristic) <= 0.7  # measured: 0.505
+
+
+# --- rewards, targets and the scripted enemy on more hand-built states --------------------
+def _one_vs_two(enemy_health, pos=((10, 10), (13, 10), (12, 10))):
+    """1m vs 2m (enemies never shoot): the ally at pos[0] with full health, enemy k at
+    pos[k + 1] with enemy_health[k] (0: dead)."""
+    env = marl.make("combat/custom", allies="1m", enemies="2m", enemy_shoots=False)
+    state, _ = env.reset(jax.random.key(0))
+    health = jnp.asarray([45.0, *enemy_health], jnp.float32)
+    return env, state.replace(pos=jnp.asarray(pos, jnp.float32), health=health)
+
+
+def test_reward_counts_overkill_once_dead_foes_never_and_scales_by_the_foes():
+    """1m vs 2m, enemy 1 already dead, enemy 0 (health 5) shot for 9: damage 5 (not 9), one
+    kill (not two), the win: raw 5 + 10 + 200 = 215 over the enemies' 2 * 45 + 2 * 10 + 200 =
+    310, times 20 = 13.871."""
+    env, state = _one_vs_two([5.0, 0.0])
+    _, ts = jax.jit(env.step)(jax.random.key(1), state, jnp.array([FIRST_ATTACK]))
+    assert bool(ts.terminated) and float(ts.metrics["won"]) == 1.0
+    np.testing.assert_allclose(np.asarray(ts.reward), [215 / 310 * REWARD_SCALE], rtol=1e-5)
+    assert float(ts.metrics["damage_dealt"]) == pytest.approx(1.0)
+
+
+def test_attacking_a_dead_unit_never_fires():
+    """The ally attacks dead enemy 1 (2 away, in range): no shot, so its cooldown stays 0 and
+    no health changes; the living enemy 0 (3 away) takes no damage either."""
+    env, state = _one_vs_two([45.0, 0.0])
+    after, ts = jax.jit(env.step)(jax.random.key(1), state, jnp.array([FIRST_ATTACK + 1]))
+    np.testing.assert_array_equal(np.asarray(after.cooldown), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(after.health), [45.0, 45.0, 0.0])
+    assert float(ts.reward[0]) == 0.0
+
+
+def test_heuristic_ignores_dead_foes_and_drops_a_target_out_of_range():
+    """A marine at (10, 10): a dead foe 1 away east is neither attacked nor chased, so it
+    moves north toward the living foe 5 away (just outside its range 5). Remembering foe 0,
+    which left its range, it takes foe 1, the one in range."""
+    own = (jnp.array([[10.0, 10.0]]), jnp.array([0]), jnp.array([True]))
+    foe_pos = jnp.array([[11.0, 10.0], [10.0, 15.0]])
+    key, memory = jax.random.key(0), initial_memory(own[0], 32.0)
+    foes = (foe_pos, jnp.array([0.0, 45.0]), jnp.array([False, True]))
+    actions, mem = heuristic_actions(key, memory, *own, *foes)
+    assert int(actions[0]) == 0 and int(mem.target[0]) == -1  # north, no target
+    foes = (jnp.array([[16.0, 10.0], [12.0, 10.0]]), jnp.array([45.0, 45.0]), jnp.ones(2, bool))
+    actions, mem = heuristic_actions(key, memory.replace(target=jnp.array([0])), *own, *foes)
+    assert int(actions[0]) == FIRST_ATTACK + 1 and int(mem.target[0]) == 1
+
+
+def test_cooldown_feature_is_a_fraction_capped_at_one():
+    """A marine (cooldown 0.61) that fired late in a step with positive jitter holds up to
+    0.61 + 2/16: its observed cooldown fraction is capped at 1 (0.7 -> 1, not 1.15); 0.305
+    reads 0.5. The global state shows the same values."""
+    env, state = _one_vs_two([45.0, 45.0])
+    state = state.replace(cooldown=jnp.array([0.7, 0.305, 0.0]))
+    ts = env.observe(state)
+    assert float(ts.obs[0, 1]) == pytest.approx(1.0)
+    np.testing.assert_allclose(np.asarray(ts.state)[[1, 11]], [1.0, 0.5], rtol=1e-6)

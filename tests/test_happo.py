@@ -273,3 +273,45 @@ def test_team_advantages_bootstrap_truncations_by_hand():
     np.testing.assert_allclose(np.asarray(targets)[:, 0], [5.068, 5.5], rtol=1e-5)
     adv, _ = happo.team_advantages(cfg, ValueNorm.create(), rollout(True))
     np.testing.assert_allclose(np.asarray(adv)[:, 0], [1.328, 0.4], rtol=1e-5)
+
+
+def test_a_zero_factor_switches_off_the_agents_surrogate(setup):
+    """The compounded factor weights the agent's PPO loss: with factor 0 everywhere and no
+    entropy bonus its gradient is 0, so a fresh Adam leaves its parameters exactly as they
+    were; with factor 1 they move."""
+    import dataclasses
+
+    nets, cfg, tx, state, ro, adv = setup
+    cfg = dataclasses.replace(cfg, ent_coef=0.0)
+    fresh = jax.vmap(tx.init)(state.actor_params)  # no momentum from earlier updates
+
+    @jax.jit
+    def update(factor):
+        params, *_ = happo.update_agent(
+            nets, cfg, tx, state.actor_params, fresh, ro, adv, state.actor_carry,
+            factor, jnp.int32(1), jax.random.key(2),
+        )  # fmt: skip
+        return params
+
+    before = leaves_of(state.actor_params, 1)
+    assert same(before, leaves_of(update(jnp.zeros(ro.alive.shape[:2])), 1))
+    assert not same(before, leaves_of(update(jnp.ones(ro.alive.shape[:2])), 1))
+
+
+def test_each_update_uses_the_drawn_agent_order(monkeypatch):
+    """make_train's step updates the agents in the order `agent_order` draws (here fixed to
+    [2, 0, 1]), not in index order."""
+    env = marl.make("particle/spread")
+    cfg = {"num_envs": 2, "rollout_length": 2, "hidden": (8,), "epochs": 1, "num_minibatches": 1}
+    train = happo.make_train(env, cfg)
+    seen = []
+    sequential = happo.sequential_update
+
+    def spy(*args):
+        jax.debug.callback(lambda order: seen.append(np.asarray(order).tolist()), args[8])
+        return sequential(*args)
+
+    monkeypatch.setattr(happo, "agent_order", lambda key, n: jnp.array([2, 0, 1], jnp.int32))
+    monkeypatch.setattr(happo, "sequential_update", spy)
+    jax.jit(train.step)(train.init(jax.random.key(0)))
+    assert seen == [[2, 0, 1]]

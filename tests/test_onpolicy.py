@@ -268,3 +268,141 @@ def test_collect_marks_the_start_after_a_truncation(spread_rollout):
     start = np.asarray(spread_rollout.start)
     assert start[0].all() and start[25].all()
     assert not start[1:25].any() and not start[26:].any()
+
+
+# --- losses, normaliser and minibatches on masked samples --------------------------------------
+
+
+def test_clipped_surrogate_averages_only_the_masked_in_samples():
+    """Ratios 1.5, 0.5, 1.0 with advantages 1, -1, 2 and the third sample masked out: the
+    loss is -(1.2 - 0.8) / 2 = -0.2, not a mean over all three."""
+    logp = jnp.log(jnp.array([1.5, 0.5, 1.0]))
+    mask = jnp.array([True, True, False])
+    loss, m = clipped_surrogate(logp, jnp.zeros(3), jnp.array([1.0, -1.0, 2.0]), 0.2, mask)
+    assert np.isclose(float(loss), -0.2)
+    assert np.isclose(float(m["clip_frac"]), 1.0)
+
+
+def test_huber_value_loss_by_hand():
+    """Huber delta 1, no clipping, prediction 0: errors 0.5 -> 0.5 * 0.25 = 0.125 and 3 ->
+    1 * (3 - 0.5) = 2.5; mean 1.3125."""
+    values = jnp.zeros(2)
+    got = value_loss(values, values, jnp.array([0.5, 3.0]), jnp.ones(2, bool), None, 1.0)
+    assert np.isclose(float(got), 1.3125)
+
+
+def test_value_norm_update_weighs_samples_by_the_mask():
+    """x = [1, 3, 100] with weights [1, 1, 0], beta 0.5, from fresh: batch mean 2, mean square
+    5, so debiased mean 2 and std sqrt(5 - 4) = 1; the weight-0 sample 100 is ignored."""
+    vn = ValueNorm.create().update(jnp.array([1.0, 3.0, 100.0]), jnp.array([1.0, 1.0, 0.0]), 0.5)
+    mean, std = vn.stats()
+    assert np.isclose(float(mean), 2.0) and np.isclose(float(std), 1.0)
+
+
+def test_minibatch_indices_split_a_random_permutation():
+    """8 envs in 2 minibatches: every env exactly once, 4 per minibatch, and the split is
+    drawn from the key (some of 8 keys give different splits, none the identity order)."""
+    from marl.algorithms.onpolicy import minibatch_indices
+
+    splits = [
+        np.asarray(minibatch_indices(k, 8, 2)) for k in jax.random.split(jax.random.key(0), 8)
+    ]
+    for s in splits:
+        assert s.shape == (2, 4) and sorted(s.ravel().tolist()) == list(range(8))
+    assert len({tuple(s.ravel().tolist()) for s in splits}) > 1
+    assert not any(np.array_equal(s.ravel(), np.arange(8)) for s in splits)
+
+
+def zero_params(params):
+    return jax.tree.map(jnp.zeros_like, params)
+
+
+def test_actor_loss_counts_the_entropy_of_living_agents_only():
+    """Zero actor weights give uniform policies over the available actions: agent 0 alive
+    with 5 available (entropy log 5), agent 1 alive with 2 (log 2), agent 2 dead with 1 (0).
+    Entropy metric (log 5 + log 2) / 2; ratio 1, so the loss is -mean(adv over the living)
+    - ent_coef * entropy = -(1 + 3) / 2 - 0.01 * log(10) / 2."""
+    import marl
+    from marl.algorithms.ppo import Networks, PPOConfig, actor_loss
+
+    env = marl.make("particle/spread")  # 3 agents, 5 actions
+    cfg = PPOConfig(hidden=(8,), ent_coef=0.01, clip_eps=0.2)
+    nets = Networks(env, cfg)
+    params = zero_params(nets.init(jax.random.key(0))[0])
+    avail = jnp.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0]], bool)
+    alive = jnp.array([True, True, False])
+    shape = (1, 1, 3)  # [T, B, N]
+    mb = hand_rollout(jnp.zeros(shape), jnp.zeros(shape), jnp.zeros(shape), [[0]], [[0]])
+    mb = mb.replace(
+        actor_in=jnp.zeros((*shape, nets.actor_dim)),
+        avail=avail[None, None],
+        log_prob=-jnp.log(jnp.array([5.0, 2.0, 1.0]))[None, None],
+        alive=alive[None, None],
+    )
+    adv = jnp.array([1.0, 3.0, 50.0]).reshape(shape)
+    h0 = jnp.zeros((1, 3, nets.hidden_dim))
+    loss, (m, _) = actor_loss(nets, cfg, params, mb, adv, h0)
+    entropy = (np.log(5.0) + np.log(2.0)) / 2
+    np.testing.assert_allclose(float(m["entropy"]), entropy, rtol=1e-5)
+    np.testing.assert_allclose(float(loss), -2.0 - 0.01 * entropy, rtol=1e-5)
+
+
+def test_critic_update_regresses_on_normalised_targets():
+    """Value norm with mean 2, std 1 (the update above); a zero critic predicts 0 (and 0 was
+    the rollout's value, so clipping changes nothing): targets 3 and 5 normalise to 1 and 3,
+    loss 0.5 * (1 + 9) / 2 = 2.5 at the first (only) gradient step."""
+    import marl
+    from marl.algorithms.ppo import Networks, PPOConfig, critic_update, make_train
+
+    env = marl.make("particle/spread")
+    cfg = PPOConfig(num_envs=2, rollout_length=1, epochs=1, num_minibatches=1, hidden=(8,))
+    nets = Networks(env, cfg)
+    state = make_train(env, cfg).init(jax.random.key(0))
+    vn = ValueNorm.create().update(jnp.array([1.0, 3.0]), jnp.ones(2), 0.5)
+    state = state.replace(critic_params=zero_params(state.critic_params), value_norm=vn)
+    shape = (1, 2, 3)  # [T, B, N]
+    ro = hand_rollout(jnp.zeros(shape), jnp.zeros(shape), jnp.zeros(shape), [[0, 0]], [[0, 0]])
+    ro = ro.replace(critic_in=jnp.zeros((*shape, nets.critic_dim)))
+    targets = jnp.broadcast_to(jnp.array([3.0, 5.0])[None, :, None], shape)
+    tx = __import__("optax").sgd(0.0)
+    _, _, m = critic_update(
+        nets, cfg, tx, state, ro, targets, state.critic_carry, jax.random.key(1)
+    )
+    np.testing.assert_allclose(float(m["loss/value"]), 2.5, rtol=1e-5)
+
+
+def test_collect_scales_the_stored_rewards():
+    """The same collection (same state and keys) with reward_scale 2.5 stores 2.5 times the
+    rewards of reward_scale 1 (particle/spread's rewards are nonzero)."""
+    import dataclasses
+
+    import marl
+    from marl.algorithms.ppo import Networks, PPOConfig, collect, make_train
+    from marl.wrappers import training_env
+
+    env = marl.make("particle/spread")
+    cfg = PPOConfig(num_envs=2, rollout_length=3, hidden=(8,))
+    state = make_train(env, cfg).init(jax.random.key(0))
+    nets, wrapped = Networks(env, cfg), training_env(env)
+
+    @jax.jit
+    def rewards(scale):  # one compilation: the config value is traced
+        c = dataclasses.replace(cfg, reward_scale=scale)
+        return collect(nets, wrapped, c, state)[1].reward
+
+    one, scaled = np.asarray(rewards(1.0)), np.asarray(rewards(2.5))
+    assert np.all(np.abs(one) > 0)
+    np.testing.assert_allclose(scaled, 2.5 * one, rtol=1e-6)
+
+
+def test_ppo_clips_each_actor_parameter_set_by_its_own_norm(monkeypatch):
+    """make_train builds the actor's optimiser with `clip_by_set_norm` (one call, the actor;
+    the critic, one shared set, keeps optax's global clip)."""
+    import marl
+    from marl.algorithms import ppo
+
+    calls = []
+    per_set = ppo.clip_by_set_norm
+    monkeypatch.setattr(ppo, "clip_by_set_norm", lambda n: calls.append(n) or per_set(n))
+    ppo.make_train(marl.make("particle/spread"), ppo.PPOConfig(max_grad_norm=0.7))
+    assert calls == [0.7]

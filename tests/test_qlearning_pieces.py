@@ -293,3 +293,18 @@ def test_annealed_learner_stops_moving_at_the_runs_end():
     assert [m[0] for m in moved] == [0, 1, 1, 1, 1, 1, 1, 1]  # 4 episodes after update 2
     assert all(d > 0 for _, d in moved[1:6])
     assert moved[6][1] == moved[7][1] == 0.0  # updates 7 and 8: the run's 6 are spent
+
+
+def test_td_lambda_truncated_episode_before_padding_bootstraps_from_v_alone():
+    """Lambda 0.5, gamma 0.9, a 2-step truncated episode padded to 3 steps, rewards 1, next
+    values 2, 4 (99 on the padding): the last real step is one-step, 1 + 0.9 * 4 = 4.6 (no
+    lambda share of the padding's zero); g0 = 1 + 0.9 * (0.5 * 2 + 0.5 * 4.6) = 3.97."""
+    y = qlearning.td_lambda_targets(
+        jnp.array([1.0, 1.0, 7.0]),
+        jnp.zeros(3, bool),
+        jnp.array([True, True, False]),
+        jnp.array([2.0, 4.0, 99.0]),
+        GAMMA,
+        0.5,
+    )
+    np.testing.assert_allclose(np.asarray(y), [3.97, 4.6, 0.0], rtol=1e-6)

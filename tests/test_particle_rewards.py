@@ -1,0 +1,55 @@
+"""Particle rewards and metrics on hand-placed states, with hand-computed values: the parts
+the mpe2 comparison (tests/test_particle_fidelity.py) cannot see (metrics, which mpe2 has
+not) or rarely reaches (the out-of-arena penalty's cap, silent speakers)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+import marl
+from marl.envs.particle.observe import bound_penalty
+
+
+def test_bound_penalty_by_hand():
+    """Per axis |x| < 0.9: 0; 0.9 <= |x| < 1: 10 (|x| - 0.9); |x| >= 1: min(exp(2|x| - 2), 10).
+    (0.5, -0.95) -> 0 + 0.5; (1.5, -3) -> e + 10 (exp(4) = 54.6 is capped at 10)."""
+    pos = jnp.array([[0.5, -0.95], [1.5, -3.0]])
+    np.testing.assert_allclose(np.asarray(bound_penalty(pos)), [0.5, np.e + 10.0], rtol=1e-6)
+
+
+def tag_state(env):
+    """Tag, 3 adversaries (size 0.075), 2 good agents (size 0.05), 2 obstacles: adversaries 0
+    and 1 touch good agent 0 at (0.95, 0), adversary 2 touches good agent 1 at (-0.3, 0.3)."""
+    pos = [
+        [1.05, 0.0],  # adversary 0: 0.1 from good 0 (< 0.125)
+        [0.95, 0.12],  # adversary 1: 0.12 from good 0
+        [-0.3, 0.37],  # adversary 2: 0.07 from good 1
+        [0.95, 0.0],  # good 0: 0.05 past the 0.9 line in x
+        [-0.3, 0.3],  # good 1
+        [-0.5, -0.5],  # obstacles, away from everyone
+        [0.0, -0.7],
+    ]
+    return env.initial_state(jnp.asarray(pos, jnp.float32), {})
+
+
+def test_tag_rewards_and_catches_by_hand():
+    """3 colliding (good, adversary) pairs: every adversary gets the team's 3 x 10 = 30;
+    good 0 (two catchers, 0.05 out of bounds in x) -20 - 0.5, good 1 -10; catches 3."""
+    env = marl.make("particle/tag", num_good=2, num_adversaries=3, num_obstacles=2)
+    s = tag_state(env)
+    np.testing.assert_allclose(
+        np.asarray(env.rewards(s)), [30.0, 30.0, 30.0, -20.5, -10.0], rtol=1e-5
+    )
+    assert float(env.metrics(s)["catches"]) == 3.0
+
+
+def test_crypto_silent_eve_is_not_scored():
+    """Eve said nothing (all-zero word): her error counts 0, not |goal|^2 = 1; Bob said
+    (0, 0.5, 0, 0) for goal 1: error 0.25. Rewards: eve -0, alice and bob 0 - 0.25."""
+    env = marl.make("particle/crypto")
+    s = env.initial_state(jnp.zeros((5, 2)), {"goal": 1, "key": 0})
+    s = s.replace(comm=s.comm.at[1].set(jnp.array([0.0, 0.5, 0.0, 0.0])))
+    np.testing.assert_allclose(np.asarray(env.rewards(s)), [0.0, -0.25, -0.25], atol=1e-7)
+    m = env.metrics(s)
+    np.testing.assert_allclose([float(m["eve_error"]), float(m["bob_error"])], [1.0, 0.25])
