@@ -410,7 +410,8 @@ def test_record_step_scales_rewards():
         reward=jnp.array([[1.0, -2.0]]),
         terminated=jnp.zeros((1,), bool),
     )
-    out = qlearner.record_step(building, jnp.zeros(1, jnp.int32), ts, jnp.zeros((1, 2)), nts, 3.0)
+    actions = jnp.zeros((1, 2), jnp.int32)
+    out = qlearner.record_step(building, jnp.zeros(1, jnp.int32), ts, actions, nts, 3.0)
     np.testing.assert_allclose(np.asarray(out.rewards[0, 0]), [3.0, -6.0])
 
 
