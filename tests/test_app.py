@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from marl.report import load_study
 
 TINY = [
@@ -80,3 +82,16 @@ def test_the_app_takes_marl_trains_overrides():
     )
     assert job.returncode == 0, job.stderr
     assert "num_agents: 5" in job.stdout
+
+
+def test_only_hydra_settings_are_left_to_hydra(capsys):
+    """check_overrides skips keys naming hydra (hydra.launcher.n_jobs=2) but not a value that
+    mentions it: algo=hydra_nope is an unknown learner, exit 2, one line."""
+    from marl.app import check_overrides
+
+    check_overrides(["app", "hydra.launcher.n_jobs=2", "env=particle/spread"])
+    with pytest.raises(SystemExit) as done:
+        check_overrides(["app", "hydra.launcher.n_jobs=2", "algo=hydra_nope"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown algorithm 'hydra_nope'" in err and err.count("\n") == 1

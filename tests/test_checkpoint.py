@@ -380,3 +380,48 @@ def test_checkpoint_round_trip_quietly(tmp_path, caplog, task):
     )
     np.testing.assert_array_equal(got_best["w"], best["w"])
     np.testing.assert_array_equal(got_history["steps"], [5])
+
+
+def test_pack_rewraps_keys_of_the_template_impl_and_rebuilds_empty_leaves():
+    """An rbg key (4 words of key data, not threefry's 2) comes back as an rbg key with its
+    data; an empty int32 leaf is left out of the packed leaves and rebuilt as int32 [0, 3]."""
+    tree = {"e": np.zeros((0, 3), np.int32), "k": jax.random.key(7, impl="rbg"), "w": np.ones(2)}
+    packed = checkpoint._pack(tree)
+    assert sorted(packed) == ["1", "2"] and packed["1"].shape == (4,)
+    like = {"e": np.zeros((0, 3), np.int32), "k": jax.random.key(0, impl="rbg"), "w": np.ones(2)}
+    got = checkpoint._unpack(packed, like)
+    assert got["e"].shape == (0, 3) and got["e"].dtype == np.int32
+    assert str(jax.random.key_impl(got["k"])) == str(jax.random.key_impl(tree["k"]))
+    assert_same_tree(jax.random.key_data(got["k"]), jax.random.key_data(tree["k"]))
+    assert_same_tree(got["w"], tree["w"])
+
+
+def test_only_the_newest_segment_checkpoint_is_kept(tmp_path):
+    """Saving segments 1, 2, 3 leaves one segment directory on disk, 3."""
+    store = checkpoint.SegmentCheckpoints(tmp_path / "checkpoint")
+    history = checkpoint.stack_history([5], [{"r": np.ones(2)}], [{"loss": np.zeros(2)}])
+    for segment in (1, 2, 3):
+        store.save(segment, {"w": np.full(2, float(segment))}, {"w": np.ones(2)}, history)
+    assert [p.name for p in (tmp_path / "checkpoint").iterdir() if p.is_dir()] == ["3"]
+
+
+def test_resume_without_a_name_continues_the_newest_unfinished_run_of_the_config(tmp_path):
+    """Runs of one config created on Jan 1, 2 and 3 (the 3rd finished): resume picks Jan 2's;
+    a config key added since (algo.new_key) is no difference, a changed lr or seeds is."""
+    import dataclasses
+    from datetime import datetime
+
+    from marl.config import compose, resolve
+    from marl.rundir import RunDir, config_differences, unfinished_run
+
+    run = resolve(compose([*TINY, f"out={tmp_path}"]))
+    dirs = [RunDir(run, now=datetime(2026, 1, day)).path for day in (1, 2, 3)]
+    meta = json.loads((dirs[2] / "meta.json").read_text())
+    (dirs[2] / "meta.json").write_text(json.dumps({**meta, "finished": True}))
+    assert unfinished_run(dataclasses.replace(run, resume=True)) == dirs[1]
+    before = {"algo": {"lr": 1e-3}, "seeds": 2, "out": "a"}
+    assert config_differences(before, {"algo": {"lr": 1e-3, "new_key": 5}, "seeds": 2}) == []
+    assert config_differences(before, {"algo": {"lr": 3e-4}, "seeds": 3, "out": "b"}) == [
+        "algo",
+        "seeds",
+    ]

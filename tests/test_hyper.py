@@ -109,3 +109,15 @@ def test_exploration_schedules_can_be_vmapped(algo, key):
     env = marl.make("particle/spread")
     cfg = {"num_envs": 2, "buffer_size": 64, "batch_size": 4}
     hyper.check_traceable(marl.algorithm(algo), env, cfg, None, [key])
+
+
+@pytest.mark.parametrize("key", ["epochs", "num_envs", "rollout_length", "agent_id"])
+def test_check_traceable_names_each_kind_of_structural_setting(key):
+    """epochs and num_envs fail tracing with a TypeError, rollout_length with a concretization
+    error, agent_id with a bool conversion: each is one HyperError naming the setting."""
+    import marl
+
+    env = marl.make("particle/simple")
+    cfg = {"num_envs": 4, "rollout_length": 16}
+    with pytest.raises(hyper.HyperError, match=f"algo.{key} cannot be vmapped"):
+        hyper.check_traceable(marl.algorithm("ippo"), env, cfg, None, [key])

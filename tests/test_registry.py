@@ -66,3 +66,15 @@ def test_spec_documents_defaults():
     env = marl.make("particle/spread")
     assert env.spec.episode_limit == 25 and env.spec.num_agents == 3
     assert env.spec.obs_dim == 18 and env.spec.state_dim == 54
+
+
+def test_keyword_kinds_follow_the_default_and_keyword_only_parameters_are_valid():
+    """A bool keyword refuses 1, an int keyword refuses True, a float keyword takes 32 but not
+    True; combat's keyword-only `episode_limit` (default 60) is accepted (5 -> limit 5)."""
+    with pytest.raises(RegistryError, match="continuous_actions must be true or false"):
+        marl.make("particle/spread", continuous_actions=1)
+    with pytest.raises(RegistryError, match="num_agents must be an integer"):
+        marl.make("particle/spread", num_agents=True)
+    with pytest.raises(RegistryError, match="map_size must be a number"):
+        marl.make("combat/3m", map_size=True)
+    assert marl.make("combat/3m", map_size=32, episode_limit=5).spec.episode_limit == 5

@@ -395,3 +395,43 @@ def test_env_yaml_documents_every_constructor_default(family):
         }
         assert documented == defaults, env_id
         assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_protocol_fallbacks_and_run_names_that_leave_the_parent_are_refused():
+    """A protocol without num_evaluations / absolute_episodes gets the documented 20 / 320;
+    name=.. (the parent directory) is refused like a name with '/'."""
+    run = resolve(compose([*TINY, "~protocol.num_evaluations", "~protocol.absolute_episodes"]))
+    assert (run.settings.num_evaluations, run.settings.absolute_episodes) == (20, 320)
+    for bad in ("..", "."):
+        with pytest.raises(ConfigError, match="name must be one directory name"):
+            resolve(compose([*TINY, f"name={bad}"]))
+
+
+def test_timestamped_run_directories_of_one_second_get_numbered_suffixes(tmp_path):
+    """Three runs claimed at 2026-01-02 03:04:05 get 20260102-030405, -2 and -3."""
+    from datetime import datetime
+
+    from marl.rundir import _claim
+
+    now = datetime(2026, 1, 2, 3, 4, 5)
+    got = [_claim(tmp_path / "p", None, now).name for _ in range(3)]
+    assert got == ["20260102-030405", "20260102-030405-2", "20260102-030405-3"]
+    with pytest.raises(FileExistsError):
+        _claim(tmp_path / "p", "20260102-030405-2", now)
+
+
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        ("label='a,b'", "label must be a non-empty name without ',' or '/', got 'a,b'"),
+        ("seeds=true", "seeds must be a positive integer, got True"),
+        ("resume=1", "resume must be true or false, got 1"),
+        ("checkpoint=0", "checkpoint must be true or false, got 0"),
+    ],
+)
+def test_bools_are_not_counts_and_labels_take_no_comma(override, needle):
+    """true is no seed count and 1 / 0 are no flags (Python's True == 1 notwithstanding); a
+    label with ',' would split in the comma-separated lists of reports."""
+    with pytest.raises(ConfigError) as err:
+        resolve(compose([*TINY, override]))
+    assert needle in str(err.value)

@@ -9,7 +9,7 @@ import pytest
 
 from marl import cli
 from marl.config import ConfigError, compose, resolve
-from marl.transfer import TransferError, parse_targets
+from marl.transfer import TransferError, parse_targets, summary
 
 TINY = ["env=particle/spread", "algo=ippo", "seeds=2", "budget=512", "algo.num_envs=4",
         "algo.rollout_length=32", "protocol.num_evaluations=1", "protocol.eval_episodes=2",
@@ -60,3 +60,16 @@ def test_pathfinding_tiers_resolve_for_agent_count_free_policies(tier):
     assert len(run.transfer) >= 4
     with pytest.raises(ConfigError, match="agent_id=false"):
         resolve(compose(base))
+
+
+def test_summary_averages_episodes_then_seeds_with_sample_std():
+    """Seeds [[1, 3], [5, 7], [0, 0]]: per-seed means 2, 6, 0 -> 2.667 +- 3.055 (ddof=1: the
+    root of 28/3 / 2); one seed has std 0."""
+    results = {"a": {"id": "x/y", "episodes": 2, "metrics": {"return": [[1, 3], [5, 7], [0, 0]]}}}
+    assert summary(results, "return") == [
+        "transfer a (x/y): return 2.667 ± 3.055 over 3 seeds x 2 episodes"
+    ]
+    one = {"b": {"id": "x/z", "episodes": 3, "metrics": {"length": [[4, 5, 9]]}}}
+    assert summary(one, "length") == [
+        "transfer b (x/z): length 6.000 ± 0.000 over 1 seeds x 3 episodes"
+    ]
