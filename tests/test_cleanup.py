@@ -215,14 +215,15 @@ def test_nearest_claims_equal_one_hot_argmin_including_ties():
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-def _still_sea(positions, pieces=(), **kwargs):
-    """A calm sea without sources or diffusion, vessels at `positions` at rest and the given
-    plastic `pieces` afloat (8 slots), and the no-op action (straight, keep speed, no bit)."""
+def _still_sea(positions, pieces=(), current="calm", **kwargs):
+    """A sea (calm unless `current` says otherwise) without sources or diffusion, vessels at
+    `positions` at rest and the given plastic `pieces` afloat (8 slots), and the no-op action
+    (straight, keep speed, no bit)."""
     n = len(positions)
     env = marl.make(
         "cleanup/custom",
         num_vessels=n,
-        current="calm",
+        current=current,
         capacity=8,
         initial_plastic=0,
         num_sources=1,
@@ -256,7 +257,8 @@ def test_colliding_vessels_pay_the_penalty():
 
 def test_a_full_hold_leaves_the_rest_afloat():
     """hold_capacity 1 and two pieces within reach of vessel 0 (away from the port): it takes
-    one (hold 1, reward 1), the other stays afloat."""
+    one (hold 1, reward 1), the other stays afloat. Catches [1, 0]: catch_per_vessel 0.5,
+    gini |1 - 0| * 2 / (2 * 2 * 1) = 0.5."""
     pieces = [[3.1, 3.0], [3.0, 3.2]]
     env, state, noop = _still_sea(
         [[3.0, 3.0], [8.0, 8.0]], pieces, hold_capacity=1, collision_penalty=0.0
@@ -266,3 +268,63 @@ def test_a_full_hold_leaves_the_rest_afloat():
     np.testing.assert_array_equal(state.catch, [1, 0])
     assert float(ts.metrics["floating"]) == 1.0 and float(ts.metrics["collected"]) == 1.0
     np.testing.assert_allclose(ts.reward, [1.0, 0.0])
+    assert float(ts.metrics["catch_per_vessel"]) == 0.5 and float(ts.metrics["gini"]) == 0.5
+
+
+def test_uniform_current_carries_plastic_toward_its_direction():
+    """Uniform current 0.05 per step toward pi / 2 (+y), no diffusion: a piece at (5, 5) is at
+    (5, 5.05) after one step."""
+    env, state, noop = _still_sea(
+        [[1.0, 1.0]], [[5.0, 5.0]], current="uniform", current_direction=np.pi / 2
+    )
+    state, _ = env.step(jax.random.key(1), state, noop)
+    np.testing.assert_allclose(state.plastic[0], [5.0, 5.05], atol=1e-6)
+
+
+@pytest.mark.parametrize("remove", [True, False])
+def test_plastic_crossing_the_coast_is_removed_or_held(remove):
+    """Current 0.05 toward -x (direction pi), piece at (0.02, 5): it crosses x = 0. Removed:
+    removed 1, floating 0 (spawned 1). Held: it stays afloat at the coast, (0, 5), removed 0."""
+    env, state, noop = _still_sea(
+        [[8.0, 8.0]],
+        [[0.02, 5.0]],
+        current="uniform",
+        current_direction=np.pi,
+        remove_at_boundary=remove,
+    )
+    state, ts = env.step(jax.random.key(1), state, noop)
+    assert float(ts.metrics["spawned"]) == 1.0
+    assert float(ts.metrics["removed"]) == float(remove)
+    assert float(ts.metrics["floating"]) == float(not remove)
+    if not remove:
+        np.testing.assert_allclose(state.plastic[0], [0.0, 5.0], atol=1e-6)
+
+
+def test_vessels_unload_their_hold_at_the_port():
+    """Port (5, 0), radius 1, hold_capacity 3: vessel 0 at (5, 0.5) with 2 pieces aboard unloads
+    them (hold 0, delivered 2); vessel 1 far off keeps its 1. Loaded with 1 again, the next
+    step adds it: delivered 3. Unloading is not a catch: reward 0, catch 0."""
+    env, state, noop = _still_sea([[5.0, 0.5], [8.0, 8.0]], hold_capacity=3)
+    state = state.replace(hold=jnp.array([2, 1], jnp.int32))
+    state, ts = env.step(jax.random.key(1), state, noop)
+    np.testing.assert_array_equal(state.hold, [0, 1])
+    assert float(ts.metrics["delivered"]) == 2.0
+    np.testing.assert_allclose(ts.reward, [0.0, 0.0])
+    state, ts = env.step(jax.random.key(2), state.replace(hold=jnp.array([1, 1])), noop)
+    assert float(ts.metrics["delivered"]) == 3.0
+    np.testing.assert_array_equal(state.catch, [0, 0])
+
+
+def test_a_vessel_hears_only_the_signals_of_others():
+    """Vessels at (3, 3) and (5, 3), comm range 4; vessel 0 signals, vessel 1 does not. The
+    neighbour slot (after 11 own + 25 window features): vessel 0 sees vessel 1 at dx 2 / 10
+    = 0.2, distance 0.2, in range, silent (0); vessel 1 hears vessel 0 (1). Mean signal heard
+    [0, 1], vessels in range / N [0.5, 0.5]."""
+    env, state, _ = _still_sea([[3.0, 3.0], [5.0, 3.0]], collision_penalty=0.0)
+    state = state.replace(heading=jnp.zeros(2))
+    _, ts = env.step(jax.random.key(1), state, jnp.array([4 + 9, 4]))
+    obs = np.asarray(ts.obs)
+    slot = obs[:, 36:43]
+    np.testing.assert_allclose(slot[0], [0.2, 0.0, 0.2, 1.0, 0.0, 1.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(slot[1], [-0.2, 0.0, 0.2, 1.0, 0.0, 1.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(obs[:, -2:], [[0.0, 0.5], [1.0, 0.5]])

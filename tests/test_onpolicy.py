@@ -406,3 +406,14 @@ def test_ppo_clips_each_actor_parameter_set_by_its_own_norm(monkeypatch):
     monkeypatch.setattr(ppo, "clip_by_set_norm", lambda n: calls.append(n) or per_set(n))
     ppo.make_train(marl.make("particle/spread"), ppo.PPOConfig(max_grad_norm=0.7))
     assert calls == [0.7]
+
+
+def test_value_norm_floors_the_variance():
+    """Constant targets 5 (beta 0.5, from fresh): debiased mean 5, variance 25 - 25 = 0 floored
+    at 0.01, so std 0.1 and 5.1 normalises to 1; a fresh norm (no data) has mean 0, std 0.1."""
+    vn = ValueNorm.create().update(jnp.array([5.0, 5.0]), jnp.ones(2), 0.5)
+    mean, std = vn.stats()
+    assert np.isclose(float(mean), 5.0) and np.isclose(float(std), 0.1)
+    assert np.isclose(float(vn.normalize(jnp.float32(5.1))), 1.0, rtol=1e-4)
+    mean, std = ValueNorm.create().stats()
+    assert float(mean) == 0.0 and np.isclose(float(std), 0.1)

@@ -53,3 +53,39 @@ def test_crypto_silent_eve_is_not_scored():
     np.testing.assert_allclose(np.asarray(env.rewards(s)), [0.0, -0.25, -0.25], atol=1e-7)
     m = env.metrics(s)
     np.testing.assert_allclose([float(m["eve_error"]), float(m["bob_error"])], [1.0, 0.25])
+
+
+def test_adversary_distances_by_hand():
+    """Goal landmark 1 (entity 4) at the origin; adversary at (0.3, 0.4) is 0.5 from it, the
+    good agents 1.0 and 0.2: good_distance 0.2 (the nearest), adversary_distance 0.5; rewards
+    adversary -0.5, good agents 0.5 - 0.2 = 0.3."""
+    env = marl.make("particle/adversary")
+    pos = [[0.3, 0.4], [0.6, 0.8], [0.0, -0.2], [0.7, -0.7], [0.0, 0.0]]
+    s = env.initial_state(jnp.asarray(pos, jnp.float32), {"goal": jnp.asarray(1)})
+    m = env.metrics(s)
+    np.testing.assert_allclose([float(m["good_distance"]), float(m["adversary_distance"])],
+                               [0.2, 0.5], rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(np.asarray(env.rewards(s)), [-0.5, 0.3, 0.3], rtol=1e-5)
+
+
+def test_push_distances_by_hand():
+    """Goal landmark 0 (entity 2) at the origin; adversary at (0, 0.3), agent at (0.6, 0.8):
+    agent_distance 1.0, adversary_distance 0.3; rewards adversary 1.0 - 0.3, agent -1.0."""
+    env = marl.make("particle/push")
+    pos = [[0.0, 0.3], [0.6, 0.8], [0.0, 0.0], [-0.5, 0.5]]
+    s = env.initial_state(jnp.asarray(pos, jnp.float32), {"goal": jnp.asarray(0)})
+    m = env.metrics(s)
+    np.testing.assert_allclose([float(m["agent_distance"]), float(m["adversary_distance"])],
+                               [1.0, 0.3], rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(np.asarray(env.rewards(s)), [0.7, -1.0], rtol=1e-5)
+
+
+def test_reference_distance_by_hand():
+    """Goals [1, 0]: agent 0 names landmark 1 (1, 0.2), which agent 1 at (1, 0) is 0.2 from;
+    agent 1 names landmark 0 (0, 0.5), agent 0 at the origin is 0.5 from it. distance = mean
+    0.35; rewards (local_ratio 0.5) 0.5 r_i + 0.5 mean(r) = [-0.275, -0.425]."""
+    env = marl.make("particle/reference")
+    pos = [[0.0, 0.0], [1.0, 0.0], [0.0, 0.5], [1.0, 0.2], [-1.0, -1.0]]
+    s = env.initial_state(jnp.asarray(pos, jnp.float32), {"goal": jnp.array([1, 0])})
+    np.testing.assert_allclose(float(env.metrics(s)["distance"]), 0.35, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(env.rewards(s)), [-0.275, -0.425], rtol=1e-5)

@@ -316,13 +316,15 @@ def _open_field(**kwargs):
 
 def test_touching_agents_pay_the_collision_penalty():
     """Two overlapping agents (centres 0.4 apart, radii 0.3) far from their goals, standing
-    still, shaping off: reward = -collision_penalty = -1 each, one contact step each."""
+    still, shaping off: reward = -collision_penalty = -1 each, one contact step each, so
+    coordination 1 - 1 / 1 step = 0 (not 1 - 1 / limit)."""
     env, place = _open_field()
     state = place([[3.0, 3.0], [3.4, 3.0]], [[0.5, 0.5], [5.5, 5.5]])
     state, ts = jax.jit(env.step)(jax.random.key(1), state, jnp.zeros(2, jnp.int32))
     np.testing.assert_allclose(ts.reward, [-1.0, -1.0])
     np.testing.assert_array_equal(state.collisions, [1, 1])
     assert float(ts.metrics["collisions_per_agent"]) == 1.0
+    assert float(ts.metrics["coordination"]) == 0.0
 
 
 def test_first_arrival_is_counted_once_while_an_agent_stays_on_its_goal():
@@ -343,3 +345,57 @@ def test_first_arrival_is_counted_once_while_an_agent_stays_on_its_goal():
         assert float(ts.metrics["success_rate"]) == 0.5
         np.testing.assert_allclose(ts.reward, [0.5, 0.0])
         assert not bool(ts.terminated)
+
+
+def test_lifelong_goal_reassignment_draws_from_the_free_mask():
+    """Lifelong, only cell (row 4, col 1) marked free: agent 0 stands on its goal (2, 2) and is
+    given the goal (1.5, 4.5), its arrival reset (-1) and on_goal cleared after the step's
+    reward 0.5; agent 1 (far from its goal) keeps goal (0.5, 4.5). goals_reached [1, 0];
+    flowtime 16 + 16 = 32 (no current goal reached), makespan 16, on_goal 0, not terminated."""
+    env, place = _open_field(lifelong=True)
+    state = place([[2.0, 2.0], [4.5, 4.5]], [[2.0, 2.0], [0.5, 4.5]])
+    state = state.replace(free=jnp.zeros((6, 6), bool).at[4, 1].set(True))
+    state, ts = jax.jit(env.step)(jax.random.key(1), state, jnp.zeros(2, jnp.int32))
+    np.testing.assert_allclose(state.goal, [[1.5, 4.5], [0.5, 4.5]])
+    np.testing.assert_array_equal(state.on_goal, [False, False])
+    np.testing.assert_array_equal(state.arrival, [-1, -1])
+    np.testing.assert_array_equal(state.goals_reached, [1, 0])
+    np.testing.assert_allclose(ts.reward, [0.5, 0.0])
+    assert float(ts.metrics["flowtime"]) == 32.0 and float(ts.metrics["makespan"]) == 16.0
+    assert float(ts.metrics["on_goal"]) == 0.0 and float(ts.metrics["goals_reached"]) == 0.5
+    assert not bool(ts.terminated)
+
+
+def test_agents_see_their_neighbours_within_the_window_only():
+    """Obstacle-free 6 x 6 map, window 2, radii 0.3, at rest. Agents 1 apart: each sees the
+    other first, offset +-1 / 2, gap (1 - 0.3 - 0.3) / 2 = 0.2, radius 0.3, agent, present;
+    then 5 empty slots. Agents 2.4 apart (beyond the window's reach 2): agent 0 sees nothing."""
+    env, place = _open_field()
+    step = jax.jit(env.step)
+    stop = jnp.zeros(2, jnp.int32)
+    _, ts = step(jax.random.key(1), place([[3.0, 3.0], [4.0, 3.0]], [[0.5, 0.5]] * 2), stop)
+    obs = np.asarray(ts.obs)[:, 12:].reshape(2, 6, 6)
+    np.testing.assert_allclose(obs[0, 0], [0.5, 0.0, 0.2, 0.3, 1.0, 1.0], atol=1e-5)
+    np.testing.assert_allclose(obs[1, 0], [-0.5, 0.0, 0.2, 0.3, 1.0, 1.0], atol=1e-5)
+    assert not obs[:, 1:].any()
+    _, ts = step(jax.random.key(1), place([[3.0, 3.0], [5.4, 3.0]], [[0.5, 0.5]] * 2), stop)
+    assert not np.asarray(ts.obs)[0, 12:].any()
+
+
+def test_keep_out_moves_centres_out_of_walls_and_stops_motion_into_them():
+    """Obstacle cell [1, 2] x [0, 1], clearance 0.15. A centre at (0.9, 0.5) (0.1 from it) goes
+    to (0.85, 0.5) and its velocity (2, 1) loses the part into the wall: (0, 1); one moving away
+    (-2, 1) keeps it. A centre inside at (1.1, 0.5) leaves by the nearest face (x = 1): (0.85,
+    0.5). A free cell moves nothing."""
+    from marl.envs.pathfinding.world import keep_out
+
+    pos = jnp.array([[0.9, 0.5], [0.9, 0.5], [1.1, 0.5]])
+    vel = jnp.array([[2.0, 1.0], [-2.0, 1.0], [0.0, 0.0]])
+    lo = jnp.ones((3, 1, 2)) * jnp.array([1.0, 0.0])
+    clearance = jnp.full(3, 0.15)
+    new_pos, new_vel = keep_out(pos, vel, clearance, lo, jnp.ones((3, 1), bool), 1.0)
+    np.testing.assert_allclose(new_pos, [[0.85, 0.5]] * 3, atol=1e-6)
+    np.testing.assert_allclose(new_vel, [[0.0, 1.0], [-2.0, 1.0], [0.0, 0.0]], atol=1e-6)
+    same_pos, same_vel = keep_out(pos, vel, clearance, lo, jnp.zeros((3, 1), bool), 1.0)
+    np.testing.assert_allclose(same_pos, pos)
+    np.testing.assert_allclose(same_vel, vel)
