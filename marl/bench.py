@@ -169,8 +169,7 @@ def bench_env(
 
     `steady=False`: time from fresh resets (one warm-up call instead of one episode limit of
     untimed steps). Returns a dict: env, num_envs, steps, num_agents, compile_s (trace, lower,
-    compile),
-    run_s (best timed call), memory_bytes (XLA's peak estimate), steps_per_s
+    compile), run_s (best timed call), memory_bytes (XLA's peak estimate), steps_per_s
     (= num_envs * steps / run_s), agent_steps_per_s, device.
     """
     if isinstance(env, str):

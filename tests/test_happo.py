@@ -240,8 +240,10 @@ def test_team_advantages_bootstrap_truncations_by_hand():
     lambda .8), rewards (0, 2) -> 1 per step, values .5, .6, next values .6, 5: truncated at
     t=1: adv = [4.568, 4.9] (1 + .9 * 5 - .6 = 4.9; 1.04 + .72 * 4.9 = 4.568); terminated at
     t=1: adv = [1.328, .4]."""
+    from hand_rollouts import hand_rollout
+
     from marl.algorithms.onpolicy import ValueNorm
-    from marl.algorithms.ppo import PPOConfig, Rollout
+    from marl.algorithms.ppo import PPOConfig
 
     cfg = PPOConfig(gamma=0.9, gae_lambda=0.8, value_norm=False)
 
@@ -249,23 +251,11 @@ def test_team_advantages_bootstrap_truncations_by_hand():
         return jnp.broadcast_to(jnp.asarray(x)[:, None, None], (2, 1, 2))
 
     reward = jnp.array([[0.0, 2.0], [0.0, 2.0]])[:, None, :]
-    zeros = jnp.zeros((2, 1, 2))
 
     def rollout(terminated):
-        return Rollout(
-            actor_in=zeros[..., None],
-            critic_in=zeros[..., None],
-            avail=jnp.ones((2, 1, 2, 1), bool),
-            action=zeros.astype(jnp.int32),
-            log_prob=zeros,
-            value=per_agent([0.5, 0.6]),
-            next_value=per_agent([0.6, 5.0]),
-            reward=reward,
-            alive=jnp.ones((2, 1, 2), bool),
-            start=jnp.zeros((2, 1), bool),
-            terminated=jnp.array([[False], [terminated]]),
-            done=jnp.array([[False], [True]]),
-        )
+        value, next_value = per_agent([0.5, 0.6]), per_agent([0.6, 5.0])
+        done = jnp.array([[False], [True]])
+        return hand_rollout(reward, value, next_value, jnp.array([[False], [terminated]]), done)
 
     adv, targets = happo.team_advantages(cfg, ValueNorm.create(), rollout(False))
     assert adv.shape == (2, 1)

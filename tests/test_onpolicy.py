@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hand_rollouts import hand_rollout
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -173,29 +174,6 @@ def test_each_parameter_set_is_clipped_by_its_own_norm():
 
 
 # --- PPO's advantages and rollout -------------------------------------------------------------
-
-
-def hand_rollout(reward, value, next_value, terminated, done):
-    """A ppo.Rollout with the given [T, B, N] / [T, B] fields and zeros everywhere else."""
-    from marl.algorithms.ppo import Rollout
-
-    reward, value, next_value = (jnp.asarray(x, jnp.float32) for x in (reward, value, next_value))
-    zeros = jnp.zeros(reward.shape)
-    flags = jnp.zeros(reward.shape[:2], bool)
-    return Rollout(
-        actor_in=zeros[..., None],
-        critic_in=zeros[..., None],
-        avail=jnp.ones((*reward.shape, 1), bool),
-        action=zeros.astype(jnp.int32),
-        log_prob=zeros,
-        value=value,
-        next_value=next_value,
-        reward=reward,
-        alive=jnp.ones(reward.shape, bool),
-        start=flags,
-        terminated=jnp.asarray(terminated, bool),
-        done=jnp.asarray(done, bool),
-    )
 
 
 def test_ppo_advantages_bootstrap_truncated_episodes():
