@@ -19,7 +19,9 @@ initial state and policy are reused):
   `factor *= exp(new_log_prob_i - old_log_prob_i)` over the whole rollout with its updated
   parameters (agents not alive at a step contribute a ratio of 1 there);
 - the critic is updated as in MAPPO (`ppo.critic_update`) on the team value targets, one
-  sample per environment step whoever is alive (`team_samples`; HARL's EP critic).
+  sample per environment step whoever is alive (`team_samples`; HARL's EP critic);
+- each agent's advantages are normalised on their own, over the steps where that agent is
+  alive (`per_agent_normalized`; HARL's `happo.train`), not over all agents' samples at once.
 
 One team advantage for every agent is HAPPO's cooperative setting: on a task whose agents do
 not share one objective (`EnvSpec.cooperative` False: tag, adversary, push) it would train
@@ -90,6 +92,7 @@ DEFAULTS: dict[str, Any] = {
     "critic": "central",  # centralised V on the global state (HARL "EP")
     "parameter_sharing": "none",  # HARL share_param False; forced
     "agent_id": False,  # no id: one team value per state, and ids are moot without sharing
+    "critic_agent_id": False,
     "num_minibatches": 2,
     "lr": 2e-3,
     "critic_lr": 2e-3,
@@ -102,7 +105,12 @@ DEFAULTS: dict[str, Any] = {
     "layer_norm": False,
 }
 # values HAPPO cannot run without; a config asking for others is rejected
-FORCED: dict[str, Any] = {"critic": "central", "parameter_sharing": "none", "agent_id": False}
+FORCED: dict[str, Any] = {
+    "critic": "central",
+    "parameter_sharing": "none",
+    "agent_id": False,
+    "critic_agent_id": False,  # one team value V(s) of the mean reward
+}
 
 
 def config(cfg: PPOConfig | dict[str, Any] | None) -> PPOConfig:
@@ -170,6 +178,7 @@ _PER_AGENT = (
     "next_value",
     "reward",
     "alive",
+    "died",
 )
 
 
@@ -291,12 +300,22 @@ def team_advantages(cfg: PPOConfig, vn: ValueNorm, ro: Rollout) -> tuple[Array, 
     )
 
 
+def per_agent_normalized(adv: Array, alive: Array) -> Array:
+    """[T, B, N] advantages normalised for each agent on its own, over the samples where it is
+    alive (HARL's `happo.train`: NaN where `active_masks` is 0, then nanmean / nanstd, eps
+    1e-5): each agent's update sees zero-mean unit-std advantages whoever else is alive."""
+    return jax.vmap(lambda a, m: normalize_advantages(a, m, eps=1e-5), in_axes=-1, out_axes=-1)(
+        adv, alive
+    )
+
+
 def team_samples(alive: Array) -> Array:
     """[..., N] mask of one sample per environment step (agent 0's column), whoever is alive.
 
     The team value V(s) is one regression target per step, so the critic's loss and the value
     normaliser's statistics are plain means over steps (HARL's EP critic), not weighted by how
-    many agents are alive at each (the actor's advantage normalisation is, as HARL's).
+    many agents are alive at each (the actors' advantage normalisation is per agent over its
+    living samples, `per_agent_normalized`, as HARL's).
     """
     return jnp.broadcast_to(jnp.arange(alive.shape[-1]) == 0, alive.shape)
 
@@ -318,8 +337,8 @@ def make_train(
         env, "happo", "trains every agent on one team advantage (the mean reward)", "mappo or ippo"
     )
     cfg = config(cfg)
-    base = _make_ppo(env, cfg, total_updates)  # initial state, policy, steps per update
-    nets = Networks(env, cfg, actor_sharing="none")
+    nets = Networks(env, cfg, actor_sharing="none", team_critic=True)
+    base = _make_ppo(env, cfg, total_updates, nets)  # initial state, policy, steps per update
     wrapped = training_env(env)
     n = env.spec.num_agents
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
@@ -340,7 +359,7 @@ def make_train(
             vn = state.value_norm.update(targets, team_samples(ro.alive))
             state = state.replace(value_norm=vn)
         if cfg.advantage_norm:
-            adv = normalize_advantages(adv, ro.alive)
+            adv = per_agent_normalized(adv, ro.alive)
         key, k_order, k_actor, k_critic = split_keys(state.key)
         order = agent_order(k_order, n)
         actor_params, actor_opt, factors, am = sequential_update(
@@ -385,6 +404,7 @@ __all__ = [
     "config",
     "make_train",
     "next_factor",
+    "per_agent_normalized",
     "sequential_update",
     "team_advantages",
     "update_agent",

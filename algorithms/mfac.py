@@ -4,7 +4,8 @@ over the neighbours' mean action, trained on-policy.
 One update: step `num_envs` environments `rollout_length` times, each agent sampling from its
 actor given the previous step's neighbourhood mean action (zeros at an episode's start); then
 
-- critic: squared error between `Q(o, a, abar)` and `r + gamma (1 - terminated) v(o')`, with
+- critic: squared error between `Q(o, a, abar)` and `r + gamma (1 - terminated) v(o')` (per
+  agent: the episode ended or the agent died, mfrl's `not alive`), with
   `v(o') = sum_a pi(a | o', abar) Q_target(o', a, abar)` (the mean-field value under the actor;
   `abar`, this step's mean action, is what the actor conditions on at `o'`);
 - actor: policy gradient with the advantage `Q(o, a, abar) - sum_a' pi(a' | o, abar_prev)
@@ -175,7 +176,7 @@ def make_train(
                 "next_obs": nts.final_obs,
                 "next_avail": nts.final_avail,
                 "alive": ts.alive,
-                "terminated": nts.terminated,
+                "terminated": nts.agent_terminated(ts.alive),
             }
             s = s.replace(
                 env_state=env_state,
@@ -196,7 +197,7 @@ def make_train(
         )
         q_next = critic.q(state.target_critic, flat["next_obs"], flat["mean"])
         value = jnp.sum(jnp.exp(next_logp) * jnp.where(flat["next_avail"], q_next, 0.0), axis=-1)
-        not_term = 1.0 - flat["terminated"].astype(jnp.float32)[:, None]
+        not_term = 1.0 - flat["terminated"].astype(jnp.float32)
         target = jax.lax.stop_gradient(flat["reward"] + cfg.gamma * not_term * value)
 
         def critic_loss(params):

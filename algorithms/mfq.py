@@ -11,7 +11,8 @@ One update:
    each transition `(o, a, abar, r, o', avail')` (all agents of one env step together) goes
    into a replay buffer.
 2. `train_steps` gradient steps on `batch_size` sampled env steps: the squared error between
-   `Q(o, a, abar)` and `y = r + gamma (1 - terminated) v(o')` over the agents alive at `o`,
+   `Q(o, a, abar)` and `y = r + gamma (1 - terminated) v(o')` over the agents alive at `o`
+   (`terminated` per agent: the episode ended or the agent died, mfrl's `not alive`),
    with `v(o') = sum_a pi(a | o', abar) Q_target(o', a, abar)` (the paper's mean-field value;
    `pi` the Boltzmann policy of the online network at the current temperature) or, with
    `target: max`, `Q_target(o', argmax_a Q(o', a, abar), abar)`. As in the paper, the next
@@ -160,7 +161,7 @@ class Transition(struct.PyTreeNode):
     next_obs: Array  # [N, D] the true next observation
     next_avail: Array  # [N, A]
     alive: Array  # [N] agents acting at this step
-    terminated: Array  # []
+    terminated: Array  # [N] the episode terminated or the agent died (`agent_terminated`)
 
 
 class MFQState(struct.PyTreeNode):
@@ -232,7 +233,7 @@ def make_train(
             next_obs=jnp.zeros((n, spec.obs_dim)),
             next_avail=jnp.zeros((n, a), bool),
             alive=jnp.zeros((n,), bool),
-            terminated=jnp.zeros((), bool),
+            terminated=jnp.zeros((n,), bool),
         )
         return MFQState(
             params=params,
@@ -264,7 +265,7 @@ def make_train(
                 next_obs=nts.final_obs,
                 next_avail=nts.final_avail,
                 alive=ts.alive,
-                terminated=nts.terminated,
+                terminated=nts.agent_terminated(ts.alive),
             )
             buffer = replay.add_masked(s.buffer, batch, jnp.ones((b,), bool))
             s = s.replace(
@@ -286,7 +287,7 @@ def make_train(
         q_next_online = jax.lax.stop_gradient(nets.q(params, batch.next_obs, batch.mean))
         q_next_target = nets.q(target_params, batch.next_obs, batch.mean)
         value = mean_field_value(q_next_online, q_next_target, batch.next_avail, temp, cfg.target)
-        not_term = 1.0 - batch.terminated.astype(jnp.float32)[:, None]
+        not_term = 1.0 - batch.terminated.astype(jnp.float32)
         target = jax.lax.stop_gradient(batch.reward + cfg.gamma * not_term * value)
         mask = batch.alive.astype(jnp.float32)
         loss = jnp.sum(mask * (taken - target) ** 2) / jnp.maximum(jnp.sum(mask), 1.0)

@@ -67,6 +67,9 @@ class PPOConfig:
     feature_norm: bool = False  # layer norm of the network inputs
     parameter_sharing: str = "group"  # "all", "group" (per agent group) or "none"
     agent_id: bool = True  # append a one-hot agent id to network inputs
+    # agent ids in the critic's input: None follows `agent_id`, and adds them to a central
+    # critic whenever the agents' rewards can differ (`critic_needs_ids`); False is refused there
+    critic_agent_id: bool | None = None
     reward_scale: float = 1.0
     advantage_norm: bool = True
 
@@ -109,6 +112,7 @@ class Rollout(struct.PyTreeNode):
     next_value: Array  # [T, B, N] critic output on the true next observation
     reward: Array  # [T, B, N]
     alive: Array  # [T, B, N]
+    died: Array  # [T, B, N] alive at t, dead after the step: its own return ends there
     start: Array  # [T, B] obs at t begins an episode (recurrent reset)
     terminated: Array  # [T, B]
     done: Array  # [T, B]
@@ -129,14 +133,45 @@ class PPOState(struct.PyTreeNode):
     updates: Array
 
 
-class Networks:
-    """Actor and critic modules with their parameter sets, and how inputs are built."""
+def critic_needs_ids(cfg: PPOConfig, spec) -> bool:
+    """A critic shared by all agents on the global state returns one value for all of them
+    unless told which agent it values: wrong wherever their returns can differ (rewards not
+    shared: pathfinding pays each agent its own, tag and adversary have teams)."""
+    return cfg.critic == "central" and not spec.shared_reward
 
-    def __init__(self, env: MultiAgentEnv, cfg: PPOConfig, actor_sharing: str | None = None):
+
+def critic_agent_ids(cfg: PPOConfig, spec, team: bool = False) -> bool:
+    """Whether the critic's input carries one-hot agent ids (see `PPOConfig.critic_agent_id`);
+    `team`: HAPPO's team value V(s) of the mean reward, which never takes them."""
+    if team:
+        return False
+    if cfg.critic_agent_id is None:
+        return cfg.agent_id or critic_needs_ids(cfg, spec)
+    if critic_needs_ids(cfg, spec) and not cfg.critic_agent_id:
+        raise ValueError(
+            f"critic_agent_id=false: a central critic without agent ids gives every agent of "
+            f"{spec.name} one value, but their rewards differ (set critic_agent_id=true or null)"
+        )
+    return bool(cfg.critic_agent_id)
+
+
+class Networks:
+    """Actor and critic modules with their parameter sets, and how inputs are built.
+
+    `team_critic`: one team value V(s) (HAPPO), never given agent ids."""
+
+    def __init__(
+        self,
+        env: MultiAgentEnv,
+        cfg: PPOConfig,
+        actor_sharing: str | None = None,
+        team_critic: bool = False,
+    ):
         spec = env.spec
         self.spec, self.cfg = spec, cfg
         n = spec.num_agents
         self.id_dim = n if cfg.agent_id else 0
+        self.critic_id_dim = n if critic_agent_ids(cfg, spec, team_critic) else 0
         self.actor = Actor(
             spec.action_dim,
             spec.discrete,
@@ -163,25 +198,27 @@ class Networks:
         base = spec.state_dim if cfg.critic == "central" else spec.obs_dim
         if cfg.critic not in ("central", "local"):
             raise ValueError(f"critic {cfg.critic!r} unknown; valid: central, local")
-        self.critic_dim = base + self.id_dim
+        self.critic_dim = base + self.critic_id_dim
         self.hidden_dim = cfg.gru_hidden if cfg.recurrent else 1
 
     # inputs -----------------------------------------------------------------------------
     def actor_input(self, obs: Array) -> Array:
         """[..., N, obs_dim] -> [..., N, obs_dim + id]."""
-        if not self.id_dim:
-            return obs
-        ids = agent_ids(self.spec.num_agents, obs.shape[:-1], obs.ndim - 2)
-        return jnp.concatenate([obs, ids], axis=-1)
+        return self._with_ids(obs) if self.id_dim else obs
+
+    def _with_ids(self, x: Array) -> Array:
+        ids = agent_ids(self.spec.num_agents, x.shape[:-1], x.ndim - 2)
+        return jnp.concatenate([x, ids], axis=-1)
 
     def critic_input(self, obs: Array, state: Array) -> Array:
-        """Central: global state [..., S] broadcast to agents; local: own observation."""
+        """Central: global state [..., S] broadcast to agents; local: own observation; then
+        the agent ids where the critic takes them."""
         n = self.spec.num_agents
         if self.cfg.critic == "central":
             x = jnp.broadcast_to(state[..., None, :], (*state.shape[:-1], n, state.shape[-1]))
         else:
             x = obs
-        return self.actor_input(x) if self.id_dim else x
+        return self._with_ids(x) if self.critic_id_dim else x
 
     # init -------------------------------------------------------------------------------
     def init(self, key: Array) -> tuple[Any, Any]:
@@ -276,6 +313,7 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
             next_value=next_value[0],
             reward=nts.reward * cfg.reward_scale,
             alive=ts.alive,
+            died=nts.died(ts.alive),
             start=start,
             terminated=nts.terminated,
             done=nts.done,
@@ -299,15 +337,25 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     return state, rollout, episode_metrics(metrics)
 
 
+def agent_ends(ro: Rollout) -> tuple[Array, Array]:
+    """Per-agent (terminated, done) [T, B, N]: the episode's, and an agent's death ends its own
+    return (mfrl's `terminal = not alive`): a dead unit's input (zeros, or the state beside
+    its id) is never a training sample, so its value is no bootstrap target."""
+    term = ro.terminated[..., None] | ro.died
+    return term, ro.done[..., None] | ro.died
+
+
 def advantages_and_targets(nets: Networks, cfg: PPOConfig, vn: ValueNorm, ro: Rollout):
-    """Denormalised values -> GAE -> (advantages, value targets) [T, B, N]."""
+    """Denormalised values -> GAE with per-agent ends (`agent_ends`) -> (advantages, value
+    targets) [T, B, N]."""
     denorm = vn.denormalize if cfg.value_norm else (lambda x: x)
+    terminated, done = agent_ends(ro)
     adv, targets = gae(
         ro.reward,
         denorm(ro.value),
         denorm(ro.next_value),
-        ro.terminated,
-        ro.done,
+        terminated,
+        done,
         cfg.gamma,
         cfg.gae_lambda,
     )
@@ -379,12 +427,16 @@ def actor_loss(nets, cfg, params, mb: Rollout, adv, h0, weight=None):
 
 
 def make_train(
-    env: MultiAgentEnv, cfg: PPOConfig | dict | None = None, total_updates: int | None = None
+    env: MultiAgentEnv,
+    cfg: PPOConfig | dict | None = None,
+    total_updates: int | None = None,
+    nets: Networks | None = None,
 ) -> Train:
-    """IPPO / MAPPO learner on `env` (see module docstring)."""
+    """IPPO / MAPPO learner on `env` (see module docstring); `nets`: prebuilt networks (HAPPO's
+    team critic)."""
     cfg = cfg if isinstance(cfg, PPOConfig) else PPOConfig.from_dict(cfg)
     warn_unscheduled(cfg.anneal_lr, total_updates, "PPO learner")
-    nets = Networks(env, cfg)
+    nets = Networks(env, cfg) if nets is None else nets
     wrapped = training_env(env)
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
     actor_tx = make_optimizer(cfg, cfg.lr, grad_steps, per_set=True)

@@ -78,13 +78,15 @@ def random_valid_actions(key: jax.Array, space: Any, avail_actions: jax.Array) -
 
 
 def _with_final(ts: TimeStep) -> TimeStep:
-    """`ts` with `final_obs`/`final_state` filled, so a scan carry keeps one structure."""
+    """`ts` with its `final_*` fields filled, so a scan carry keeps one structure."""
     if ts.final_obs is None:
         ts = ts.replace(final_obs=ts.obs)
     if ts.final_state is None:
         ts = ts.replace(final_state=ts.state)
     if ts.final_avail is None:
         ts = ts.replace(final_avail=ts.avail_actions)
+    if ts.final_alive is None:
+        ts = ts.replace(final_alive=ts.alive)
     return ts
 
 

@@ -42,6 +42,8 @@ class TimeStep(struct.PyTreeNode):
         final_state:   [state_dim] likewise for `state`.
         final_avail:   [N, A] likewise for `avail_actions` (off-policy targets take the max
                        over the actions available in the true next state).
+        final_alive:   [N] likewise for `alive` (an agent alive at a step and not in
+                       `final_alive` died in it: its own values do not bootstrap).
     """
 
     obs: Array
@@ -55,11 +57,23 @@ class TimeStep(struct.PyTreeNode):
     final_obs: Array | None = None
     final_state: Array | None = None
     final_avail: Array | None = None
+    final_alive: Array | None = None
 
     @property
     def done(self) -> Array:
         """[] bool: the episode ended, by termination or truncation."""
         return jnp.logical_or(self.terminated, self.truncated)
+
+    def died(self, alive: Array) -> Array:
+        """[N] bool: agents alive before this step (`alive`) and dead after it (needs the
+        auto-reset wrapper's `final_alive`)."""
+        return alive & ~self.final_alive
+
+    def agent_terminated(self, alive: Array) -> Array:
+        """[N] bool: this step ends agent i's own return: the episode terminated, or i died in
+        it (mfrl's per-agent `terminal = not alive`). A dead agent's observation is never a
+        training sample, so learners of per-agent values do not bootstrap from it."""
+        return self.terminated[..., None] | self.died(alive)
 
 
 @dataclass(frozen=True)
@@ -101,6 +115,14 @@ class EnvSpec:
             [-1, 1] (fractions, one-hots, normalised positions; `check_env` holds it to
             |x| <= STATE_BOUND), so learners may feed the state to networks as it is. QMIX's
             mixer layer-normalises the state only when this is False.
+        shared_reward: every agent receives the same reward at every step (SMAC's team reward,
+            speaker_listener). False (the default, the safe assumption): rewards may differ per
+            agent, so a critic shared by all agents on the global state must be told which
+            agent it values (MAPPO's central critic then always takes agent ids).
+        time_limit_terminal: the time limit is part of the task: the state carries
+            t / episode_limit and reaching the limit terminates the episode (Pardo et al.
+            2018, time-aware values). False (the default): the state carries no time, the limit
+            truncates and learners bootstrap from the final state (pymarl's and SMAC's rule).
     """
 
     name: str
@@ -117,6 +139,8 @@ class EnvSpec:
     cooperative: bool | None = None
     state_bounded: bool = False
     lower_is_better: tuple[str, ...] = ()
+    shared_reward: bool = False
+    time_limit_terminal: bool = False
 
     def __post_init__(self) -> None:
         n = self.num_agents
@@ -187,7 +211,8 @@ class MultiAgentEnv(Generic[StateT]):
 
     Subclasses set `self.spec` and implement `reset` and `step_env`; `step` adds the time limit
     once for all: it counts steps in `state.t` (every env state carries an int32 `t`) and sets
-    `truncated` when the count reaches `spec.episode_limit` and the episode did not terminate.
+    `truncated` when the count reaches `spec.episode_limit` and the episode did not terminate
+    (or, with `spec.time_limit_terminal`, sets `terminated`: the limit is then part of the task).
     Episodes are then exactly `episode_limit` steps long unless they terminate earlier.
 
     Both methods are pure and jittable; `self` is static (hashable by identity).
@@ -211,6 +236,8 @@ class MultiAgentEnv(Generic[StateT]):
         t = state.t + 1
         state = state.replace(t=t)
         at_limit = t >= self.spec.episode_limit
+        if self.spec.time_limit_terminal:
+            return state, ts.replace(terminated=jnp.logical_or(ts.terminated, at_limit))
         truncated = jnp.logical_and(at_limit, jnp.logical_not(ts.terminated))
         return state, ts.replace(truncated=truncated)
 

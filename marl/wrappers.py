@@ -103,13 +103,15 @@ class AutoReset(Wrapper):
         truncated, metrics:         the transition just taken (the finished episode's last one);
         final_obs [N, obs_dim],
         final_state [state_dim],
-        final_avail [N, A]:         the true last observation / global state / available actions
-                                    of the transition just taken (equal to obs / state / avail
-                                    when not done). Bootstrap truncated episodes from these.
+        final_avail [N, A],
+        final_alive [N]:            the true last observation / global state / available
+                                    actions / living agents of the transition just taken (equal
+                                    to obs / state / avail / alive when not done). Bootstrap
+                                    truncated episodes from these.
 
-    `reset` sets `final_obs = obs` (and likewise state, avail), so reset and step return the same
-    TimeStep pytree structure (a valid `lax.scan` carry). The reset is computed every step and
-    selected leafwise (`lax.select`), as JaxMARL and gymnax do; no host sync.
+    `reset` sets `final_obs = obs` (and likewise state, avail, alive), so reset and step return
+    the same TimeStep pytree structure (a valid `lax.scan` carry). The reset is computed every
+    step and selected leafwise (`lax.select`), as JaxMARL and gymnax do; no host sync.
     """
 
     RESET_SALT = 0x5EED
@@ -117,7 +119,10 @@ class AutoReset(Wrapper):
     def reset(self, key: PRNGKey) -> tuple[Any, TimeStep]:
         state, ts = self.env.reset(key)
         return state, ts.replace(
-            final_obs=ts.obs, final_state=ts.state, final_avail=ts.avail_actions
+            final_obs=ts.obs,
+            final_state=ts.state,
+            final_avail=ts.avail_actions,
+            final_alive=ts.alive,
         )
 
     def step(self, key: PRNGKey, state: Any, actions: Array) -> tuple[Any, TimeStep]:
@@ -172,6 +177,7 @@ def _continued(ts: TimeStep, first: tuple[Array, Array, Array, Array]) -> TimeSt
         final_obs=ts.obs,
         final_state=ts.state,
         final_avail=ts.avail_actions,
+        final_alive=ts.alive,
     )
 
 

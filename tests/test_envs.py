@@ -196,3 +196,34 @@ def test_spread_counts_each_colliding_pair_once():
     np.testing.assert_allclose(ts.reward, [-0.75, -0.75, -0.25], rtol=1e-6)
     np.testing.assert_allclose(float(ts.metrics["landmark_distance"]), 0.5, rtol=1e-6)
     assert float(env.observe(state).metrics["collisions"]) == 1.0
+
+
+# --- one time-limit rule -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "base"),
+    [
+        ("combat/3m", {"enemy_shoots": False}, 10 * 6 + 4 * 3),
+        ("pathfinding/random_grid", {"num_agents": 2, "state_map": False}, 10 * 2),
+    ],
+)
+def test_time_in_the_state_makes_the_limit_terminal(env_id, kwargs, base):
+    """By default the state carries no time and the limit truncates (the learners
+    bootstrap); with `time_in_state` the state ends with t / limit and the limit terminates
+    the episode (time-aware values), so no learner bootstraps from a state no sample trains."""
+    limit = 5
+    for timed in (False, True):
+        env = marl.make(env_id, episode_limit=limit, time_in_state=timed, **kwargs)
+        assert env.spec.state_dim == base + int(timed)
+        assert env.spec.time_limit_terminal is timed
+        state, ts = env.reset(jax.random.key(0))
+        spec = env.spec
+        dtype = jnp.int32 if spec.discrete else jnp.float32
+        stop = jnp.full(spec.action_shape, 4 if env_id.startswith("combat") else 0, dtype)
+        for t in range(limit):
+            assert not bool(ts.done)
+            if timed:
+                np.testing.assert_allclose(float(ts.state[-1]), t / limit, rtol=1e-6)
+            state, ts = env.step(jax.random.key(t), state, stop)
+        assert bool(ts.terminated) is timed and bool(ts.truncated) is not timed

@@ -99,7 +99,7 @@ def setup(trained):
     """Seed 0 of the short run after one more rollout: (nets, cfg, tx, state, rollout, adv)."""
     env = marl.make("particle/spread")
     cfg = happo.config(TINY)
-    nets = Networks(env, cfg, actor_sharing="none")
+    nets = Networks(env, cfg, actor_sharing="none", team_critic=True)
     state = jax.tree.map(lambda x: x[0], trained.final_state)
     state, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
     adv = jax.random.normal(jax.random.key(1), ro.alive.shape)
@@ -305,3 +305,39 @@ def test_each_update_uses_the_drawn_agent_order(monkeypatch):
     monkeypatch.setattr(happo, "sequential_update", spy)
     jax.jit(train.step)(train.init(jax.random.key(0)))
     assert seen == [[2, 0, 1]]
+
+
+def test_per_agent_normalized_by_hand():
+    """Agent 0 alive at all three steps: [1, 2, 3] -> mean 2, std sqrt(2/3): -1.2247, 0,
+    1.2247. Agent 1 alive at the first two only: [10, 20] -> -1, 1, whatever its dead step
+    holds (HARL: NaN where inactive, then nanmean / nanstd, eps 1e-5)."""
+    adv = jnp.array([[1.0, 10.0], [2.0, 20.0], [3.0, 1000.0]]).reshape(3, 1, 2)
+    alive = jnp.array([[1, 1], [1, 1], [1, 0]], bool).reshape(3, 1, 2)
+    out = np.asarray(happo.per_agent_normalized(adv, alive))[:, 0]
+    np.testing.assert_allclose(out[:, 0], [-1.2247, 0.0, 1.2247], atol=1e-4)
+    np.testing.assert_allclose(out[:2, 1], [-1.0, 1.0], atol=1e-4)
+
+
+def test_each_agent_updates_on_its_own_normalised_advantages(monkeypatch):
+    """Agents that die at different steps (1 and 2 of each 4-step episode): the advantages
+    make_train's step hands the sequential update have, for every agent, zero mean and unit
+    std over the samples where that agent is alive (not only over all agents' at once)."""
+    from hand_rollouts import death_env
+
+    env = death_env(num_agents=2, die_at=(1, 2))
+    cfg = {"num_envs": 2, "rollout_length": 8, "hidden": (8,), "epochs": 1, "num_minibatches": 1}
+    train = happo.make_train(env, cfg)
+    seen = []
+    sequential = happo.sequential_update
+
+    def spy(*args):
+        jax.debug.callback(lambda adv: seen.append(np.asarray(adv)), args[6])
+        return sequential(*args)
+
+    monkeypatch.setattr(happo, "sequential_update", spy)
+    state, _ = jax.jit(train.step)(train.init(jax.random.key(0)))
+    jax.jit(train.step)(state)  # a second update: the value is no longer zero
+    adv = seen[-1].reshape(2, 4, 2, 2)  # [episode, step, env, agent]: 8 steps, 2 episodes
+    for agent, alive_steps in ((0, 2), (1, 3)):
+        a = adv[:, :alive_steps, :, agent].ravel()
+        assert abs(a.mean()) < 1e-4 and abs(a.std() - 1.0) < 1e-3, (agent, a.mean(), a.std())

@@ -153,7 +153,7 @@ def test_mfq_td_loss_ignores_agents_not_alive():
         next_obs=jnp.zeros((32, n, env.spec.obs_dim)),
         next_avail=jnp.ones((32, n, a), bool),
         alive=jnp.zeros((32, n), bool),
-        terminated=jnp.zeros((32,), bool),
+        terminated=jnp.zeros((32, n), bool),
     )
     state = state.replace(buffer=replay.add_masked(state.buffer, dead, jnp.ones((32,), bool)))
     _, metrics = jax.jit(train.step)(state)
@@ -189,3 +189,51 @@ def test_mfac_actor_loss_conditions_on_the_behaviour_mean_action():
     some_mean = mean_action(neighbours, jnp.zeros((2, 4), jnp.int32), env.spec.action_dim)
     assert float(jnp.abs(some_mean).sum()) > 0
     assert abs(entropy(some_mean) - entropy(zeros)) > 1e-5
+
+
+def _huge_target(params):
+    """Parameters whose linear head's bias is 1e6: every Q value about 1e6."""
+    new = jax.tree.map(lambda x: x, params)
+    new["params"]["Dense_0"]["bias"] = jnp.full_like(params["params"]["Dense_0"]["bias"], 1e6)
+    return new
+
+
+@pytest.mark.parametrize("learner", ["mfq", "mfac"])
+def test_mean_field_targets_do_not_bootstrap_past_an_agents_death(learner):
+    """Every agent dies in the first step while the episode goes on: with the target network's
+    values at ~1e6, the TD error of that step is the reward's (about 1), not ~1e12 (mfrl:
+    `terminal = not alive` per agent)."""
+    from hand_rollouts import death_env
+
+    env = death_env(num_agents=2, die_at=0)
+    if learner == "mfq":
+        cfg = {"num_envs": 1, "rollout_length": 1, "batch_size": 1, "hidden": [8]}
+        train = make_train(env, cfg)
+        state = train.init(jax.random.key(0))
+        state = state.replace(target_params=_huge_target(state.target_params))
+        _, metrics = jax.jit(train.step)(state)
+        loss = float(metrics["loss/td"])
+    else:
+        from marl.algorithms.mfac import MFACConfig
+
+        train = marl.algorithm("mfac")(env, MFACConfig(num_envs=1, rollout_length=1, hidden=(8,)))
+        state = train.init(jax.random.key(0))
+        state = state.replace(target_critic=_huge_target(state.target_critic))
+        _, metrics = jax.jit(train.step)(state)
+        loss = float(metrics["loss/critic"])
+    assert loss < 100.0, loss
+
+
+def test_mfq_stores_each_agents_termination():
+    """The replay holds per-agent terminations: agent 0 dies in step 1 and agent 1 in step 2
+    of each 4-step episode; the stored flags are set exactly there."""
+    from hand_rollouts import death_env
+
+    env = death_env(num_agents=2, die_at=(1, 2))
+    train = make_train(env, {"num_envs": 1, "rollout_length": 8, "train_steps": 0})
+    state, _ = jax.jit(train.step)(train.init(jax.random.key(0)))
+    terminated = np.asarray(state.buffer.data.terminated[:8])
+    expected = np.zeros((8, 2), bool)
+    expected[[1, 5], 0] = True
+    expected[[2, 6], 1] = True
+    np.testing.assert_array_equal(terminated, expected)

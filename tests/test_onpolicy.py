@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hand_rollouts import hand_rollout
+from hand_rollouts import death_env, hand_rollout
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -199,6 +199,59 @@ def test_ppo_advantages_bootstrap_truncated_episodes():
     terminated = hand_rollout(reward, value, next_value, flags([0, 1]), flags([0, 1]))
     adv, _ = advantages_and_targets(None, cfg, ValueNorm.create(), terminated)
     np.testing.assert_allclose(np.asarray(adv)[:, 0, 0], [1.328, 0.4], rtol=1e-5)
+
+
+def test_ppo_advantages_end_an_agents_return_at_its_death():
+    """Agent 0 dies in step 1 of 3 (the episode goes on; gamma .9, lambda .8): its step 1 does
+    not bootstrap from the dead unit's (untrained) value 3.0 and step 2 (dead) does not flow
+    back: adv0[1] = 1 - .6 = .4, adv0[0] = (1 + .9 * .6 - .5) + .72 * .4 = 1.328. Agent 1,
+    alive throughout with the same numbers, bootstraps: adv1[2] = 1 + .9 * .8 - .7 = 1.02,
+    adv1[1] = (1 + .9 * .7 - .6) + .72 * 1.02 = 1.7644, adv1[0] = 1.04 + .72 * 1.7644."""
+    from marl.algorithms.ppo import PPOConfig, advantages_and_targets
+
+    cfg = PPOConfig(gamma=0.9, gae_lambda=0.8, value_norm=False)
+
+    def agents(a, b):  # two [T] columns -> [T, B=1, N=2]
+        return np.stack([a, b], axis=-1).astype(np.float32).reshape(3, 1, 2)
+
+    reward = agents([1.0, 1.0, 0.0], [1.0, 1.0, 1.0])
+    value = agents([0.5, 0.6, 0.0], [0.5, 0.6, 0.7])
+    next_value = agents([0.6, 3.0, 0.0], [0.6, 0.7, 0.8])
+    flags = np.zeros((3, 1), bool)
+    alive = agents([1, 1, 0], [1, 1, 1]).astype(bool)
+    died = agents([0, 1, 0], [0, 0, 0]).astype(bool)
+    ro = hand_rollout(reward, value, next_value, flags, flags, alive=alive, died=died)
+    adv, targets = advantages_and_targets(None, cfg, ValueNorm.create(), ro)
+    adv = np.asarray(adv)[:, 0]
+    np.testing.assert_allclose(adv[:2, 0], [1.328, 0.4], rtol=1e-5)
+    np.testing.assert_allclose(adv[:, 1], [1.04 + 0.72 * 1.7644, 1.7644, 1.02], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(targets)[1, 0, 0], 1.0, rtol=1e-6)
+
+
+def test_collect_marks_each_agents_death():
+    """On an env whose agents all die in step 1 while the episode runs on to its limit (4),
+    the rollout's `died` is set at t=1 (and t=5, the next episode's step 1) only, and the
+    value targets of those steps are the reward alone."""
+    from marl.algorithms.ppo import (
+        Networks,
+        PPOConfig,
+        advantages_and_targets,
+        collect,
+        make_train,
+    )
+    from marl.wrappers import training_env
+
+    env = death_env(num_agents=2, die_at=1)
+    cfg = PPOConfig(num_envs=2, rollout_length=8, hidden=(8,), value_norm=False)
+    state = make_train(env, cfg).init(jax.random.key(0))
+    nets = Networks(env, cfg)
+    _, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
+    died = np.asarray(ro.died)
+    expected = np.zeros(died.shape, bool)
+    expected[[1, 5]] = True
+    np.testing.assert_array_equal(died, expected)
+    _, targets = advantages_and_targets(nets, cfg, ValueNorm.create(), ro)
+    np.testing.assert_allclose(np.asarray(targets)[[1, 5]], 1.0, rtol=1e-6)
 
 
 def test_normalize_advantages_by_hand():
@@ -395,3 +448,60 @@ def test_value_norm_floors_the_variance():
     assert np.isclose(float(vn.normalize(jnp.float32(5.1))), 1.0, rtol=1e-4)
     mean, std = ValueNorm.create().stats()
     assert float(mean) == 0.0 and np.isclose(float(std), 0.1)
+
+
+# --- the critic's agent ids -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env_id", "cfg", "ids"),
+    [
+        ("particle/spread", {"agent_id": False}, True),  # own collisions: rewards differ
+        ("particle/speaker_listener", {"agent_id": False}, False),  # one shared reward
+        ("particle/spread", {"agent_id": False, "critic": "local"}, False),  # own observation
+        ("particle/spread", {"agent_id": False, "critic_agent_id": True}, True),
+        ("particle/speaker_listener", {}, True),  # agent_id=true: actor and critic
+        ("combat/3m", {"agent_id": False}, False),  # SMAC's team reward
+    ],
+)
+def test_central_critic_tells_agents_apart_where_rewards_differ(env_id, cfg, ids):
+    """MAPPO without actor ids still gives its central critic agent ids on a task whose agents'
+    rewards differ, so two agents in one state get two values; not where they share one."""
+    import marl
+    from marl.algorithms.ppo import Networks, PPOConfig
+
+    env = marl.make(env_id)
+    nets = Networks(env, PPOConfig(**cfg))
+    n = env.spec.num_agents
+    assert nets.critic_id_dim == (n if ids else 0)
+    assert nets.id_dim == (n if cfg.get("agent_id", True) else 0)
+    _, critic = nets.init(jax.random.key(0))
+    _, ts = env.reset(jax.random.key(1))
+    x = nets.critic_input(ts.obs, ts.state)[None, None]
+    _, v = nets.critic_apply(critic, jnp.zeros((1, n, nets.hidden_dim)), x, jnp.ones((1, 1), bool))
+    spread = float(np.ptp(np.asarray(v)))
+    if ids or cfg.get("critic") == "local":
+        assert spread > 1e-6
+    else:
+        assert spread == 0.0
+
+
+def test_central_critic_without_ids_is_refused_where_rewards_differ():
+    import marl
+    from marl.algorithms.ppo import Networks, PPOConfig
+
+    with pytest.raises(ValueError, match="critic_agent_id=false.*rewards differ"):
+        Networks(marl.make("particle/spread"), PPOConfig(agent_id=False, critic_agent_id=False))
+    # a shared reward: allowed
+    Networks(marl.make("particle/speaker_listener"), PPOConfig(critic_agent_id=False))
+
+
+def test_happos_team_critic_never_takes_ids():
+    """HAPPO's critic is one team value V(s) (HARL's EP), on any cooperative task."""
+    import marl
+    from marl.algorithms import happo
+
+    train = happo.make_train(marl.make("particle/spread"), {"num_envs": 2, "rollout_length": 4})
+    critic = jax.eval_shape(train.init, jax.random.key(0)).critic_params
+    first = critic["params"]["Torso_0"]["MLP_0"]["Dense_0"]["kernel"]
+    assert first.shape[1] == marl.make("particle/spread").spec.state_dim

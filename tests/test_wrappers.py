@@ -518,3 +518,22 @@ def test_learners_refuse_an_env_already_wrapped_for_training(wrap):
         with pytest.raises(ValueError, match="wrap the bare env"):
             marl.algorithm(algo)(wrap(env))
     assert marl.algorithm("ippo")(env).steps_per_update > 0
+
+
+def test_autoreset_keeps_which_agents_were_alive_at_the_end():
+    """An episode whose agents all die in step 1 and that runs to its limit (4): at the step
+    that ends it, `alive` is the new episode's (all True) and `final_alive` the finished
+    one's (all False); within an episode `final_alive` is `alive`."""
+    from hand_rollouts import death_env
+
+    env = AutoReset(death_env(num_agents=2, die_at=1))
+    state, ts = env.reset(jax.random.key(0))
+    np.testing.assert_array_equal(ts.final_alive, [True, True])
+    for t in range(4):
+        state, ts = env.step(jax.random.key(t), state, jnp.zeros((2,), jnp.int32))
+        if t < 3:
+            np.testing.assert_array_equal(ts.final_alive, ts.alive)
+    assert bool(ts.truncated)
+    np.testing.assert_array_equal(ts.alive, [True, True])
+    np.testing.assert_array_equal(ts.final_alive, [False, False])
+    np.testing.assert_array_equal(ts.died(jnp.array([True, False])), [True, False])

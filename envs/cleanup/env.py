@@ -204,6 +204,7 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             episode_limit=episode_limit,
             metric_names=METRICS,
             lower_is_better=("floating", "collisions_per_vessel"),
+            shared_reward=self.alpha == 1.0,
         )
 
     # --- reset ---------------------------------------------------------------------------------

@@ -162,6 +162,9 @@ class Combat(MultiAgentEnv[CombatState]):
         see_enemy_actions: also observe what SMAX's benchmark configuration shows (JaxMARL's
             `see_enemy_actions=True`, with the weapon cooldowns SMAX always shows): each seen
             foe's last action and each seen unit's weapon cooldown (see below).
+        time_in_state: append t / episode_limit to the state and end battles at the limit as
+            terminated (`EnvSpec.time_limit_terminal`); default: no time in the state, and the
+            limit truncates (SMAC's and pymarl's rule; learners bootstrap).
         name: the registry id.
 
     Dynamics (SMAX): each step is 8 sub-steps of 1/16 s. In a sub-step every living unit
@@ -188,9 +191,9 @@ class Combat(MultiAgentEnv[CombatState]):
     With `see_enemy_actions`, after those blocks [(N - 1) + 5 M more]: each other ally's
         cooldown fraction (1), then each enemy's last action (4, as above, its target counted
         among the allies: (target + 1) / N) and cooldown fraction (1); zeros where invisible.
-    State [10 U + 4 N + 1] float32: per unit (allies then enemies) health fraction, cooldown
+    State [10 U + 4 N (+ 1)] float32: per unit (allies then enemies) health fraction, cooldown
         fraction, x / W, y / H, type one-hot (zeros when dead); the allies' last actions (4
-        each, zeros when dead); t / episode_limit.
+        each, zeros when dead); t / episode_limit with `time_in_state`.
 
     Reward [N] (the same for every ally): SMAC's, damage dealt to enemies + 10 per kill + 200
     on the winning step, times 20 / (total enemy health + 10 M + 200), so a perfect episode
@@ -210,7 +213,7 @@ class Combat(MultiAgentEnv[CombatState]):
     the larger side (`spec.obs_sizes`), available actions to 5 + max(N, M) (`action_sizes`);
     padded actions do nothing. Rewards: allies as above, enemies the mirror (damage dealt to
     the allies, 10 per ally killed, 200 on the enemies' win, scaled by the allies' totals).
-    State [14 U + 1]: the unit features, every unit's last action (world frame), t / limit.
+    State [14 U (+ 1)]: the unit features, every unit's last action (world frame)[, t / limit].
     Metrics as above, from the allies' side.
 
     Local view (`nearest=k`): each unit observes only its min(k, N - 1) nearest teammates and
@@ -248,6 +251,7 @@ class Combat(MultiAgentEnv[CombatState]):
         enemy_greedy: bool = True,
         nearest: int | None = None,
         see_enemy_actions: bool = False,
+        time_in_state: bool = False,
         name: str = "combat/custom",
     ):
         if attack_mode not in ATTACK_MODES:
@@ -265,6 +269,7 @@ class Combat(MultiAgentEnv[CombatState]):
         self.num_allies, self.num_enemies = n, m
         self.nearest = None if nearest is None else int(nearest)
         self.see_enemy_actions = bool(see_enemy_actions)
+        self.time_in_state = bool(time_in_state)
         self.attack_mode = attack_mode
         self.enemy_shoots = bool(enemy_shoots)
         self.map_size = float(map_size)
@@ -305,7 +310,8 @@ class Combat(MultiAgentEnv[CombatState]):
 
     def _make_spec(self, name: str, episode_limit: int) -> EnvSpec:
         n, m = self.num_allies, self.num_enemies
-        units = UNIT_STATE_FEATURES * (n + m) + 1
+        units = UNIT_STATE_FEATURES * (n + m) + int(self.time_in_state)
+        timing = {"time_limit_terminal": self.time_in_state}
         ally_foes, enemy_foes = self.slots("allies")[1], self.slots("enemies")[1]
         if self.opponent != "self_play":
             return EnvSpec(
@@ -320,6 +326,8 @@ class Combat(MultiAgentEnv[CombatState]):
                 metric_names=METRICS,
                 lower_is_better=("lost",),
                 state_bounded=True,
+                shared_reward=True,  # SMAC's team reward
+                **timing,
             )
         obs_sizes = (self.obs_width("allies"),) * n + (self.obs_width("enemies"),) * m
         return EnvSpec(
@@ -338,6 +346,7 @@ class Combat(MultiAgentEnv[CombatState]):
             metric_names=METRICS,
             lower_is_better=("lost",),
             state_bounded=True,
+            **timing,
             obs_sizes=obs_sizes,
             action_sizes=(FIRST_ATTACK + ally_foes,) * n + (FIRST_ATTACK + enemy_foes,) * m,
         )
@@ -652,7 +661,7 @@ class Combat(MultiAgentEnv[CombatState]):
         return obs, jnp.concatenate([pad(avail, a), pad(enemy_avail, a)])
 
     def _global_state(self, state: CombatState, t: jax.Array) -> jax.Array:
-        """[state_dim] unit features, the agents' last actions (world frame), t / limit."""
+        """[state_dim] unit features, the agents' last actions (world frame)[, t / limit]."""
         n, m = self.num_allies, self.num_enemies
         alive = state.alive[:, None]
         unit = self._unit_features(state.pos, state.health, state.cooldown, state.unit_type)
@@ -660,7 +669,9 @@ class Combat(MultiAgentEnv[CombatState]):
         if self.opponent == "self_play":
             enemy_last = self._action_features(state.last_action[n:], n) * alive[n:]
             last = jnp.concatenate([last, enemy_last])
-        parts = [unit.reshape(-1), last.reshape(-1), (t / self.spec.episode_limit)[None]]
+        parts = [unit.reshape(-1), last.reshape(-1)]
+        if self.time_in_state:
+            parts.append((t / self.spec.episode_limit)[None])
         return jnp.concatenate(parts).astype(jnp.float32)
 
     def _timestep(

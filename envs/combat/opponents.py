@@ -160,6 +160,7 @@ def mirror_env(env: Combat, **overrides: Any) -> Combat:
         "map_size": env.map_size,
         "nearest": env.nearest,
         "see_enemy_actions": env.see_enemy_actions,
+        "time_in_state": env.time_in_state,
         "name": f"{env.spec.name}_mirrored",
         **overrides,
     }

@@ -80,6 +80,7 @@ class ParticleEnv(MultiAgentEnv[ParticleState]):
         metric_names: tuple[str, ...] = (),
         task_shapes: dict[str, tuple[int, ...]] | None = None,
         cooperative: bool | None = None,
+        shared_reward: bool = False,
     ) -> None:
         if episode_limit < 1:
             raise ValueError(f"episode_limit must be >= 1, got {episode_limit}")
@@ -116,6 +117,7 @@ class ParticleEnv(MultiAgentEnv[ParticleState]):
             obs_sizes=tuple(obs_sizes),
             action_sizes=tuple(int(k) for k in sizes),
             cooperative=cooperative,
+            shared_reward=bool(shared_reward) or n == 1,
         )
 
     def _timestep(self, s: ParticleState, reward: jax.Array, terminated: jax.Array) -> TimeStep:

@@ -96,6 +96,9 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             reset and on every new goal) instead of in a straight line.
         lifelong: an agent that reaches its goal is given a new one (no termination).
         state_map: append the flattened obstacle grid to the global state.
+        time_in_state: append t / episode_limit to the state and end episodes at the limit as
+            terminated (`EnvSpec.time_limit_terminal`); default: no time in the state, and the
+            limit truncates (learners bootstrap).
         episode_limit: steps before truncation.
 
     Observation [N, 12 + 6 max_obs]: goal offset / (H, W) scale (2), goal direction (2), goal
@@ -103,8 +106,9 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
     differential drive (1), radius (1); then the `max_obs` nearest objects within the window,
     nearest first: offset / window (2, the obstacle cell's closest point or the agent's centre),
     gap between surfaces / window (1), radius (1, 0 for cells), is agent (1), present (1).
-    State [10 N + 1 (+ H W)]: per agent position / size (2), velocity / max_speed (2), goal /
-    size (2), heading cos and sin (2), radius (1), on goal (1); t / limit; the grid.
+    State [10 N (+ 1) (+ H W)]: per agent position / size (2), velocity / max_speed (2), goal /
+    size (2), heading cos and sin (2), radius (1), on goal (1); t / limit with `time_in_state`;
+    the grid with `state_map`.
 
     Reward [N]: `on_goal_reward * on_goal + all_on_goal_reward * all agents on goal -
     collision_penalty * in contact + shaping * (distance before - distance after)`.
@@ -154,6 +158,7 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
         geodesic_shaping: bool = False,
         lifelong: bool = False,
         state_map: bool = True,
+        time_in_state: bool = False,
         episode_limit: int = 128,
         seed: int = 0,
         name: str = "pathfinding/custom",
@@ -206,6 +211,7 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
         self.geodesic = bool(geodesic_shaping)
         self.lifelong = bool(lifelong)
         self.state_map = bool(state_map)
+        self.time_in_state = bool(time_in_state)
         n_dd = {"holonomic": 0, "diffdrive": n, "mixed": int(round(diffdrive_fraction * n))}
         self.diffdrive = np.arange(n) < n_dd[dynamics]
         self.dynamics = dynamics
@@ -230,7 +236,8 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
         space = (
             Discrete(len(HOLONOMIC_ACTIONS)) if self.discrete else Box(-1.0, 1.0, (2,), jnp.float32)
         )
-        state_dim = 10 * n + 1 + (self.height * self.width if self.state_map else 0)
+        grid = self.height * self.width if self.state_map else 0
+        state_dim = 10 * n + int(self.time_in_state) + grid
         return EnvSpec(
             name=name,
             num_agents=n,
@@ -244,6 +251,7 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             # episodes end when every agent is on its goal: shorter is better too
             lower_is_better=("length", "flowtime", "makespan", "collisions_per_agent"),
             state_bounded=True,  # positions and goals / map size, velocity / max, unit heading
+            time_limit_terminal=self.time_in_state,
         )
 
     # --- reset ---------------------------------------------------------------------------------
@@ -511,7 +519,9 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             ],
             axis=-1,
         )
-        parts = [per_agent.ravel(), (steps / self.spec.episode_limit)[None]]
+        parts = [per_agent.ravel()]
+        if self.time_in_state:
+            parts.append((steps / self.spec.episode_limit)[None])
         if self.state_map:
             p = self.pad
             parts.append(state.obstacles[p:-p, p:-p].ravel())

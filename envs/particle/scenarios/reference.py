@@ -50,6 +50,7 @@ class Reference(ParticleEnv):
             continuous_actions,
             episode_limit,
             ("distance",),
+            shared_reward=self.local_ratio == 0.0,
         )
 
     def sample(self, key):

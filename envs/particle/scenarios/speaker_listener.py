@@ -46,6 +46,7 @@ class SpeakerListener(ParticleEnv):
             episode_limit,
             ("distance",),
             cooperative=True,  # both agents receive the listener's reward
+            shared_reward=True,
         )
 
     def sample(self, key):

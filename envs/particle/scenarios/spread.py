@@ -72,6 +72,7 @@ class Spread(ParticleEnv):
             continuous_actions,
             episode_limit,
             ("collisions", "occupied", "landmark_distance"),
+            shared_reward=self.local_ratio == 0.0,  # else each agent's own collisions count
         )
 
     def sample(self, key):
