@@ -19,7 +19,15 @@ import optax
 from flax import struct
 
 from marl.env import MultiAgentEnv
-from marl.learner import Policy, Train, check_config, config_from_dict, traced, warn_unscheduled
+from marl.learner import (
+    Policy,
+    Train,
+    check_config,
+    config_from_dict,
+    seed_max,
+    traced,
+    warn_unscheduled,
+)
 from marl.networks import Actor, AgentParams, Critic, agent_ids
 from marl.wrappers import episode_metrics, training_env
 
@@ -282,7 +290,13 @@ def make_policy(nets: Networks) -> Policy:
 
 
 def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState):
-    """Run `rollout_length` steps of every parallel (wrapped) env -> (state, Rollout, metrics)."""
+    """Run `rollout_length` steps of every parallel (wrapped) env -> (state, Rollout, metrics).
+
+    `next_value[t]` is the critic on the true next observation: `value[t + 1]` within an
+    episode, and where an episode ended at `t` a critic pass on its final observation, computed
+    only on steps where some episode ended (one branch for all seeds, `seed_max`); the last
+    step's comes from one pass after the scan.
+    """
     spec = nets.spec
 
     def body(carry, _):
@@ -299,10 +313,15 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
         log_prob = dist.log_prob(action[None])[0]
         env_keys = jax.random.split(k_env, cfg.num_envs)
         env_state, nts = env.step_batch(env_keys, env_state, env_actions(spec, action))
-        final_in = nets.critic_input(nts.final_obs, nts.final_state)
-        _, next_value = nets.critic_apply(
-            state.critic_params, c_h, final_in[None], jnp.zeros_like(resets)
-        )
+
+        def final_value():
+            final_in = nets.critic_input(nts.final_obs, nts.final_state)
+            return nets.critic_apply(
+                state.critic_params, c_h, final_in[None], jnp.zeros_like(resets)
+            )[1][0]
+
+        any_done = seed_max(jnp.any(nts.done).astype(jnp.int32)) > 0
+        ended = jax.lax.cond(any_done, final_value, lambda: jnp.zeros_like(value[0]))
         step = Rollout(
             actor_in=actor_in,
             critic_in=critic_in,
@@ -310,7 +329,7 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
             action=action,
             log_prob=log_prob,
             value=value[0],
-            next_value=next_value[0],
+            next_value=ended,  # the final observation's value where done (set below)
             reward=nts.reward * cfg.reward_scale,
             alive=ts.alive,
             died=nts.died(ts.alive),
@@ -331,6 +350,14 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     (env_state, ts, start, a_h, c_h, key), (rollout, metrics) = jax.lax.scan(
         body, init, None, length=cfg.rollout_length
     )
+    # the last step's true next observation (its final one where it ended)
+    last_in = nets.critic_input(ts.final_obs, ts.final_state)
+    _, last = nets.critic_apply(
+        state.critic_params, c_h, last_in[None], jnp.zeros((1, cfg.num_envs), bool)
+    )
+    following = jnp.concatenate([rollout.value[1:], last], axis=0)
+    done = rollout.done.reshape(rollout.done.shape + (1,) * (following.ndim - 2))
+    rollout = rollout.replace(next_value=jnp.where(done, rollout.next_value, following))
     state = state.replace(
         env_state=env_state, timestep=ts, start=start, actor_carry=a_h, critic_carry=c_h, key=key
     )

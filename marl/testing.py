@@ -194,6 +194,9 @@ def check_env(
             steps += 1
             check_timestep(env, ts)
             _check(env, int(s.t) == t, f"state.t is {int(s.t)} after {t} steps")
+            if spec.shared_reward:
+                r = np.asarray(ts.reward)
+                _check(env, bool(np.all(r == r[0])), f"shared_reward, but step {t} pays {r}")
             done = bool(ts.terminated) or bool(ts.truncated)
             if t < spec.episode_limit:
                 _check(env, not bool(ts.truncated), f"truncated at step {t} < limit")
@@ -201,6 +204,11 @@ def check_env(
                 _check(env, done, f"episode not over at the limit {spec.episode_limit}")
                 _check(
                     env, bool(ts.truncated) != bool(ts.terminated), "limit: exactly one end flag"
+                )
+                _check(
+                    env,
+                    bool(ts.terminated) or not spec.time_limit_terminal,
+                    "time_limit_terminal, but the limit truncated",
                 )
             if done:
                 break

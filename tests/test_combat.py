@@ -73,7 +73,7 @@ def test_registered_ids_have_smac_sizes_and_limits():
         assert spec.name == f"combat/{name}"
         assert [g.name for g in spec.groups] == ["allies"]
         assert spec.obs_dim == 14 + 15 * mates + 12 * foes
-        assert spec.state_dim == 10 * (n + m) + 4 * n + 1
+        assert spec.state_dim == 10 * (n + m) + 4 * n  # no time: the limit truncates
 
 
 def test_compositions_and_keywords():

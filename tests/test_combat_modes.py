@@ -111,7 +111,7 @@ def test_self_play_spec_has_both_teams_padded():
         ("enemies", tuple(range(5, 11))),
     ]
     assert spec.agent_names[4:6] == ("ally_4", "enemy_0")
-    assert spec.state_dim == 10 * 11 + 4 * 11 + 1
+    assert spec.state_dim == 10 * 11 + 4 * 11
     # heuristic and policy modes keep the allies-only spec
     policy = marl.make("combat/5m_vs_6m", opponent="policy", enemy_policy=stop_policy(6))
     assert policy.spec == marl.make("combat/5m_vs_6m").spec

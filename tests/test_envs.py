@@ -227,3 +227,12 @@ def test_time_in_the_state_makes_the_limit_terminal(env_id, kwargs, base):
                 np.testing.assert_allclose(float(ts.state[-1]), t / limit, rtol=1e-6)
             state, ts = env.step(jax.random.key(t), state, stop)
         assert bool(ts.terminated) is timed and bool(ts.truncated) is not timed
+    check_env(marl.make(env_id, episode_limit=limit, time_in_state=True, **kwargs))
+
+
+def test_check_env_holds_an_env_to_its_shared_reward_claim():
+    """reference pays each agent half its own reward: declaring it shared is caught."""
+    env = marl.make("particle/reference")
+    env.spec = dataclasses.replace(env.spec, shared_reward=True)
+    with pytest.raises(EnvCheckError, match="shared_reward"):
+        check_env(env, num_episodes=1)
