@@ -121,7 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         verdicts.append(
             f"- {env_id} ({algo}, {metric}): P(no time > time) = {p:.2f} [{lo:.2f}, {hi:.2f}]"
         )
-    lines += ["", "Probability of improvement (rliable's, 95% CI over seeds):", "", *verdicts, ""]
+    lines += ["", "Probability of improvement (rliable's, 95% CI over seeds):", "", *verdicts]
+    lines += [
+        "",
+        "The two variants of a task ran side by side on the 2 cores (`--train` does so): each "
+        "wall time is under the other's load.",
+        "",
+    ]
     text = "\n".join(lines)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)

@@ -328,3 +328,14 @@ def test_a_vessel_hears_only_the_signals_of_others():
     np.testing.assert_allclose(slot[0], [0.2, 0.0, 0.2, 1.0, 0.0, 1.0, 0.0], atol=1e-6)
     np.testing.assert_allclose(slot[1], [-0.2, 0.0, 0.2, 1.0, 0.0, 1.0, 1.0], atol=1e-6)
     np.testing.assert_allclose(obs[:, -2:], [[0.0, 0.5], [1.0, 0.5]])
+
+
+def test_the_time_limit_terminates_cleanup_whose_inputs_carry_the_time():
+    """Observations and state carry t / limit, so the limit ends the episode as a
+    termination (the one time-limit rule): no learner bootstraps past the last step."""
+    env = marl.make("cleanup/nocomm", episode_limit=3)
+    assert env.spec.time_limit_terminal
+    state, ts = env.reset(jax.random.key(0))
+    for t in range(3):
+        state, ts = env.step(jax.random.key(t), state, jnp.zeros((4,), jnp.int32))
+    assert bool(ts.terminated) and not bool(ts.truncated)

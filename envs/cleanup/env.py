@@ -91,7 +91,8 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         grid: cells per side of the plastic density grid; window: cells per side of the
             egocentric window each vessel sees (odd).
         neighbours: nearest vessels in the observation.
-        episode_limit: steps before truncation.
+        episode_limit: the episode's length; observations and state carry t / limit, so
+            reaching it terminates the episode (`EnvSpec.time_limit_terminal`).
 
     Observation [N, 11 + window^2 + 7 neighbours + 2]: own x / size, y / size, heading cos and
     sin, speed / max, hold / capacity (0 if unlimited), local current / current_speed (2),
@@ -205,6 +206,9 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             metric_names=METRICS,
             lower_is_better=("floating", "collisions_per_vessel"),
             shared_reward=self.alpha == 1.0,
+            # observations and state carry t / limit: the limit is part of the task and ends
+            # it as a termination (marl's one time-limit rule, `EnvSpec.time_limit_terminal`)
+            time_limit_terminal=True,
         )
 
     # --- reset ---------------------------------------------------------------------------------
