@@ -251,16 +251,22 @@ class Networks:
             params,
             carry,
             x,
-            resets,
+            jnp.broadcast_to(resets[..., None], x.shape[:-1]),
             avail,
-            in_axes=(1, 2, None, 2),
+            in_axes=(1, 2, 2, 2),
             out_axes=(1, 2),
         )
 
     def critic_apply(self, params, carry, x, resets):
         """-> (carry [B, N, H], value [T, B, N])."""
         return self.critic_sets.apply(
-            self.critic.apply, params, carry, x, resets, in_axes=(1, 2, None), out_axes=(1, 2)
+            self.critic.apply,
+            params,
+            carry,
+            x,
+            jnp.broadcast_to(resets[..., None], x.shape[:-1]),
+            in_axes=(1, 2, 2),
+            out_axes=(1, 2),
         )
 
 

@@ -199,7 +199,13 @@ class QNetworks:
     def apply(self, params: Any, carry: Array, x: Array, resets: Array) -> tuple[Array, Array]:
         """`carry [B, N, H]`, `x [T, B, N, D]`, `resets [T, B]` -> (carry, q [T, B, N, A])."""
         return self.sets.apply(
-            self.net.apply, params, carry, x, resets, in_axes=(1, 2, None), out_axes=(1, 2)
+            self.net.apply,
+            params,
+            carry,
+            x,
+            jnp.broadcast_to(resets[..., None], x.shape[:-1]),
+            in_axes=(1, 2, 2),
+            out_axes=(1, 2),
         )
 
     def episode_q(self, params: Any, episodes: Episode, resets: Array | None = None) -> Array:

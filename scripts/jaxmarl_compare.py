@@ -7,7 +7,8 @@ JaxMARL side: `make_train` is imported from the unmodified checkout's `baselines
 (`IPPO/ippo_ff_mpe.py`, `MAPPO/mappo_rnn_mpe.py`, `QLearning/qmix_rnn.py`) with their own YAML
 configs; only TOTAL_TIMESTEPS, NUM_SEEDS and WandB are overridden (a recording stand-in module
 is their `wandb`: no W&B run; QMIX's WANDB_MODE is 'offline' so that its per-update metrics,
-which its `train` does not return, reach the stand-in). Seeds run one after another,
+which its `train` does not return, reach the stand-in). Seeds run one after another, the
+sides alternating (JaxMARL seed i, then marl's, so that load on the machine falls on both),
 `jax.jit(make_train(config))(key)` each (a vmap over seeds deadlocks XLA's CPU backend in
 batched QR). marl side: the registry's
 `ippo`, `mappo`, `qmix` on `particle/spread`, configured from the same YAML values (printed as
@@ -537,6 +538,17 @@ def machine() -> dict[str, Any]:
     }
 
 
+def report(tag: str, seeds: list[dict], seed: dict) -> None:
+    """Keep one seed's summary and log it, with the load on the machine while it ran."""
+    seed["load_average"] = list(os.getloadavg())
+    seeds.append(seed)
+    log(
+        f"{tag}: {seed['env_steps']:,} steps in {seed['train_s']:.1f}s "
+        f"({seed['steps_per_s']:,.0f} steps/s, {1e3 * seed['s_per_update']:.1f} ms/update), "
+        f"final return {seed['final_return']:.2f}, load {seed['load_average'][0]:.2f}"
+    )
+
+
 def write(record: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1, default=float) + "\n")
@@ -630,30 +642,19 @@ def main(argv: list[str] | None = None) -> None:
             },
         }
         module = load_peer(path, algo)
+        make = marl.algorithm(algo)
         peer_keys = jax.random.split(jax.random.PRNGKey(cfg["SEED"]), args.seeds)
-        for i in range(args.seeds):
+        marl_keys = jax.random.split(jax.random.key(0), args.seeds)
+        for i in range(args.seeds):  # sides alternate, so any load on the machine hits both
             tag = f"{algo} JaxMARL seed {i + 1}/{args.seeds}"
             run = run_peer(module, algo, cfg, peer_keys[i], tag)
             rec["jaxmarl"]["derived"] = run.pop("derived")
-            seed = summarise_seed(run, scale, grid, args.final_fraction)
-            rec["jaxmarl"]["seeds"].append(seed)
-            log(
-                f"{tag}: {seed['env_steps']:,} steps in {seed['train_s']:.1f}s "
-                f"({seed['steps_per_s']:,.0f} steps/s, {1e3 * seed['s_per_update']:.1f} "
-                f"ms/update), final return {seed['final_return']:.2f}"
+            report(
+                tag, rec["jaxmarl"]["seeds"], summarise_seed(run, scale, grid, args.final_fraction)
             )
-        make = marl.algorithm(algo)
-        marl_keys = jax.random.split(jax.random.key(0), args.seeds)
-        for i in range(args.seeds):
             tag = f"{algo} marl seed {i + 1}/{args.seeds}"
             run = run_marl(make, env, mcfg, args.budget, marl_keys[i], tag)
-            seed = summarise_seed(run, 1.0, grid, args.final_fraction)
-            rec["marl"]["seeds"].append(seed)
-            log(
-                f"{tag}: {seed['env_steps']:,} steps in {seed['train_s']:.1f}s "
-                f"({seed['steps_per_s']:,.0f} steps/s, {1e3 * seed['s_per_update']:.1f} "
-                f"ms/update), final return {seed['final_return']:.2f}"
-            )
+            report(tag, rec["marl"]["seeds"], summarise_seed(run, 1.0, grid, args.final_fraction))
         ps, ms = side_summary(rec["jaxmarl"]["seeds"]), side_summary(rec["marl"]["seeds"])
         rec["jaxmarl"]["summary"], rec["marl"]["summary"] = ps, ms
         rec["summary"] = {

@@ -1,0 +1,50 @@
+"""AgentParams: one shared set folds agents into the batch; it must equal a vmap over agents."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from marl.networks import Actor, AgentParams, Critic
+
+
+@pytest.mark.parametrize("mode", ["all", "group", "none"])
+def test_apply_equals_a_vmap_over_agents(mode):
+    t, b, n, d, h = 5, 3, 4, 6, 8
+    groups = np.array([0, 0, 1, 1])
+    sets = AgentParams.sharing(mode, groups)
+    actor = Actor(5, True, (16, 16), "relu", recurrent=True, gru_hidden=h)
+    critic = Critic((16, 16), "relu", recurrent=True, gru_hidden=h)
+    k = jax.random.split(jax.random.key(0), 6)
+    x = jax.random.normal(k[0], (t, b, n, d))
+    carry = jax.random.normal(k[1], (b, n, h))
+    resets = jax.random.bernoulli(k[2], 0.3, (t, b, n))
+    avail = jax.random.bernoulli(k[3], 0.8, (t, b, n, 5)).at[..., 0].set(True)
+
+    def init(module, *args):
+        return sets.init(lambda key: module.init(key, carry[:1, 0], *args), k[4])
+
+    pa = init(actor, x[:1, :1, 0], resets[:1, :1, 0], avail[:1, :1, 0])
+    pc = init(critic, x[:1, :1, 0], resets[:1, :1, 0])
+    got_a = sets.apply(
+        actor.apply, pa, carry, x, resets, avail, in_axes=(1, 2, 2, 2), out_axes=(1, 2)
+    )
+    got_c = sets.apply(critic.apply, pc, carry, x, resets, in_axes=(1, 2, 2), out_axes=(1, 2))
+    per_agent = jax.tree.map(lambda p: p[sets.index], (pa, pc))  # agent i's own set
+    want_a = jax.vmap(actor.apply, in_axes=(0, 1, 2, 2, 2), out_axes=(1, 2))(
+        per_agent[0], carry, x, resets, avail
+    )
+    want_c = jax.vmap(critic.apply, in_axes=(0, 1, 2, 2), out_axes=(1, 2))(
+        per_agent[1], carry, x, resets
+    )
+    for got, want in ((got_a, want_a), (got_c, want_c)):
+        jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5), got, want)
+    assert got_a[1].logits.shape == (t, b, n, 5) and got_c[1].shape == (t, b, n)
+
+
+def test_fold_needs_a_batch_axis_before_the_agents():
+    sets = AgentParams.sharing("all", np.zeros(3, int))
+    with pytest.raises(ValueError, match="no batch axis"):
+        sets.apply(
+            lambda p, x: x, {"w": jnp.zeros((1,))}, jnp.zeros((3, 2)), in_axes=(0,), out_axes=0
+        )
