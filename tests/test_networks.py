@@ -48,3 +48,31 @@ def test_fold_needs_a_batch_axis_before_the_agents():
         sets.apply(
             lambda p, x: x, {"w": jnp.zeros((1,))}, jnp.zeros((3, 2)), in_axes=(0,), out_axes=0
         )
+
+
+def test_reset_gru_is_flax_gru_cell_with_resets():
+    """Same parameter tree and initial values as `nn.GRUCell`, same outputs, hidden state
+    zeroed where a step resets."""
+    import flax.linen as nn
+
+    from marl.networks import ResetGRU
+
+    t, b, d, h = 7, 3, 5, 8
+    k = jax.random.split(jax.random.key(1), 4)
+    x = jax.random.normal(k[0], (t, b, d))
+    resets = jax.random.bernoulli(k[1], 0.3, (t, b))
+    carry = jax.random.normal(k[2], (b, h))
+    gru = ResetGRU(h)
+    params = gru.init(k[3], carry, (x, resets))
+    cell = nn.GRUCell(h, kernel_init=nn.initializers.orthogonal(1.0))
+    cell_params = {"params": params["params"]["GRUCell_0"]}
+    ref_init = cell.init(jax.random.key(0), carry, x[0])
+    assert jax.tree.structure(ref_init) == jax.tree.structure(cell_params)
+    got_carry, got = gru.apply(params, carry, (x, resets))
+    hid, want = carry, []
+    for i in range(t):
+        hid = jnp.where(resets[i][:, None], 0.0, hid)
+        hid, y = cell.apply(cell_params, hid, x[i])
+        want.append(y)
+    np.testing.assert_allclose(got, jnp.stack(want), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_carry, hid, rtol=1e-5, atol=1e-5)
