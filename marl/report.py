@@ -25,6 +25,7 @@ import functools
 import html
 import json
 import math
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -123,6 +124,53 @@ class Study:
                 steps, values = entry.curve(self.metric)
                 out.setdefault(algo, {})[task] = (steps, anchors.normalise(values))
         return out
+
+
+@dataclass(frozen=True)
+class Group:
+    """Normalised tasks that exactly the same algorithms ran: the only task sets over which
+    aggregates, profiles, P(improvement) and sample-efficiency curves compare (rliable)."""
+
+    name: str
+    tasks: tuple[str, ...]
+    algorithms: tuple[str, ...]
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^A-Za-z0-9]+", "_", self.name).strip("_")
+
+
+def comparable_groups(scores: dict[str, dict[str, np.ndarray]]) -> list[Group]:
+    """Per family (the env id's first part), its tasks grouped by the exact set of algorithms
+    that ran them (most tasks first); then each such group of tasks across families, where it
+    spans more than one. `scores`: algorithm -> task -> [runs]."""
+    ran: dict[str, tuple[str, ...]] = {}
+    for algo, by in scores.items():
+        for task in by:
+            ran[task] = tuple(sorted({*ran.get(task, ()), algo}))
+
+    def split(tasks: list[str]) -> list[tuple[tuple[str, ...], list[str]]]:
+        sets: dict[tuple[str, ...], list[str]] = {}
+        for task in sorted(tasks):
+            sets.setdefault(ran[task], []).append(task)
+        return sorted(sets.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+    groups: list[Group] = []
+    families = sorted({t.split("/")[0] for t in ran})
+    for family in families:
+        parts = split([t for t in ran if t.split("/")[0] == family])
+        for i, (algos, tasks) in enumerate(parts):
+            name = family if len(parts) == 1 else f"{family} (task set {i + 1})"
+            groups.append(Group(name, tuple(tasks), algos))
+    for algos, tasks in split(list(ran)):
+        spanned = sorted({t.split("/")[0] for t in tasks})
+        if len(spanned) > 1:
+            groups.append(Group("across " + " + ".join(spanned), tuple(tasks), algos))
+    return groups
+
+
+def _subset(scores: dict[str, dict[str, Any]], group: Group) -> dict[str, dict[str, Any]]:
+    return {a: {t: scores[a][t] for t in group.tasks} for a in group.algorithms}
 
 
 def _record_anchors(task: str, records: Sequence[Record], metric: str) -> Anchors | None:
@@ -271,16 +319,29 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
             "algorithms": rows,
         }
     scores = study.normalised_scores()
-    aggregates = stats.aggregate(scores, reps=reps, seed=seed) if scores else {}
-    pairs = stats.pairwise_improvement(scores, reps=reps, seed=seed) if len(scores) > 1 else {}
+    groups = []
+    for g in comparable_groups(scores):
+        sub = _subset(scores, g)
+        agg = stats.aggregate(sub, reps=reps, seed=seed)
+        pairs = stats.pairwise_improvement(sub, reps=reps, seed=seed) if len(sub) > 1 else {}
+        groups.append(
+            {
+                "name": g.name,
+                "tasks": list(g.tasks),
+                "algorithms": list(g.algorithms),
+                "aggregates": {
+                    a: {m: _interval(v) for m, v in by.items()} for a, by in agg.items()
+                },
+                "improvement": {f"{x} > {y}": _interval(v) for (x, y), v in pairs.items()},
+            }
+        )
     return {
         "metric": study.metric,
         "reps": reps,
         "confidence": 0.95,
         "tasks": tasks,
         "normalised_tasks": sorted({t for by in scores.values() for t in by}),
-        "aggregates": {a: {m: _interval(v) for m, v in by.items()} for a, by in aggregates.items()},
-        "improvement": {f"{x} > {y}": _interval(v) for (x, y), v in pairs.items()},
+        "groups": groups,
     }
 
 
@@ -297,37 +358,40 @@ def _figures(study: Study, out: Path, reps: int, seed: int) -> dict[str, Path]:
     colors = plots.algorithm_colors(study.algorithms)
     figs: dict[str, Path] = {}
     scores = study.normalised_scores()
-    if scores:
-        agg = stats.aggregate(scores, reps=reps, seed=seed)
-        figs["aggregates"] = plots.aggregate_intervals(
-            agg, fig_dir / "aggregates.png", colors=colors
+    curves_by_algo = study.normalised_curves()
+    for g in comparable_groups(scores):
+        sub = _subset(scores, g)
+        tag = g.slug
+        agg = stats.aggregate(sub, reps=reps, seed=seed)
+        figs[f"aggregates/{tag}"] = plots.aggregate_intervals(
+            agg, fig_dir / f"aggregates_{tag}.png", colors=colors
         )
-        everything = np.concatenate([v for by in scores.values() for v in by.values()])
+        everything = np.concatenate([v for by in sub.values() for v in by.values()])
         taus = np.linspace(min(0.0, everything.min()), max(1.0, everything.max()), 101)
         profiles = {}
-        for algo, by in scores.items():
+        for algo, by in sub.items():
             frac, low, high = stats.performance_profile(
                 [by[t] for t in sorted(by)], taus, reps=reps, seed=seed
             )
             profiles[algo] = (taus, frac, low, high)
-        figs["profiles"] = plots.performance_profiles(
-            profiles, fig_dir / "performance_profiles.png", colors=colors
+        figs[f"profiles/{tag}"] = plots.performance_profiles(
+            profiles, fig_dir / f"performance_profiles_{tag}.png", colors=colors
         )
-        if len(scores) > 1:
-            pairs = stats.pairwise_improvement(scores, reps=reps, seed=seed)
-            figs["improvement"] = plots.improvement_probabilities(
-                pairs, fig_dir / "improvement.png", colors=colors
+        if len(sub) > 1:
+            pairs = stats.pairwise_improvement(sub, reps=reps, seed=seed)
+            figs[f"improvement/{tag}"] = plots.improvement_probabilities(
+                pairs, fig_dir / f"improvement_{tag}.png", colors=colors
             )
         curves = {}
-        for algo, by in study.normalised_curves().items():
+        for algo, by in _subset(curves_by_algo, g).items():
             try:
                 curves[algo] = stats.sample_efficiency(by, reps=reps, seed=seed)
             except ValueError:  # tasks with different evaluation counts: no pooled curve
                 continue
         labels = {c.xlabel for c in curves.values()}
         if curves and len(labels) == 1:
-            figs["sample_efficiency"] = plots.sample_efficiency_curves(
-                curves, fig_dir / "sample_efficiency.png", colors=colors
+            figs[f"sample_efficiency/{tag}"] = plots.sample_efficiency_curves(
+                curves, fig_dir / f"sample_efficiency_{tag}.png", colors=colors
             )
     for task in study.tasks:
         per_algo = {}
@@ -365,34 +429,42 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
         "for aggregates).",
         "",
     ]
-    if summary["aggregates"]:
+    if len(summary["groups"]) > 1:
         lines += [
-            f"## Aggregates over {len(summary['normalised_tasks'])} task(s): "
-            + ", ".join(summary["normalised_tasks"]),
+            "Aggregates over different task sets do not compare, so each section below ranks "
+            "the algorithms that ran exactly the same tasks, over those tasks: per family, "
+            "then across families where the same algorithms ran tasks of several.",
+            "",
+        ]
+    for g in summary["groups"]:
+        lines += [
+            f"## {g['name']}: {len(g['tasks'])} task(s)",
+            "",
+            "Tasks: " + ", ".join(g["tasks"]),
             "",
             "| algorithm | IQM | mean | median | optimality gap |",
             "|---|---|---|---|---|",
         ]
-        for algo, agg in sorted(
-            summary["aggregates"].items(), key=lambda kv: -kv[1]["iqm"]["point"]
-        ):
+        for algo, agg in sorted(g["aggregates"].items(), key=lambda kv: -kv[1]["iqm"]["point"]):
             lines.append(
                 f"| {algo} | {_fmt(agg['iqm'])} | {_fmt(agg['mean'])} | {_fmt(agg['median'])} "
                 f"| {_fmt(agg['optimality_gap'])} |"
             )
         lines.append("")
-    if summary["improvement"]:
-        lines += ["## Probability of improvement", "", "| pair | P(X > Y) |", "|---|---|"]
-        lines += [f"| {pair} | {_fmt(iv)} |" for pair, iv in sorted(summary["improvement"].items())]
-        lines.append("")
-    for name in ("aggregates", "profiles", "improvement", "sample_efficiency"):
-        if name in figs:
-            lines += [
-                f"### {FIGURE_TITLES[name]}",
-                "",
-                f"![{name}]({figs[name].relative_to(out)})",
-                "",
-            ]
+        if g["improvement"]:
+            lines += ["| pair | P(X > Y) |", "|---|---|"]
+            lines += [f"| {pair} | {_fmt(iv)} |" for pair, iv in sorted(g["improvement"].items())]
+            lines.append("")
+        slug = Group(g["name"], (), ()).slug
+        for name in ("aggregates", "profiles", "improvement", "sample_efficiency"):
+            key = f"{name}/{slug}"
+            if key in figs:
+                lines += [
+                    f"### {FIGURE_TITLES[name]}: {g['name']}",
+                    "",
+                    f"![{key}]({figs[key].relative_to(out)})",
+                    "",
+                ]
     lines += ["## Tasks", ""]
     for task, data in summary["tasks"].items():
         a = data["anchors"]
@@ -516,21 +588,14 @@ def leaderboard(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str
             "anchors": data["anchors"],
             "rows": [{"rank": i + 1, "algorithm": a, **row} for i, (a, row) in enumerate(ranked)],
         }
-    scores = study.normalised_scores()
-    # Aggregates over different task sets are not comparable, so "overall" is one ranking per
-    # group of tasks that exactly the same algorithms ran (largest groups first).
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for task in summary["normalised_tasks"]:
-        ran = tuple(sorted(a for a, by in scores.items() if task in by))
-        groups.setdefault(ran, []).append(task)
     overall = []
-    for algos, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        sub = {a: {t: scores[a][t] for t in group} for a in algos}
-        agg = stats.aggregate(sub, reps=reps, seed=seed)
-        ranked = sorted(agg, key=lambda a: -float(agg[a]["iqm"][0]))
+    for g in summary["groups"]:
+        ranked = sorted(g["aggregates"], key=lambda a: -g["aggregates"][a]["iqm"]["point"])
         overall.append(
             {
-                "tasks": group,
+                "name": g["name"],
+                "tasks": g["tasks"],
+                "improvement": g["improvement"],
                 "rows": [
                     {
                         "rank": i + 1,
@@ -538,7 +603,7 @@ def leaderboard(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str
                         "external": any(
                             e.external for (t, a), e in study.entries.items() if a == algo
                         ),
-                        **{m: _interval(v) for m, v in agg[algo].items()},
+                        **g["aggregates"][algo],
                     }
                     for i, algo in enumerate(ranked)
                 ],
@@ -549,7 +614,6 @@ def leaderboard(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "tasks": tasks,
         "overall": overall,
-        "improvement": summary["improvement"],
     }
 
 
@@ -568,13 +632,14 @@ def leaderboard_markdown(board: dict[str, Any], command: str = "") -> str:
         lines += [f"Generated by `{command}`.", ""]
     if len(board["overall"]) > 1:
         lines += [
-            "Aggregates over different task sets do not compare, so each overall table ranks "
-            "the algorithms that ran exactly the same tasks, over those tasks.",
+            "Aggregates over different task sets do not compare, so each table ranks the "
+            "algorithms that ran exactly the same tasks, over those tasks: per family, then "
+            "across families where the same algorithms ran tasks of several.",
             "",
         ]
     for group in board["overall"]:
         lines += [
-            f"## Overall: {', '.join(group['tasks'])}",
+            f"## {group['name']}: {', '.join(group['tasks'])}",
             "",
             "| rank | algorithm | IQM | mean | optimality gap |",
             "|---|---|---|---|---|",

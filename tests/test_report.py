@@ -49,11 +49,13 @@ def test_numbers_match_an_independent_computation(tmp_path):
             assert row["absolute_mean"]["point"] == pytest.approx(np.mean(absolute))
             assert row["normalised_iqm"]["point"] == pytest.approx(trim_mean(norm, 0.25))
             pooled.extend(norm)
-        agg = summary["aggregates"][algo]
+        (group,) = summary["groups"]  # both ran both tasks: one comparable group
+        assert group["name"] == "particle" and group["tasks"] == summary["normalised_tasks"]
+        agg = group["aggregates"][algo]
         assert agg["iqm"]["point"] == pytest.approx(trim_mean(pooled, 0.25))
         assert agg["mean"]["point"] == pytest.approx(np.mean(pooled))
         assert agg["iqm"]["low"] <= agg["iqm"]["point"] <= agg["iqm"]["high"]
-    pair = summary["improvement"]
+    pair = summary["groups"][0]["improvement"]
     assert pair["mappo > ippo"]["point"] + pair["ippo > mappo"]["point"] == pytest.approx(1.0)
     assert pair["mappo > ippo"]["point"] > 0.5  # mappo's runs were shifted up
 
@@ -63,11 +65,12 @@ def test_report_files_are_self_contained(tmp_path):
     paths = write_report(study, tmp_path / "out", reps=200)
     md = paths["md"].read_text()
     assert "| algorithm | IQM | mean | median | optimality gap |" in md
-    assert "### particle/spread" in md and "(figures/aggregates.png)" in md
+    assert "### particle/spread" in md and "(figures/aggregates_particle.png)" in md
     page = paths["html"].read_text()
     assert page.count("data:image/png;base64,") == 6  # 4 aggregate figures + 2 task curves
     assert 'src="figures' not in page and "<table>" in page
-    assert json.loads(paths["json"].read_text())["aggregates"]["mappo"]["iqm"]["point"] > 0
+    (group,) = json.loads(paths["json"].read_text())["groups"]
+    assert group["aggregates"]["mappo"]["iqm"]["point"] > 0
 
 
 def test_leaderboard_ranks_and_marks_external(tmp_path):
@@ -91,7 +94,43 @@ def test_leaderboard_ranks_and_marks_external(tmp_path):
     assert "qmix" not in other and sorted(other) == sorted(groups[("particle/spread",)][1:])
     paths = write_leaderboard(study, tmp_path / "board", reps=200)
     md = paths["md"].read_text()
-    assert "qmix (external)" in md and "## Overall: particle/spread" in md
+    assert "qmix (external)" in md and "## particle (task set 2): particle/spread" in md
+
+
+def test_no_aggregate_ranks_algorithms_over_different_task_sets(tmp_path):
+    """Mixed task sets over two families: every aggregate, profile, P(improvement) and
+    sample-efficiency figure covers algorithms that ran exactly its tasks, and only those."""
+    runs = [
+        ("particle/spread", "ippo"),
+        ("particle/spread", "mappo"),
+        ("particle/simple", "ippo"),
+        ("particle/simple", "mappo"),
+        ("particle/reference", "ippo"),
+        ("combat/3m", "ippo"),
+        ("combat/3m", "mappo"),
+        ("combat/3m", "qmix"),
+    ]
+    for i, (env_id, algo) in enumerate(runs):
+        write_run(tmp_path / f"r{i}", env_id=env_id, algo=algo, seed=i, shift=0.3 * i)
+    study = load_study([tmp_path], compute_anchors=False)
+    ran = {}
+    for env_id, algo in runs:
+        ran.setdefault(algo, set()).add(env_id)
+    summary = summarise(study, reps=100)
+    names = [g["name"] for g in summary["groups"]]
+    assert names == ["combat", "particle (task set 1)", "particle (task set 2)"]
+    for g in summary["groups"]:
+        assert sorted(g["aggregates"]) == g["algorithms"]
+        for algo in g["algorithms"]:
+            assert set(g["tasks"]) <= ran[algo]
+        others = set(ran) - set(g["algorithms"])
+        assert not any(set(g["tasks"]) <= ran[a] for a in others)
+        assert {p.split(" > ")[0] for p in g["improvement"]} <= set(g["algorithms"])
+    board = leaderboard(study, reps=100)
+    assert [g["name"] for g in board["overall"]] == names
+    md = write_report(study, tmp_path / "report", reps=100)["md"].read_text()
+    assert "aggregates.png" not in md and "(figures/aggregates_combat.png)" in md
+    assert "(figures/improvement_particle_task_set_1.png)" in md
 
 
 def _cli(*args):
