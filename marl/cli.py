@@ -317,16 +317,32 @@ def _study(paths: Sequence[str], metric: str, compute_anchors: bool = True) -> A
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Aggregate run records into report.md, report.html (self-contained) and report.json."""
-    from marl.report import write_report
+    """Aggregate run records into report.md, report.html (self-contained) and report.json;
+    records of a task under different protocols or budgets go to sections of their own."""
+    from marl.protocol import RecordError, load
+    from marl.report import write_sectioned_report
 
     output_dir(args.out, "--out")
-    study = _study(args.runs, args.metric)
-    paths = write_report(study, args.out, title=args.title, reps=args.reps, seed=args.seed)
-    print(
-        f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s) "
-        f"({', '.join(study.algorithms)}); wrote {paths['md']}, {paths['html']}"
-    )
+    skipped: list[Path] = []
+    try:
+        records = load(args.runs, skipped)
+        if not records:
+            unfinished = f"; unfinished: {', '.join(map(str, skipped))}" if skipped else ""
+            raise RecordError(f"no finished run records found{unfinished}")
+        for path in skipped:
+            print(f"skipped an unfinished run: {path}", flush=True)
+        paths, studies = write_sectioned_report(
+            records, args.out, title=args.title, metric=args.metric, reps=args.reps, seed=args.seed
+        )
+    except RecordError as e:
+        raise UsageError(str(e)) from None
+    for k, study in enumerate(studies, 1):
+        where = f"section {k}: " if len(studies) > 1 else ""
+        print(
+            f"{where}{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s) "
+            f"({', '.join(study.algorithms)})"
+        )
+    print(f"wrote {paths['md']}, {paths['html']}")
     return 0
 
 

@@ -384,6 +384,45 @@ def check_comparable(records: Sequence[Record]) -> None:
 Differences = Callable[[Record, Record], list[tuple[str, Any, Any]]]
 
 
+@dataclass
+class Section:
+    """Records that compare: for each task, the records made under one protocol and budget.
+    `kept_apart`: (task, setting, this section's value, the first section's value) for each
+    task whose records differ from the first section's."""
+
+    records: list[Record]
+    kept_apart: list[tuple[str, str, Any, Any]]
+
+
+def split_comparable(records: Sequence[Record]) -> list[Section]:
+    """Records split into sections of one protocol and budget per task (what
+    `check_comparable` refuses to mix): each task's records fall into classes of equal
+    settings, largest first; section j holds class j of every task that has one. One section
+    where nothing differs."""
+    by_task: dict[str, list[list[Record]]] = {}
+    for r in records:
+        classes = by_task.setdefault(r.env_id, [])
+        for members in classes:
+            if not _differences(members[0], r):
+                members.append(r)
+                break
+        else:
+            classes.append([r])
+    for classes in by_task.values():  # stable: largest class first, then first seen
+        classes.sort(key=lambda members: -len(members))
+    sections = []
+    for j in range(max((len(c) for c in by_task.values()), default=0)):
+        chosen = [(task, c[j]) for task, c in by_task.items() if len(c) > j]
+        kept = [
+            (task, key, b, a)
+            for task, members in chosen
+            if j > 0
+            for key, a, b in _differences(by_task[task][0][0], members[0])
+        ]
+        sections.append(Section([r for _, members in chosen for r in members], kept))
+    return sections
+
+
 def _first_mismatch(
     records: Sequence[Record], group_of: Callable[[Record], Any], differences: Differences
 ) -> tuple[Any, str, Any, Any, Record, Record] | None:

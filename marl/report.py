@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from marl import plots, stats
-from marl.protocol import Record, RecordError, Run, check_comparable
+from marl.protocol import Record, RecordError, Run, check_comparable, split_comparable
 
 METRIC = "episode_return"
 ANCHOR_RTOL = 1e-4
@@ -568,6 +568,72 @@ def write_report(
     atomic_write(out / "report.html", _html(markdown, figs, out, title))
     write_json(out / "report.json", summary)
     return {"md": out / "report.md", "html": out / "report.html", "json": out / "report.json"}
+
+
+def write_sectioned_report(
+    records: Sequence[Record],
+    out: str | Path,
+    title: str = "marl report",
+    metric: str = METRIC,
+    reps: int = stats.REPS,
+    seed: int = 0,
+    compute_anchors: bool = True,
+) -> tuple[dict[str, Path], list[Study]]:
+    """`write_report` over records that may mix protocols or budgets on a task: one report
+    where they do not; otherwise each comparable section (`protocol.split_comparable`) in its
+    own folder `section-K/`, and `report.md`/`.html`/`.json` in `out` an index saying which
+    records were kept apart and why. -> (index paths, the sections' studies)."""
+    from marl.rundir import atomic_write, write_json
+
+    sections = split_comparable(records)
+    if len(sections) == 1:
+        study = collect(records, metric=metric, compute_anchors=compute_anchors)
+        return write_report(study, out, title=title, reps=reps, seed=seed), [study]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [
+        f"# {title}",
+        "",
+        f"Records of a task made under different protocols or budgets do not compare, so "
+        f"this report has {len(sections)} sections, each a report of its own: section 1 holds "
+        "each task's largest set of records that share their settings, the later sections "
+        "the records kept apart from it.",
+        "",
+    ]
+    studies, index = [], []
+    for k, section in enumerate(sections, 1):
+        study = collect(section.records, metric=metric, compute_anchors=compute_anchors)
+        folder = f"section-{k}"
+        write_report(study, out / folder, title=f"{title}: section {k}", reps=reps, seed=seed)
+        studies.append(study)
+        lines += [
+            f"## Section {k}: [{folder}/report.md]({folder}/report.md)",
+            "",
+            f"{len(study.tasks)} task(s) ({', '.join(study.tasks)}), "
+            f"{len(study.algorithms)} algorithm(s) ({', '.join(study.algorithms)}).",
+            "",
+        ]
+        if section.kept_apart:
+            lines += ["| task | setting | here | in section 1 |", "|---|---|---|---|"]
+            lines += [f"| {t} | {key} | {a!r} | {b!r} |" for t, key, a, b in section.kept_apart]
+            lines.append("")
+        index.append(
+            {
+                "folder": folder,
+                "tasks": study.tasks,
+                "algorithms": study.algorithms,
+                "kept_apart": [
+                    {"task": t, "setting": key, "value": a, "first_section": b}
+                    for t, key, a, b in section.kept_apart
+                ],
+            }
+        )
+    markdown = "\n".join(lines)
+    atomic_write(out / "report.md", markdown + "\n")
+    atomic_write(out / "report.html", _html(markdown, {}, out, title))
+    write_json(out / "report.json", {"metric": metric, "sections": index})
+    paths = {"md": out / "report.md", "html": out / "report.html", "json": out / "report.json"}
+    return paths, studies
 
 
 # --- leaderboard ------------------------------------------------------------------------------

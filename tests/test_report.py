@@ -140,10 +140,35 @@ def _cli(*args):
     return code, out.getvalue(), err.getvalue()
 
 
-def test_report_cli_refuses_mixed_protocols_in_one_line(tmp_path):
-    write_run(tmp_path / "a", algo="ippo")
-    write_run(tmp_path / "b", algo="mappo", protocol_over={"eval_episodes": 16})
-    code, _, err = _cli("report", str(tmp_path), "--out", str(tmp_path / "r"))
+def test_report_cli_keeps_mixed_protocols_apart_in_sections(tmp_path):
+    runs = tmp_path / "runs"
+    write_run(runs / "a", algo="ippo", seed=1)
+    write_run(runs / "b", algo="mappo", seed=2)
+    write_run(runs / "c", algo="vdn", seed=3, protocol_over={"eval_episodes": 16})
+    write_run(runs / "d", env_id="particle/simple", algo="ippo", seed=4)
+    out = tmp_path / "r"
+    code, stdout, err = _cli("report", str(runs), "--out", str(out))
+    assert code == 0, err
+    assert "section 1: 2 task(s), 2 algorithm(s) (ippo, mappo)" in stdout
+    assert "section 2: 1 task(s), 1 algorithm(s) (vdn)" in stdout
+    index = json.loads((out / "report.json").read_text())["sections"]
+    assert [s["tasks"] for s in index] == [
+        ["particle/simple", "particle/spread"],
+        ["particle/spread"],
+    ]
+    (kept,) = index[1]["kept_apart"]
+    assert kept == {
+        "task": "particle/spread",
+        "setting": "protocol.eval_episodes",
+        "value": 16,
+        "first_section": 4,
+    }
+    md = (out / "report.md").read_text()
+    assert "[section-2/report.md](section-2/report.md)" in md and "protocol.eval_episodes" in md
+    for k in (1, 2):
+        assert (out / f"section-{k}" / "report.html").exists()
+    # the leaderboard ranks one protocol: it still refuses, in one line
+    code, _, err = _cli("leaderboard", str(runs), "--out", str(tmp_path / "board"))
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "different protocols: protocol.eval_episodes is 4" in err
 
