@@ -567,6 +567,56 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    """`marl benchmark status|run|measure NAME`: a versioned benchmark's cells."""
+    from marl import benchmark as bm
+
+    try:
+        if args.action == "list":
+            for name in bm.names():
+                d = bm.load(name)
+                n = {t: len(bm.cells(d, t)) for t in d["tiers"]}
+                print(f"{name}: " + ", ".join(f"{t} tier {k} cells" for t, k in n.items()))
+            return 0
+        d = bm.load(args.name)
+        chosen = bm.cells(d, args.tier, args.only or ())
+        runs = [(c, bm.resolve(c)) for c in chosen]  # every cell checked before any work
+    except bm.BenchmarkError as e:
+        raise UsageError(str(e)) from None
+    records = Path(d["records"])
+    costs = bm.read_costs(records)
+    if args.action == "measure":
+        for k, (cell, run) in enumerate(runs, 1):
+            if cell.key in costs and not args.again:
+                continue
+            costs[cell.key] = bm.measure(run)
+            bm.write_costs(records, costs)
+            est = bm.estimate_s(run, costs[cell.key])
+            print(f"[{k}/{len(runs)}] {cell.key}: {bm.hours(est)} of training", flush=True)
+    rows, left, unmeasured = [], 0.0, 0
+    for cell, run in runs:
+        status, meta = bm.state(run)
+        est = bm.estimate_s(run, costs.get(cell.key))
+        if status == "finished":
+            took = meta.get("wall_time")
+            cost = f"took {bm.hours(took)}" if took else "done"
+        else:
+            cost = bm.hours(est)
+            left += est or 0.0
+            unmeasured += est is None
+        rows.append([cell.tier, cell.key, f"{cell.seeds} x {cell.budget:.0e}", status, cost])
+    print(format_table(["tier", "cell", "seeds x steps", "state", "training time"], rows))
+    todo = [(c, r) for (c, r), row in zip(runs, rows, strict=True) if row[3] != "finished"]
+    more = f" and {unmeasured} unmeasured (marl benchmark measure)" if unmeasured else ""
+    print(f"{len(todo)} of {len(runs)} cells left: {bm.hours(left)} measured on this machine{more}")
+    if args.action != "run" or not todo:
+        return 0
+    failed = bm.run_cells(todo, train_run)
+    for cell, error in failed:
+        print(f"failed: {cell.key}: {error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def peer_installed(peer: str) -> bool:
     """True when the peer package can be imported."""
     return importlib.util.find_spec(peer) is not None
@@ -971,6 +1021,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="DIR", help="report directory (default <out>/report-<name>)")
     p.add_argument("overrides", nargs="+", metavar="KEY=VALUE", help="Hydra overrides")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser(
+        "benchmark",
+        help="a versioned benchmark's cells: what is left, its cost here, and running it",
+        description="status: every cell's state (finished, unfinished, missing) and measured "
+        "training time; measure: time a few updates of each cell on this machine (kept in "
+        "<records>/costs.json); run: train the cells left, resuming unfinished ones; a cell "
+        "that fails is reported and the others go on. list: the shipped benchmarks.",
+    )
+    p.add_argument("action", choices=("list", "status", "measure", "run"))
+    p.add_argument("name", nargs="?", default="v1", help="benchmark (default v1) or a yaml path")
+    p.add_argument("--tier", default="all", help="cpu, gpu, ... or all (default)")
+    p.add_argument(
+        "--only", action="append", metavar="GLOB", help="cells task/learner matching (repeatable)"
+    )
+    p.add_argument("--again", action="store_true", help="measure: re-measure measured cells")
+    p.set_defaults(func=cmd_benchmark)
 
     p = sub.add_parser(
         "report",

@@ -1,0 +1,127 @@
+"""Benchmark definitions: cells, their overrides, refusals in one line, status and running the
+cells left (a failing cell does not stop the others)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from marl import benchmark as bm
+from marl import cli
+from marl.rundir import run_parent
+
+TINY = """
+name: tiny
+records: {records}
+protocol: default
+tiers:
+  cpu:
+    particle:
+      budget: 2e3
+      seeds: 2
+      tasks: [particle/simple, "particle/spread[num_agents=2]"]
+      algos: [ippo, vdn]
+      overrides:
+        all: [protocol.num_evaluations=1, protocol.absolute_episodes=4, protocol.eval_episodes=2]
+        vdn: [algo.buffer_size=64]
+  gpu:
+    combat:
+      budget: 1e6
+      seeds: 5
+      tasks: [combat/3m]
+      algos: [qmix]
+"""
+
+
+def _definition(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY.format(records=tmp_path / "records"))
+    return path
+
+
+def _cli(*args):
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cells_carry_their_tasks_keywords_and_overrides(tmp_path):
+    d = bm.load(str(_definition(tmp_path)))
+    cells = bm.cells(d)
+    assert [c.key for c in cells] == [
+        "particle/simple/ippo",
+        "particle/simple/vdn",
+        "particle/spread[num_agents=2]/ippo",
+        "particle/spread[num_agents=2]/vdn",
+        "combat/3m/qmix",
+    ]
+    vdn = cells[3]
+    assert vdn.overrides()[:2] == ["env=particle/spread", "env.kwargs.num_agents=2"]
+    assert "algo.buffer_size=64" in vdn.overrides() and "name=tiny" in vdn.overrides()
+    assert "algo.buffer_size=64" not in cells[2].overrides()
+    assert [c.key for c in bm.cells(d, "gpu")] == ["combat/3m/qmix"]
+    assert [c.key for c in bm.cells(d, only=["*/vdn"])] == [cells[1].key, cells[3].key]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["status", "v0"], "benchmark 'v0' unknown; valid: v1"),
+        (["status", "v1", "--tier", "tpu"], "tier 'tpu' unknown; valid: all, cpu, gpu"),
+        (["status", "v1", "--only", "combat/3m/maddpg"], "matches no cell"),
+    ],
+)
+def test_unknown_names_fail_in_one_line_before_any_work(args, message):
+    code, _, err = _cli("benchmark", *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_status_and_run_train_the_cells_left_and_go_on_past_a_failure(tmp_path, monkeypatch):
+    path = str(_definition(tmp_path))
+    code, out, _ = _cli("benchmark", "status", path, "--tier", "cpu")
+    assert code == 0 and "4 of 4 cells left" in out and "unmeasured" in out
+    trained = []
+
+    def train(run):  # stands in for marl train: writes a finished run's sidecar
+        trained.append(run.algo)
+        if run.algo == "vdn" and run.env_kwargs:
+            raise RuntimeError("boom")
+        folder = run_parent(run) / str(run.name)
+        folder.mkdir(parents=True)
+        (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 60.0}))
+        return folder
+
+    monkeypatch.setattr(cli, "train_run", train)
+    code, out, err = _cli("benchmark", "run", path, "--tier", "cpu")
+    assert code == 1 and trained == ["ippo", "vdn", "ippo", "vdn"]
+    assert "failed: particle/spread[num_agents=2]/vdn: RuntimeError: boom" in err
+    code, out, _ = _cli("benchmark", "status", path, "--tier", "cpu")
+    assert "1 of 4 cells left" in out and "took 0.0 h" in out
+    meta = tmp_path / "records/particle/simple/vdn/tiny/meta.json"
+    assert json.loads(meta.read_text())["finished"]
+    trained.clear()
+    code, _, _ = _cli("benchmark", "run", path, "--tier", "cpu", "--only", "particle/simple/*")
+    assert code == 0 and trained == []  # finished cells are skipped
+
+
+def test_measure_keeps_each_cells_cost(tmp_path):
+    path = str(_definition(tmp_path))
+    code, out, _ = _cli("benchmark", "measure", path, "--only", "particle/simple/ippo")
+    assert code == 0 and "0 of 1 cells left" not in out
+    costs = json.loads((tmp_path / "records" / bm.COSTS).read_text())
+    assert (
+        list(costs) == ["particle/simple/ippo"]
+        and costs["particle/simple/ippo"]["s_per_update"] > 0
+    )
+    assert "unmeasured" not in out.split("cells left")[-1]
+
+
+@pytest.mark.slow
+def test_every_shipped_cell_resolves():
+    for name in bm.names():
+        for cell in bm.cells(bm.load(name)):
+            bm.resolve(cell)
