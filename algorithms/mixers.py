@@ -29,20 +29,28 @@ class QMixer(nn.Module):
     state before the hypernetworks (not in pymarl, whose SMAC states lie in [-1, 1]): on states
     with unbounded features (particle positions) the raw hypernetworks blow the mixed values up.
     The QMIX learner turns it on only for envs whose `EnvSpec.state_bounded` is False.
+    `init_scale`: every layer's kernel orthogonal with this gain (JaxMARL's MIXER_INIT_SCALE,
+    0.001: a near-constant mixer at the start); None: flax's default (LeCun normal).
     """
 
     embed_dim: int = 32
     hypernet_embed: int = 64
     hypernet_layers: int = 2
     state_norm: bool = False
+    init_scale: float | None = None
+
+    def _dense(self, width: int, name: str) -> nn.Dense:
+        if self.init_scale is None:
+            return nn.Dense(width, name=name)
+        return nn.Dense(width, kernel_init=nn.initializers.orthogonal(self.init_scale), name=name)
 
     def _hyper(self, state: Array, out: int, name: str) -> Array:
         if self.hypernet_layers == 1:
-            return nn.Dense(out, name=f"{name}_0")(state)
+            return self._dense(out, f"{name}_0")(state)
         if self.hypernet_layers != 2:
             raise ValueError("hypernet_layers must be 1 or 2")
-        h = nn.relu(nn.Dense(self.hypernet_embed, name=f"{name}_0")(state))
-        return nn.Dense(out, name=f"{name}_1")(h)
+        h = nn.relu(self._dense(self.hypernet_embed, f"{name}_0")(state))
+        return self._dense(out, f"{name}_1")(h)
 
     @nn.compact
     def __call__(self, agent_qs: Array, state: Array) -> Array:
@@ -53,9 +61,9 @@ class QMixer(nn.Module):
             state = nn.LayerNorm(name="state_norm")(state)
         w1 = jnp.abs(self._hyper(state, n * self.embed_dim, "hyper_w1"))
         w1 = w1.reshape(lead + (n, self.embed_dim))
-        b1 = nn.Dense(self.embed_dim, name="hyper_b1")(state)
+        b1 = self._dense(self.embed_dim, "hyper_b1")(state)
         w2 = jnp.abs(self._hyper(state, self.embed_dim, "hyper_w2"))  # [..., embed]
-        v = nn.Dense(self.embed_dim, name="v_0")(state)
-        v = nn.Dense(1, name="v_1")(nn.relu(v))[..., 0]
+        v = self._dense(self.embed_dim, "v_0")(state)
+        v = self._dense(1, "v_1")(nn.relu(v))[..., 0]
         hidden = nn.elu(jnp.einsum("...n,...ne->...e", agent_qs, w1) + b1)
         return jnp.sum(hidden * w2, axis=-1) + v

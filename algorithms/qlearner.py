@@ -78,7 +78,9 @@ class QConfig:
     batch_size: int = 32  # episodes per gradient step (pymarl: 32; pymarl2: 128)
     lr: float = 1e-3  # learning rate
     anneal_lr: bool = False  # linear decay to 0 over the run's updates (needs total_updates)
-    optimizer: str = "adam"  # "adam" (pymarl2) or "rmsprop" (pymarl: alpha 0.99, eps 1e-5)
+    optimizer: str = (
+        "adam"  # "adam" (pymarl2), "rmsprop" (pymarl: alpha 0.99, eps 1e-5), "radam" (JaxMARL)
+    )
     max_grad_norm: float = 10.0  # global gradient-norm clip
     gamma: float = 0.99  # discount
     td_lambda: float = 0.6  # TD(lambda) targets (0: one-step)
@@ -115,7 +117,7 @@ class QConfig:
             return
         checks = {
             "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
-            "optimizer": (self.optimizer in ("adam", "rmsprop"), "adam or rmsprop"),
+            "optimizer": (self.optimizer in ("adam", "rmsprop", "radam"), "adam, rmsprop or radam"),
             "parameter_sharing": (
                 self.parameter_sharing in ("all", "group", "none"),
                 "all, group or none",
@@ -369,10 +371,12 @@ def td_loss(
 
 
 def make_optimizer(cfg: QConfig) -> optax.GradientTransformation:
-    """Gradient clip then Adam or RMSprop at the constant rate `cfg.lr` (`anneal_lr` scales the
-    updates by `lr_fraction`)."""
+    """Gradient clip then Adam, RMSprop or RAdam at the constant rate `cfg.lr` (`anneal_lr`
+    scales the updates by `lr_fraction`)."""
     if cfg.optimizer == "rmsprop":  # pymarl's torch RMSprop: g / (sqrt(v) + eps), v from 0
         opt = optax.rmsprop(cfg.lr, decay=0.99, eps=1e-5, eps_in_sqrt=False)
+    elif cfg.optimizer == "radam":  # JaxMARL's QLearning baselines
+        opt = optax.radam(cfg.lr)
     else:
         opt = optax.adam(cfg.lr)
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), opt)

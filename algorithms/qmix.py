@@ -20,12 +20,14 @@ __all__ = ["ACTION_KINDS", "MIXER_DEFAULTS", "make_train", "resolve_state_norm"]
 
 # pymarl: mixing_embed_dim 32, hypernet_layers 2, hypernet_embed 64; plus a layer norm of the
 # state (see `QMixer.state_norm`) where the env's state is not bounded (None: decide by
-# `EnvSpec.state_bounded`; True / False force it)
-MIXER_DEFAULTS: dict[str, int | bool | None] = {
+# `EnvSpec.state_bounded`; True / False force it); flax's default initialisation (or an
+# orthogonal gain for every mixer layer, JaxMARL's MIXER_INIT_SCALE)
+MIXER_DEFAULTS: dict[str, int | float | bool | None] = {
     "mixing_embed_dim": 32,
     "hypernet_embed": 64,
     "hypernet_layers": 2,
     "state_norm": None,
+    "mixer_init_scale": None,
 }
 
 
@@ -49,5 +51,12 @@ def make_train(
     cfg = dict(cfg or {})
     mix = {k: cfg.pop(k, v) for k, v in MIXER_DEFAULTS.items()}
     widths = [typed_value("QMIX", k, mix[k], int) for k in list(MIXER_DEFAULTS)[:3]]
-    mixer = QMixer(*widths, resolve_state_norm(mix["state_norm"], env))
+    scale = mix["mixer_init_scale"]
+    if scale is not None and not (isinstance(scale, int | float) and scale > 0):
+        raise ValueError(f"mixer_init_scale must be null or a positive number, got {scale!r}")
+    mixer = QMixer(
+        *widths,
+        resolve_state_norm(mix["state_norm"], env),
+        None if scale is None else float(scale),
+    )
     return _make_q(env, QConfig.from_dict(cfg, tuple(MIXER_DEFAULTS)), total_updates, mixer=mixer)

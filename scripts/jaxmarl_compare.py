@@ -134,10 +134,8 @@ UNEXPRESSED = {
     "qmix": [
         "LEARNING_STARTS: JaxMARL takes no gradient step before 10,000 env steps; marl starts "
         "once its buffer holds batch_size (32) episodes (800 steps), ~9,000 steps earlier",
-        "Optimiser: JaxMARL uses RAdam; marl offers Adam or RMSprop (Adam used)",
-        "Initialisation: JaxMARL's mixer layers are orthogonal with MIXER_INIT_SCALE 0.001 "
-        "(near-zero hypernetwork weights at the start), its agent orthogonal gain 1; marl "
-        "uses its own initialisation",
+        "Initialisation: JaxMARL's agent network is orthogonal with gain 1, marl's uses its "
+        "own initialisation (the mixer's MIXER_INIT_SCALE is expressed: mixer_init_scale)",
         "LR decay: JaxMARL's schedule counts optimiser steps, which start only after "
         "LEARNING_STARTS, so it ends near LR*10,000/budget; marl decays over all updates to 0",
         "Steps per update: both play 8 whole episodes and take 1 gradient step per update, "
@@ -353,6 +351,7 @@ def marl_config(algo: str, peer: dict, budget: int, n_agents: int) -> tuple[dict
         put("MIXER_HYPERNET_HIDDEN_DIM", "hypernet_embed", peer["MIXER_HYPERNET_HIDDEN_DIM"])
         put("(HyperNetwork)", "hypernet_layers", 2)
         put("(no state norm)", "state_norm", False)
+        put("MIXER_INIT_SCALE", "mixer_init_scale", peer["MIXER_INIT_SCALE"])
         put("EPS_START", "epsilon_start", peer["EPS_START"])
         put("EPS_FINISH", "epsilon_end", peer["EPS_FINISH"])
         put("EPS_DECAY", "epsilon_steps", int(peer["EPS_DECAY"] * budget))
@@ -360,7 +359,7 @@ def marl_config(algo: str, peer: dict, budget: int, n_agents: int) -> tuple[dict
         put("TAU", "tau", None if peer["TAU"] == 1 else peer["TAU"])
         put("LR", "lr", peer["LR"])
         put("LR_LINEAR_DECAY", "anneal_lr", bool(peer["LR_LINEAR_DECAY"]))
-        put("(radam)", "optimizer", "adam")
+        put("(radam)", "optimizer", "radam")
         put("MAX_GRAD_NORM", "max_grad_norm", peer["MAX_GRAD_NORM"])
         put("GAMMA", "gamma", peer["GAMMA"])
         put("(one-step targets)", "td_lambda", 0.0)

@@ -308,3 +308,45 @@ def test_td_lambda_truncated_episode_before_padding_bootstraps_from_v_alone():
         0.5,
     )
     np.testing.assert_allclose(np.asarray(y), [3.97, 4.6, 0.0], rtol=1e-6)
+
+
+def test_mixer_init_scale_makes_every_mixer_layer_orthogonal_with_that_gain():
+    """JaxMARL's MIXER_INIT_SCALE: each kernel's singular values equal the gain."""
+    from marl.algorithms.mixers import QMixer
+
+    qs, state = jnp.ones((4, 3)), jnp.ones((4, 10))
+    params = QMixer(8, 16, 2, init_scale=0.001).init(jax.random.key(0), qs, state)["params"]
+    kernels = {name: p["kernel"] for name, p in params.items()}
+    assert sorted(kernels) == [
+        "hyper_b1", "hyper_w1_0", "hyper_w1_1", "hyper_w2_0", "hyper_w2_1", "v_0", "v_1",
+    ]  # fmt: skip
+    for k in kernels.values():
+        np.testing.assert_allclose(np.linalg.svd(np.asarray(k), compute_uv=False), 0.001, rtol=1e-4)
+    default = QMixer(8, 16, 2).init(jax.random.key(0), qs, state)["params"]
+    assert np.abs(default["hyper_w1_0"]["kernel"]).max() > 0.01  # flax's default: not scaled
+
+
+def test_radam_is_an_optimizer_choice():
+    import optax
+
+    import marl
+    from marl.algorithms import qmix
+    from marl.algorithms.qlearner import QConfig, make_optimizer
+
+    params = {"w": jnp.arange(3.0)}
+    grads = {"w": jnp.array([0.3, -1.0, 2.0])}
+    got = make_optimizer(QConfig(optimizer="radam", lr=0.1, max_grad_norm=10.0))
+    want = optax.radam(0.1)
+    adam = optax.adam(0.1)
+    g_state, w_state, a_state = got.init(params), want.init(params), adam.init(params)
+    for _ in range(3):
+        g, g_state = got.update(grads, g_state, params)
+        w, w_state = want.update(grads, w_state, params)
+        a, a_state = adam.update(grads, a_state, params)
+    np.testing.assert_allclose(g["w"], w["w"], rtol=1e-6)
+    assert not np.allclose(g["w"], a["w"])  # RAdam's first steps are not Adam's
+    env = marl.make("particle/spread")
+    with pytest.raises(ValueError, match="adam, rmsprop or radam"):
+        qmix.make_train(env, {"optimizer": "sgd"})
+    with pytest.raises(ValueError, match="mixer_init_scale must be null or a positive number"):
+        qmix.make_train(env, {"mixer_init_scale": -1})
