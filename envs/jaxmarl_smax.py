@@ -106,6 +106,7 @@ class JaxMARLSMAX(MultiAgentEnv[SMAXState]):
             episode_limit=int(episode_limit),
             metric_names=METRICS,
             lower_is_better=("lost",),
+            headline_metric="won",
         )
 
     @property

@@ -281,7 +281,7 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
             file=sys.stderr,
         )
         return None
-    final = run_dir.finish(result, _anchors(run, env), env.spec.lower_is_better)
+    final = run_dir.finish(result, _anchors(run, env), env.spec)
     if checkpoints is not None:
         checkpoints.clear()
     if logger is not None:
@@ -921,7 +921,7 @@ def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
             else hyper.split_members(result.absolute, c, seeds),
         )
         print(f"wrote {d.path}")
-        _print_final(d.finish(part, anchors, env.spec.lower_is_better), r)
+        _print_final(d.finish(part, anchors, env.spec), r)
     return [d.path for d in dirs]
 
 

@@ -123,6 +123,9 @@ class EnvSpec:
             t / episode_limit and reaching the limit terminates the episode (Pardo et al.
             2018, time-aware values). False (the default): the state carries no time, the limit
             truncates and learners bootstrap from the final state (pymarl's and SMAC's rule).
+        headline_metric: the evaluation metric in the task's natural unit, shown beside the
+            normalised return on the leaderboard ("won" on combat, "success_rate" on
+            pathfinding); "return" (the default) where the return is the natural unit.
     """
 
     name: str
@@ -141,6 +144,7 @@ class EnvSpec:
     lower_is_better: tuple[str, ...] = ()
     shared_reward: bool = False
     time_limit_terminal: bool = False
+    headline_metric: str = "return"
 
     def __post_init__(self) -> None:
         n = self.num_agents
@@ -164,6 +168,8 @@ class EnvSpec:
         unknown = sorted(set(self.lower_is_better) - {"length", *self.metric_names})
         if unknown:
             raise ValueError(f"lower_is_better names metrics the env does not have: {unknown}")
+        if self.headline_metric not in ("return", *self.metric_names):
+            raise ValueError(f"headline_metric {self.headline_metric!r} is not a metric of the env")
 
     @property
     def discrete(self) -> bool:

@@ -206,6 +206,27 @@ def lower_is_better(task: str, metric: str, records: Sequence[Record] = ()) -> b
     return _registered_lower_is_better(task.split("[", 1)[0], metric)
 
 
+def headline_metric(task: str, records: Sequence[Record] = ()) -> str:
+    """The record metric in `task`'s natural unit (`EnvSpec.headline_metric`: `won` on combat,
+    `success_rate` on pathfinding): as its records' sidecars say, else the registered env's,
+    else the return."""
+    said = {r.meta["headline_metric"] for r in records if "headline_metric" in (r.meta or {})}
+    if len(said) == 1:
+        return said.pop()
+    return _registered_headline(task.split("[", 1)[0])
+
+
+@functools.cache
+def _registered_headline(env_id: str) -> str:
+    from marl.protocol import record_metric
+    from marl.registry import RegistryError, make
+
+    try:
+        return record_metric(make(env_id).spec.headline_metric)
+    except (RegistryError, TypeError, ValueError):
+        return METRIC
+
+
 @functools.cache
 def _registered_lower_is_better(env_id: str, metric: str) -> bool:
     from marl.protocol import record_metric
@@ -308,6 +329,18 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
                 "env_steps": int(entry.runs[0].steps[-1]),
                 "sources": sorted({str(r.path) for r in entry.records}),
             }
+            unit = headline_metric(task, entry.records)
+            if unit != study.metric and all(unit in run.metrics for run in entry.runs):
+                row["headline"] = {
+                    "metric": unit,
+                    "mean": _interval(stats.mean_ci(entry.scores(unit), reps=reps, seed=seed)),
+                }
+            metas = [r.meta for r in entry.records if r.meta and "wall_time" in r.meta]
+            if metas and len(metas) == len(entry.records):
+                row["wall_time_s"] = float(sum(m["wall_time"] for m in metas))
+                row["steps_per_second"] = float(
+                    sum(m["env_steps"] * m["seeds"] for m in metas) / row["wall_time_s"]
+                )
             if anchors is not None:
                 row["normalised_iqm"] = _interval(
                     stats.iqm_ci(anchors.normalise(raw), reps=reps, seed=seed)
@@ -728,14 +761,23 @@ def leaderboard_markdown(board: dict[str, Any], command: str = "") -> str:
             + (" (lower is better)" if data.get("lower_is_better") else ""),
             "",
             "| rank | algorithm | runs | normalised IQM | absolute metric mean [95% CI] "
-            "| env steps |",
-            "|---|---|---|---|---|---|",
+            "| natural unit, mean [95% CI] | env steps per run | wall time | env steps/s |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for row in data["rows"]:
             name = row["algorithm"] + (" (external)" if row["external"] else "")
+            unit = row.get("headline")
+            wall = row.get("wall_time_s")
+            speed = (
+                "n/a | n/a"
+                if wall is None
+                else (f"{wall / 3600:.2f} h | {row['steps_per_second']:,.0f}")
+            )
             lines.append(
                 f"| {row['rank']} | {name} | {row['runs']} | {_fmt(row.get('normalised_iqm'))} | "
-                f"{_fmt(row['absolute_mean'])} | {row['env_steps']:,} |"
+                f"{_fmt(row['absolute_mean'])} | "
+                f"{unit['metric'] + ' ' + _fmt(unit['mean']) if unit else '(the return)'} | "
+                f"{row['env_steps']:,} | {speed} |"
             )
         lines.append("")
     return "\n".join(lines)

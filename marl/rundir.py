@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from marl.config import RunConfig
+from marl.env import EnvSpec
 from marl.protocol import META, RECORD, record_metric, run_record, task_name
 from marl.training import RunResult
 
@@ -240,10 +241,12 @@ class RunDir:
         result: RunResult | None = None,
         anchors: dict | None = None,
         lower_is_better: Sequence[str] = (),
+        headline_metric: str = "return",
     ) -> dict[str, Any]:
         """The sidecar of `record.json` (`finished` once `result` is given); a finished one
-        names the env's lower-is-better metrics (`EnvSpec.lower_is_better`, record names), so
-        reports rank them without building the env."""
+        names the env's lower-is-better metrics (`EnvSpec.lower_is_better`) and its metric in
+        the task's natural unit (`EnvSpec.headline_metric`), record names, so reports rank and
+        show them without building the env."""
         run = self.run
         cfg = run.to_dict()
         out: dict[str, Any] = {
@@ -267,6 +270,7 @@ class RunDir:
                 steps_per_second=float(result.steps_per_second),
                 best_step=[int(s) for s in result.best_step],
                 lower_is_better=sorted(record_metric(m) for m in lower_is_better),
+                headline_metric=record_metric(headline_metric),
                 train_metrics=[
                     {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
                     for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
@@ -342,10 +346,11 @@ class RunDir:
             logger.log(step, scalars)
 
     def finish(
-        self, result: RunResult, anchors: dict | None = None, lower_is_better: Sequence[str] = ()
+        self, result: RunResult, anchors: dict | None = None, spec: EnvSpec | None = None
     ) -> dict[str, Any]:
         """Write the full record with the absolute metric, the sidecar, `final.json` and the
-        parameters; returns the final summary. `lower_is_better`: the env spec's."""
+        parameters; returns the final summary. `spec`: the env's (what the sidecar says of
+        its metrics)."""
         from flax import serialization
 
         record = run_record(
@@ -366,7 +371,15 @@ class RunDir:
         final = final_record(self.run, result)
         final["created"] = self.created.isoformat(timespec="seconds")
         write_json(self.path / "final.json", final)
-        write_json(self.path / META, self.meta(result, anchors, lower_is_better))
+        metrics = (
+            {}
+            if spec is None
+            else {
+                "lower_is_better": spec.lower_is_better,
+                "headline_metric": spec.headline_metric,
+            }
+        )
+        write_json(self.path / META, self.meta(result, anchors, **metrics))
         return final
 
 

@@ -469,3 +469,23 @@ def test_runs_of_one_algorithm_on_different_step_grids_are_not_pooled_into_one_c
     (rb,) = study_b.entries[("particle/spread", "ippo")].records
     with pytest.raises(RecordError, match="evaluation steps differ"):
         Entry("particle/spread", "ippo", [ra, rb]).curve("episode_return")
+
+
+def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
+    """A task's headline metric (the sidecar's, else the registered env's) beside the
+    normalised return, with the runs' wall time and env steps per second."""
+    path, _, _, absolute = write_run(tmp_path / "a", algo="ippo", seed=1)
+    _with_meta(path, headline_metric="collisions", wall_time=7200.0, seeds=3)
+    write_run(tmp_path / "b", env_id="combat/3m", algo="qmix", seed=2)
+    board = leaderboard(load_study([tmp_path], compute_anchors=False), reps=100)
+    (row,) = board["tasks"]["particle/spread"]["rows"]
+    want = np.mean(absolute["collisions"], axis=1).mean()
+    assert row["headline"]["metric"] == "collisions"
+    assert row["headline"]["mean"]["point"] == pytest.approx(want)
+    assert row["wall_time_s"] == 7200.0 and row["steps_per_second"] == pytest.approx(200 * 3 / 7200)
+    (combat,) = board["tasks"]["combat/3m"]["rows"]
+    assert "headline" not in combat  # combat's unit is `won` (registered), not in this record
+    md = write_leaderboard(load_study([tmp_path], compute_anchors=False), tmp_path / "b2", reps=100)
+    text = md["md"].read_text()
+    assert f"collisions {want:.2f}" in text and "| 2.00 h | 0 |" in text
+    assert "| (the return) |" in text

@@ -205,6 +205,7 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             episode_limit=episode_limit,
             metric_names=METRICS,
             lower_is_better=("floating", "collisions_per_vessel"),
+            headline_metric="collected_fraction",
             shared_reward=self.alpha == 1.0,
             # observations and state carry t / limit: the limit is part of the task and ends
             # it as a termination (marl's one time-limit rule, `EnvSpec.time_limit_terminal`)

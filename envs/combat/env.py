@@ -325,6 +325,7 @@ class Combat(MultiAgentEnv[CombatState]):
                 episode_limit=episode_limit,
                 metric_names=METRICS,
                 lower_is_better=("lost",),
+                headline_metric="won",
                 state_bounded=True,
                 shared_reward=True,  # SMAC's team reward
                 **timing,
@@ -345,6 +346,7 @@ class Combat(MultiAgentEnv[CombatState]):
             episode_limit=episode_limit,
             metric_names=METRICS,
             lower_is_better=("lost",),
+            headline_metric="won",
             state_bounded=True,
             **timing,
             obs_sizes=obs_sizes,

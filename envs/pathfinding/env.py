@@ -250,6 +250,7 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             metric_names=METRICS,
             # episodes end when every agent is on its goal: shorter is better too
             lower_is_better=("length", "flowtime", "makespan", "collisions_per_agent"),
+            headline_metric="success_rate",
             state_bounded=True,  # positions and goals / map size, velocity / max, unit heading
             time_limit_terminal=self.time_in_state,
         )
