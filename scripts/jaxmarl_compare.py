@@ -537,6 +537,16 @@ def machine() -> dict[str, Any]:
     }
 
 
+def summarise_sides(rec: dict) -> None:
+    """Both sides' summaries over the seeds run so far, the verdict and the speed ratio."""
+    ps, ms = side_summary(rec["jaxmarl"]["seeds"]), side_summary(rec["marl"]["seeds"])
+    rec["jaxmarl"]["summary"], rec["marl"]["summary"] = ps, ms
+    rec["summary"] = {
+        "verdict": verdict(ms["final_mean"], ps["final_ci95"]),
+        "speed_ratio": ms["steps_per_s"] / ps["steps_per_s"],
+    }
+
+
 def report(tag: str, seeds: list[dict], seed: dict) -> None:
     """Keep one seed's summary and log it, with the load on the machine while it ran."""
     seed["load_average"] = list(os.getloadavg())
@@ -654,13 +664,8 @@ def main(argv: list[str] | None = None) -> None:
             tag = f"{algo} marl seed {i + 1}/{args.seeds}"
             run = run_marl(make, env, mcfg, args.budget, marl_keys[i], tag)
             report(tag, rec["marl"]["seeds"], summarise_seed(run, 1.0, grid, args.final_fraction))
-        ps, ms = side_summary(rec["jaxmarl"]["seeds"]), side_summary(rec["marl"]["seeds"])
-        rec["jaxmarl"]["summary"], rec["marl"]["summary"] = ps, ms
-        rec["summary"] = {
-            "verdict": verdict(ms["final_mean"], ps["final_ci95"]),
-            "speed_ratio": ms["steps_per_s"] / ps["steps_per_s"],
-        }
-        write(record, args.out)  # after every learner: a killed run keeps the finished ones
+            summarise_sides(rec)
+            write(record, args.out)  # after every pair of seeds: a killed run keeps them
     table = markdown(record)
     print("\n" + table, flush=True)
     log(f"wrote {args.out} and {args.out.with_suffix('.md')}")
