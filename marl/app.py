@@ -34,6 +34,15 @@ def main(cfg: DictConfig) -> None:
     """One Hydra job: one `marl train` run."""
     from hydra.core.hydra_config import HydraConfig
 
+    from marl.runtime import DistributedError, join_distributed
+
+    if cfg.get("distributed", False) is True:
+        try:  # before anything starts a JAX backend
+            join_distributed()
+        except DistributedError as e:
+            print(f"marl: error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+
     from marl import config
     from marl.cli import UsageError, train_run
 

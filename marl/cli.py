@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from marl import __version__
-from marl.registry import algorithm, list_algorithms, list_envs, make
-from marl.runtime import configure_xla
+from marl.runtime import DistributedError, configure_xla, join_distributed, wants_distributed
 from marl.stats import REPS
 
 PEERS = ("jaxmarl", "camar")
@@ -147,6 +146,8 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # --- commands ---------------------------------------------------------------------------------
 def cmd_list(args: argparse.Namespace) -> int:
     """Registered environment ids with agent count, action space and episode limit."""
+    from marl.registry import list_algorithms, list_envs, make
+
     families = sorted({e.split("/")[0] for e in list_envs()})
     if args.family is not None and args.family not in families:
         raise UsageError(f"unknown family {args.family!r}; valid: {', '.join(families)}")
@@ -177,6 +178,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def describe_algorithm(name: str, width: int = 90) -> str:
     """First paragraph of a learner's docstring (its module's, unless `make_train` is not the
     module's own), or why it cannot be imported."""
+    from marl.registry import algorithm
+
     try:
         make_train = algorithm(name)
     except Exception as e:  # one broken learner must not hide the rest
@@ -190,12 +193,19 @@ def describe_algorithm(name: str, width: int = 90) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Compose and validate the config, train every seed, write the run directory."""
-    from marl import config
-
     for item in args.overrides:
         key, _, value = item.partition("=")
         if key == "vmap" or (key.lstrip("+") in ("env", "algo", "protocol") and "," in value):
             raise UsageError(f"{item}: one run takes one value; sweep values with marl sweep")
+    if wants_distributed(args.overrides) and not args.dry_run:
+        where = os.environ.get("JAX_COORDINATOR_ADDRESS", "the cluster's coordinator")
+        print(f"distributed=true: joining the multi-host run at {where}", flush=True)
+        try:  # before anything starts a JAX backend (importing the config module does)
+            join_distributed()
+        except DistributedError as e:
+            raise UsageError(str(e)) from None
+    from marl import config
+
     try:
         cfg = config.compose(args.overrides)
         config.start_distributed(cfg, join=not args.dry_run)  # a dry run checks, joins nothing
@@ -257,7 +267,10 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
     verb = "resuming" if previous is not None else "run directory:"
     print(f"{plan}\n{verb} {run_dir.path}", flush=True)
     env, train = config.build(run)
-    checkpoints = SegmentCheckpoints(run_dir.checkpoint_dir) if run.checkpoint else None
+    # a multi-host run keeps no checkpoints (it cannot resume, and orbax's saves synchronise
+    # every host, of which only this one would save)
+    keep = run.checkpoint and jax.process_count() == 1
+    checkpoints = SegmentCheckpoints(run_dir.checkpoint_dir) if keep else None
     from marl.loggers import make_logger
 
     logger = make_logger(run.logger, run_dir.path, run.to_dict())

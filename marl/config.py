@@ -284,9 +284,12 @@ def start_distributed(cfg: DictConfig, join: bool = True) -> bool:
             "would start their seeds over; restart the multi-host run under another name="
         )
     if value and join:
-        import jax
+        from marl.runtime import DistributedError, join_distributed
 
-        jax.distributed.initialize()
+        try:
+            join_distributed()
+        except DistributedError as e:
+            raise ConfigError(str(e)) from None
     return value and join
 
 

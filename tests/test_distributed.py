@@ -1,0 +1,91 @@
+"""`distributed=true` on one machine: two processes stand in for two hosts (JAX's CPU
+collectives), and a coordinator that never answers fails in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+
+from marl import cli
+
+ARGS = [
+    "env=particle/simple",
+    "algo=ippo",
+    "seeds=2",
+    "budget=4096",
+    "protocol.num_evaluations=2",
+    "protocol.eval_episodes=4",
+    "protocol.absolute_episodes=8",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(port: int, process: int, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",
+        JAX_NUM_PROCESSES="2",
+        JAX_PROCESS_ID=str(process),
+        JAX_PLATFORMS="cpu",
+        **extra,
+    )
+    return env
+
+
+def _train(args, env):
+    cmd = [sys.executable, "-m", "marl.cli", "train", *args]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _returns(path):
+    runs = json.loads((path / "record.json").read_text())["particle"]["simple"]["ippo"]
+    return {
+        (run, step): np.mean(v["episode_return"])
+        for run, steps in runs.items()
+        for step, v in steps.items()
+        if "episode_return" in v
+    }
+
+
+def test_two_processes_train_one_run_that_host_0_alone_writes(tmp_path):
+    port = _free_port()
+    args = [*ARGS, "distributed=true", "name=mh", f"out={tmp_path}"]
+    procs = [_train(args, _env(port, i)) for i in (1, 0)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err[-2000:]
+    assert [p.name for p in (tmp_path / "particle/simple/ippo").iterdir()] == ["mh"]
+    assert "wrote" in outs[1][0] and "wrote" not in outs[0][0]  # host 0 writes, host 1 computes
+    code = cli.main(["train", *ARGS, "name=single", f"out={tmp_path / 'one'}"])
+    assert code == 0
+    got = _returns(tmp_path / "particle/simple/ippo/mh")
+    want = _returns(tmp_path / "one/particle/simple/ippo/single")
+    assert got.keys() == want.keys()
+    for key in want:  # seeds sharded over two processes: the same runs, up to float rounding
+        np.testing.assert_allclose(got[key], want[key], rtol=0.02, atol=0.05, err_msg=str(key))
+
+
+def test_an_unreachable_coordinator_fails_in_one_line_within_the_timeout():
+    env = _env(_free_port(), 1, MARL_DISTRIBUTED_TIMEOUT="3")
+    p = _train([*ARGS, "distributed=true"], env)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and len(err.strip().splitlines()) == 1
+    assert "no coordinator answers at 127.0.0.1:" in err and "after 3 s" in err
+
+
+def test_inconsistent_process_variables_fail_in_one_line():
+    env = _env(_free_port(), 3)
+    p = _train([*ARGS, "distributed=true"], env)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and len(err.strip().splitlines()) == 1
+    assert "JAX_PROCESS_ID 3 must be in 0 .. JAX_NUM_PROCESSES - 1" in err
