@@ -34,14 +34,8 @@ def main(cfg: DictConfig) -> None:
     """One Hydra job: one `marl train` run."""
     from hydra.core.hydra_config import HydraConfig
 
-    from marl.runtime import DistributedError, join_distributed
-
-    if cfg.get("distributed", False) is True:
-        try:  # before anything starts a JAX backend
-            join_distributed()
-        except DistributedError as e:
-            print(f"marl: error: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
+    if cfg.get("distributed", False) is True:  # a launcher's job: join before any backend
+        join_if_distributed(["", "distributed=true"])
 
     from marl import config
     from marl.cli import UsageError, train_run
@@ -85,7 +79,21 @@ def check_overrides(argv: list[str]) -> None:
         raise SystemExit(2) from None
 
 
+def join_if_distributed(argv: list[str]) -> None:
+    """`distributed=true`: join `jax.distributed` before anything starts a JAX backend (checking
+    the overrides imports the config module, which does); one line and exit 2 if it cannot."""
+    from marl.runtime import DistributedError, join_distributed, wants_distributed
+
+    if wants_distributed(argv[1:]):
+        try:
+            join_distributed()
+        except DistributedError as e:
+            print(f"marl: error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+
 if __name__ == "__main__":
+    join_if_distributed(sys.argv)
     check_overrides(sys.argv)
     sys.argv = command_line(sys.argv)
     main()

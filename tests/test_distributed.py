@@ -75,6 +75,25 @@ def test_two_processes_train_one_run_that_host_0_alone_writes(tmp_path):
         np.testing.assert_allclose(got[key], want[key], rtol=0.02, atol=0.05, err_msg=str(key))
 
 
+def test_the_hydra_entry_point_joins_first_too(tmp_path):
+    port = _free_port()
+    args = [*ARGS, "distributed=true", "name=app", f"out={tmp_path}"]
+    procs = []
+    for i in (1, 0):
+        run_dir = f"hydra.run.dir={tmp_path / f'hydra{i}'}"
+        cmd = [sys.executable, "-m", "marl.app", *args, run_dir]
+        procs.append(
+            subprocess.Popen(
+                cmd, env=_env(port, i), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+    assert [p.name for p in (tmp_path / "particle/simple/ippo").iterdir()] == ["app"]
+    assert (tmp_path / "particle/simple/ippo/app/record.json").exists()
+
+
 def test_an_unreachable_coordinator_fails_in_one_line_within_the_timeout():
     env = _env(_free_port(), 1, MARL_DISTRIBUTED_TIMEOUT="3")
     p = _train([*ARGS, "distributed=true"], env)
