@@ -569,14 +569,26 @@ def write(record: dict, out: Path) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--jaxmarl", required=True, type=Path, help="JaxMARL repository checkout")
+    p.add_argument("--jaxmarl", type=Path, help="JaxMARL repository checkout (needed to train)")
     p.add_argument("--algos", default="ippo,mappo,qmix", help="comma-separated: ippo,mappo,qmix")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--budget", type=float, default=2e6, help="env steps per seed and side")
     p.add_argument("--points", type=int, default=20, help="curve grid points")
     p.add_argument("--final-fraction", type=float, default=0.05, help="tail averaged")
     p.add_argument("--out", type=Path, default=ROOT / "results/fidelity/jaxmarl_spread.json")
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="combine the records of separate runs (one or more learners each, same budget and "
+        "seeds) into --out, without training",
+    )
     args = p.parse_args(argv)
+    if args.merge:
+        return args
+    if args.jaxmarl is None:
+        p.error("--jaxmarl PATH (a JaxMARL repository checkout) is needed to train")
     args.algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     bad = sorted(set(args.algos) - set(PEERS))
     if bad:
@@ -587,8 +599,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def merge(paths: list[Path], out: Path) -> None:
+    """One record (and its table) from several runs' records: their learners side by side,
+    each with its own command, machine load and the seeds it ran."""
+    records = [json.loads(p.read_text()) for p in paths]
+    first = records[0]
+    for r in records[1:]:
+        for key in ("budget", "seeds", "final_fraction", "env", "unit"):
+            if r[key] != first[key]:
+                sys.exit(f"jaxmarl_compare --merge: {key} differs: {first[key]!r} vs {r[key]!r}")
+    merged = {**first, "learners": {}, "command": "; ".join(r["command"] for r in records)}
+    for r in records:
+        for algo, rec in r["learners"].items():
+            merged["learners"][algo] = {**rec, "command": r["command"], "created": r["created"]}
+    write(merged, out)
+    log(f"merged {len(paths)} records into {out} and {out.with_suffix('.md')}")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.merge:
+        merge(args.merge, args.out)
+        return
     path = args.jaxmarl.resolve()
     needs = ["jaxmarl"] + (["flashbax"] if "qmix" in args.algos else [])
     missing = [m for m in needs if importlib.util.find_spec(m) is None]
