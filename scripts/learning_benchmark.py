@@ -336,7 +336,8 @@ def main() -> None:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = merge_rows(record_path, rows)
-    record = {"env": f"{family}/{task}", "anchors": anchors, "results": rows}
+    kept = json.loads(record_path.read_text()) if record_path.exists() else {}  # screens stay
+    record = {**kept, "env": f"{family}/{task}", "anchors": anchors, "results": rows}
     write_json(record_path, record)
     text = markdown(record)
     atomic_write(out_dir / f"{stem}.md", text)

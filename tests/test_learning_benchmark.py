@@ -167,3 +167,40 @@ def test_change_alone_trains_a_screen_and_keeps_the_rows(lb, tmp_path, monkeypat
         lb.main()
     assert "no record to add a screen to" in capsys.readouterr().err
     assert len(trained) == 1  # both refused before training
+
+
+def test_replacing_a_row_keeps_the_records_screens(lb, tmp_path, monkeypatch):
+    out = tmp_path / "results" / "learning"
+    out.mkdir(parents=True)
+    anchors = {"random": 0.0, "scripted": 10.0}
+    old = _final(tmp_path, "old", [50.0, 52.0], [0.8, 0.9], 100.0)
+    screen = {
+        "algo": "qmix",
+        "change": "Polyak targets",
+        "command": "marl train y",
+        "seeds": 2,
+        "env_steps": 1000,
+        "metric": "won",
+        "absolute": [0.9, 1.0],
+        "iqm_absolute": 0.95,
+        "run_dir": "runs/tuned",
+    }
+    record = {
+        "env": "combat/3m",
+        "anchors": anchors,
+        "results": [lb.summarise("qmix", [_run(old, 2, 0, 60.0)], anchors, 1e3, [])],
+        "screens": [screen],
+    }
+    (out / "combat_3m.json").write_text(json.dumps(record))
+    run_dir = tmp_path / _final(tmp_path, "new", [58.0, 60.0], [1.0, 1.0], 100.0)
+    final = json.loads((run_dir / "final.json").read_text())
+    monkeypatch.setattr(lb, "run_one", lambda *a, **k: (run_dir, final, 1.0))
+    monkeypatch.setattr(lb, "anchor_scores", lambda env, num_episodes: anchors)
+    argv = ["lb", "--env", "combat/3m", "--algos", "qmix", "--seeds", "2", "--budget", "1e3"]
+    monkeypatch.setattr("sys.argv", argv)
+    lb.main()
+    saved = json.loads((out / "combat_3m.json").read_text())
+    assert saved["screens"] == [screen]
+    (row,) = saved["results"]
+    assert row["iqm_return"] == pytest.approx(59.0)
+    assert "Screens" in (out / "combat_3m.md").read_text()
