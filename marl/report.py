@@ -716,8 +716,16 @@ def leaderboard(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str
     }
 
 
-def leaderboard_markdown(board: dict[str, Any], command: str = "") -> str:
-    """The leaderboard as Markdown."""
+def leaderboard_markdown(
+    board: dict[str, Any], command: str = "", figs: dict[str, str] | None = None
+) -> str:
+    """The leaderboard as Markdown; `figs`: figure name -> path relative to the file, shown
+    under each group (aggregates, sample efficiency) and task (evaluation curves)."""
+    figs = figs or {}
+
+    def figure(key: str, title: str) -> list[str]:
+        return [f"![{title}]({figs[key]})", ""] if key in figs else []
+
     lines = [
         "# Leaderboard",
         "",
@@ -750,6 +758,9 @@ def leaderboard_markdown(board: dict[str, Any], command: str = "") -> str:
                 f"{_fmt(row['optimality_gap'])} |"
             )
         lines.append("")
+        slug = Group(group["name"], (), ()).slug
+        for kind in ("aggregates", "profiles", "improvement", "sample_efficiency"):
+            lines += figure(f"{kind}/{slug}", f"{kind.replace('_', ' ')}: {group['name']}")
     for task, data in board["tasks"].items():
         norm = data["ranked_by"] == "normalised_iqm"
         lines += [
@@ -780,22 +791,26 @@ def leaderboard_markdown(board: dict[str, Any], command: str = "") -> str:
                 f"{row['env_steps']:,} | {speed} |"
             )
         lines.append("")
+        lines += figure("task_" + task.replace("/", "_"), f"{task}: evaluation curves")
     return "\n".join(lines)
 
 
 def write_leaderboard(
     study: Study, out: str | Path, reps: int = stats.REPS, seed: int = 0, command: str = ""
 ) -> dict[str, Path]:
-    """Write `leaderboard.md`, `.json` and `.html` into the directory `out`."""
+    """Write `leaderboard.md`, `.json` and `.html` (figures inlined) into the directory `out`,
+    and the figures into `out/leaderboard_files/figures/`."""
     from marl.rundir import atomic_write, write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     board = leaderboard(study, reps=reps, seed=seed)
-    markdown = leaderboard_markdown(board, command)
+    figs = _figures(study, out / "leaderboard_files", reps, seed)
+    rel = {name: str(path.relative_to(out)) for name, path in figs.items()}
+    markdown = leaderboard_markdown(board, command, rel)
     atomic_write(out / "leaderboard.md", markdown + "\n")
     write_json(out / "leaderboard.json", board)
-    atomic_write(out / "leaderboard.html", _html(markdown, {}, out, "marl leaderboard"))
+    atomic_write(out / "leaderboard.html", _html(markdown, figs, out, "marl leaderboard"))
     return {
         "md": out / "leaderboard.md",
         "json": out / "leaderboard.json",

@@ -95,6 +95,11 @@ def test_leaderboard_ranks_and_marks_external(tmp_path):
     paths = write_leaderboard(study, tmp_path / "board", reps=200)
     md = paths["md"].read_text()
     assert "qmix (external)" in md and "## particle (task set 2): particle/spread" in md
+    # the page renders its figures: each group's aggregates and each task's curves, inlined
+    assert "(leaderboard_files/figures/aggregates_particle_task_set_2.png)" in md
+    assert "(leaderboard_files/figures/task_particle_spread.png)" in md
+    page = paths["html"].read_text()
+    assert page.count("data:image/png;base64,") == md.count("](leaderboard_files/figures/")
 
 
 def test_no_aggregate_ranks_algorithms_over_different_task_sets(tmp_path):
