@@ -84,12 +84,12 @@ def join_if_distributed(argv: list[str]) -> None:
     the overrides imports the config module, which does); one line and exit 2 if it cannot."""
     from marl.runtime import DistributedError, join_distributed, wants_distributed
 
-    if wants_distributed(argv[1:]):
-        try:
+    try:
+        if wants_distributed(argv[1:]):
             join_distributed()
-        except DistributedError as e:
-            print(f"marl: error: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
+    except DistributedError as e:
+        print(f"marl: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -197,13 +197,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         key, _, value = item.partition("=")
         if key == "vmap" or (key.lstrip("+") in ("env", "algo", "protocol") and "," in value):
             raise UsageError(f"{item}: one run takes one value; sweep values with marl sweep")
-    if wants_distributed(args.overrides) and not args.dry_run:
-        where = os.environ.get("JAX_COORDINATOR_ADDRESS", "the cluster's coordinator")
-        print(f"distributed=true: joining the multi-host run at {where}", flush=True)
-        try:  # before anything starts a JAX backend (importing the config module does)
-            join_distributed()
-        except DistributedError as e:
-            raise UsageError(str(e)) from None
+    try:
+        if wants_distributed(args.overrides) and not args.dry_run:
+            where = os.environ.get("JAX_COORDINATOR_ADDRESS", "the cluster's coordinator")
+            print(f"distributed=true: joining the multi-host run at {where}", flush=True)
+            join_distributed()  # before anything starts a JAX backend (the config module does)
+    except DistributedError as e:
+        raise UsageError(str(e)) from None
     from marl import config
 
     try:

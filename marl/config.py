@@ -279,10 +279,9 @@ def start_distributed(cfg: DictConfig, join: bool = True) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"distributed must be true or false, got {value!r}")
     if value and cfg.get("resume", False) is True:
-        raise ConfigError(
-            "resume=true is single-host: only host 0 keeps the checkpoints, so the other hosts "
-            "would start their seeds over; restart the multi-host run under another name="
-        )
+        from marl.runtime import RESUME_SINGLE_HOST
+
+        raise ConfigError(RESUME_SINGLE_HOST)
     if value and join:
         from marl.runtime import DistributedError, join_distributed
 

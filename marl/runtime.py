@@ -34,13 +34,29 @@ class DistributedError(RuntimeError):
 DISTRIBUTED_TIMEOUT_S = 60  # how long to wait for the other processes (MARL_DISTRIBUTED_TIMEOUT)
 
 
-def wants_distributed(overrides: list[str] | tuple[str, ...]) -> bool:
-    """Whether command-line overrides ask for a multi-host run (`distributed=true`)."""
+RESUME_SINGLE_HOST = (
+    "resume=true is single-host: a multi-host run keeps no checkpoints, so the hosts would start "
+    "their seeds over; restart the multi-host run under another name="
+)
+
+
+def override_true(overrides: list[str] | tuple[str, ...], name: str) -> bool:
+    """Whether command-line overrides set the flag `name` to true (`resume=true`)."""
     for item in overrides:
         key, _, value = item.partition("=")
-        if key.lstrip("+") == "distributed" and value.strip().lower() == "true":
+        if key.lstrip("+") == name and value.strip().lower() == "true":
             return True
     return False
+
+
+def wants_distributed(overrides: list[str] | tuple[str, ...]) -> bool:
+    """Whether command-line overrides ask for a multi-host run (`distributed=true`); refuses
+    `resume=true` beside it (`DistributedError`), before any host joins."""
+    if not override_true(overrides, "distributed"):
+        return False
+    if override_true(overrides, "resume"):
+        raise DistributedError(RESUME_SINGLE_HOST)
+    return True
 
 
 def join_distributed(timeout_s: int | None = None) -> None:
