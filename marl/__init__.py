@@ -9,25 +9,21 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Before anything initialises a JAX backend (gymnax does on import): see marl/runtime.py.
-from marl.runtime import configure_xla
-
-configure_xla()
-
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "AgentGroup": "marl.env",
-    "EnvSpec": "marl.env",
-    "MultiAgentEnv": "marl.env",
-    "TimeStep": "marl.env",
-    "RegistryError": "marl.registry",
-    "algorithm": "marl.registry",
-    "list_algorithms": "marl.registry",
-    "list_envs": "marl.registry",
-    "make": "marl.registry",
-    "register": "marl.registry",
-    "register_algorithm": "marl.registry",
+    "AgentGroup": "marl.core.env",
+    "EnvSpec": "marl.core.env",
+    "MultiAgentEnv": "marl.core.env",
+    "TimeStep": "marl.core.env",
+    "check_env": "marl.core.testing",
+    "RegistryError": "marl.core.registry",
+    "algorithm": "marl.core.registry",
+    "list_algorithms": "marl.core.registry",
+    "list_envs": "marl.core.registry",
+    "make": "marl.core.registry",
+    "register": "marl.core.registry",
+    "register_algorithm": "marl.core.registry",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 
-from marl.runtime import configure_xla
+from marl.learning.xla import configure_xla
 
 configure_xla()  # before JAX starts
 
@@ -37,8 +37,8 @@ def main(cfg: DictConfig) -> None:
     if cfg.get("distributed", False) is True:  # a launcher's job: join before any backend
         join_if_distributed(["", "distributed=true"])
 
-    from marl import config
     from marl.cli import UsageError, train_run
+    from marl.run import config
 
     overrides = list(HydraConfig.get().overrides.task)
     try:
@@ -56,7 +56,7 @@ def command_line(argv: list[str]) -> list[str]:
     """The command line with `marl train`'s add-or-override prefix on learner and env keyword
     overrides (`env.kwargs.num_agents=5` -> `++env.kwargs.num_agents=5`): the same overrides as
     `marl train`, whose validators name an unknown key."""
-    from marl.config import open_keys
+    from marl.run.config import open_keys
 
     return [argv[0], *(a if a.startswith("-") else open_keys([a])[0] for a in argv[1:])]
 
@@ -66,8 +66,8 @@ def check_overrides(argv: list[str]) -> None:
     `marl train`'s one-line error (exit 2) instead of Hydra's config search path."""
     from hydra._internal.utils import get_args_parser
 
-    from marl import config
     from marl.cli import UsageError, sweep_overrides
+    from marl.run import config
 
     given = get_args_parser().parse_known_args(argv[1:])[0].overrides
     ours = [a for a in given if "hydra" not in a.split("=")[0]]  # launcher settings are Hydra's
@@ -82,7 +82,7 @@ def check_overrides(argv: list[str]) -> None:
 def join_if_distributed(argv: list[str]) -> None:
     """`distributed=true`: join `jax.distributed` before anything starts a JAX backend (checking
     the overrides imports the config module, which does); one line and exit 2 if it cannot."""
-    from marl.runtime import DistributedError, join_distributed, wants_distributed
+    from marl.run.runtime import DistributedError, join_distributed, wants_distributed
 
     try:
         if wants_distributed(argv[1:]):

@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 
 from marl import __version__
-from marl.runtime import DistributedError, configure_xla, join_distributed, wants_distributed
-from marl.stats import REPS
+from marl.learning.xla import configure_xla
+from marl.results.stats import REPS
+from marl.results.tables import format_row, format_table
+from marl.run.runtime import DistributedError, join_distributed, wants_distributed
 
 PEERS = ("jaxmarl", "camar")
 DEFAULT_NUM_ENVS = "1,64,1024,4096"
@@ -120,7 +122,7 @@ def describe_space(space: Any) -> str:
 
 def build_env(env_id: str, kwargs: dict[str, Any]) -> Any:
     """`marl.make` with its failures turned into one-line usage errors."""
-    from marl import config
+    from marl.run import config
 
     try:
         return config.make_env(env_id, kwargs)
@@ -128,25 +130,10 @@ def build_env(env_id: str, kwargs: dict[str, Any]) -> Any:
         raise UsageError(str(e)) from None
 
 
-def format_row(cells: Sequence[str], widths: Sequence[int]) -> str:
-    """One table line: the first cell left-aligned, the others right-aligned."""
-    first, *rest = (str(c) for c in cells)
-    parts = [first.ljust(widths[0])]
-    parts += [c.rjust(w) for c, w in zip(rest, widths[1:], strict=True)]
-    return "  ".join(parts).rstrip()
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Plain text table with a rule under the headers; columns as wide as their cells."""
-    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
-    lines = [format_row(headers, widths), format_row(["-" * w for w in widths], widths)]
-    return "\n".join(lines + [format_row(r, widths) for r in rows])
-
-
 # --- commands ---------------------------------------------------------------------------------
 def cmd_list(args: argparse.Namespace) -> int:
     """Registered environment ids with agent count, action space and episode limit."""
-    from marl.registry import list_algorithms, list_envs, make
+    from marl.core.registry import list_algorithms, list_envs, make
 
     families = sorted({e.split("/")[0] for e in list_envs()})
     if args.family is not None and args.family not in families:
@@ -178,7 +165,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def describe_algorithm(name: str, width: int = 90) -> str:
     """First paragraph of a learner's docstring (its module's, unless `make_train` is not the
     module's own), or why it cannot be imported."""
-    from marl.registry import algorithm
+    from marl.core.registry import algorithm
 
     try:
         make_train = algorithm(name)
@@ -204,7 +191,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             join_distributed()  # before anything starts a JAX backend (the config module does)
     except DistributedError as e:
         raise UsageError(str(e)) from None
-    from marl import config
+    from marl.run import config
 
     try:
         cfg = config.compose(args.overrides)
@@ -219,12 +206,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def train_run(run: Any, dry_run: bool = False) -> Any:
-    """Train a resolved run (`marl.config.RunConfig`) and write its directory; returns the
+    """Train a resolved run (`marl.run.config.RunConfig`) and write its directory; returns the
     directory (on hosts other than 0 of a multi-host run, the folder host 0 writes it in), or
     None when interrupted or on a dry run."""
-    from marl import config
-    from marl.rundir import RunDir
-    from marl.training import run as run_training
+    from marl.learning.training import run as run_training
+    from marl.run import config
+    from marl.run.rundir import RunDir
 
     s = run.settings
     plan = (
@@ -240,13 +227,13 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
         return None
     import jax
 
-    from marl.checkpoint import SegmentCheckpoints
-    from marl.rundir import unfinished_run
+    from marl.learning.checkpoint import SegmentCheckpoints
+    from marl.run.rundir import unfinished_run
 
     if jax.process_index() > 0:  # a multi-host run: host 0 writes, the others only compute
         env, train = config.build(run)
         run_training(env, train, run.settings, log=None)
-        from marl.rundir import run_parent
+        from marl.run.rundir import run_parent
 
         return run_parent(run)  # where host 0 writes the run
 
@@ -271,7 +258,7 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
     # every host, of which only this one would save)
     keep = run.checkpoint and jax.process_count() == 1
     checkpoints = SegmentCheckpoints(run_dir.checkpoint_dir) if keep else None
-    from marl.loggers import make_logger
+    from marl.run.loggers import make_logger
 
     logger = make_logger(run.logger, run_dir.path, run.to_dict())
     run_dir.loggers = [logger] if logger is not None else []
@@ -300,8 +287,8 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
     if logger is not None:
         logger.close()
     if run.transfer:
-        from marl.rundir import write_json
-        from marl.transfer import evaluate_transfer, summary
+        from marl.run.rundir import write_json
+        from marl.run.transfer import evaluate_transfer, summary
 
         params = result.best_params if result.best_params is not None else result.params
         episodes = s.absolute_episodes or s.eval_episodes
@@ -316,8 +303,8 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
 
 
 def _study(paths: Sequence[str], metric: str, compute_anchors: bool = True) -> Any:
-    from marl.protocol import RecordError
-    from marl.report import load_study
+    from marl.results.protocol import RecordError
+    from marl.results.report import load_study
 
     skipped: list[Path] = []
     try:
@@ -332,8 +319,8 @@ def _study(paths: Sequence[str], metric: str, compute_anchors: bool = True) -> A
 def cmd_report(args: argparse.Namespace) -> int:
     """Aggregate run records into report.md, report.html (self-contained) and report.json;
     records of a task under different protocols or budgets go to sections of their own."""
-    from marl.protocol import RecordError, load
-    from marl.report import write_sectioned_report
+    from marl.results.protocol import RecordError, load
+    from marl.results.report import write_sectioned_report
 
     output_dir(args.out, "--out")
     skipped: list[Path] = []
@@ -364,7 +351,7 @@ DEFAULT_RECORDS = ("results/reference/runs", "results/external")
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     """Rank algorithms per task and overall; writes leaderboard.md, .json and .html."""
-    from marl.report import write_leaderboard
+    from marl.results.report import write_leaderboard
 
     runs = args.runs or [p for p in DEFAULT_RECORDS if os.path.isdir(p)]
     if not runs:
@@ -427,7 +414,7 @@ def separate_grid(grid: list[list[str]]) -> list[list[str]]:
     ]
     if not axes:
         return grid
-    from marl import config
+    from marl.run import config
 
     out = []
     for combo, point in zip(grid, points, strict=True):
@@ -490,7 +477,7 @@ def common_grid(grid: list[list[str]], runs: Sequence[Any]) -> tuple[list[list[s
 
 def _same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> None:
     """A finished run is reused only if it was trained with the planned config."""
-    from marl.rundir import config_differences
+    from marl.run.rundir import config_differences
 
     diff = config_differences(before, planned)
     if diff:
@@ -506,9 +493,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         output_dir(args.report, "--report")
     from datetime import datetime
 
-    from marl import config, hyper
-    from marl.protocol import META
-    from marl.rundir import config_differences, run_parent
+    from marl.learning import hyper
+    from marl.results.protocol import META
+    from marl.run import config
+    from marl.run.rundir import config_differences, run_parent
 
     vmap = [o.removeprefix("vmap=") for o in args.overrides if o.startswith("vmap=")]
     overrides = [o for o in args.overrides if not o.startswith("vmap=")]
@@ -572,7 +560,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             return 130
         dirs.append(done)
     out = args.report or str(runs[0].out / f"report-{sweep_name}")
-    from marl.report import write_report
+    from marl.results.report import write_report
 
     study = _study([str(d) for d in dirs], "episode_return")
     paths = write_report(study, out, title=f"marl sweep {sweep_name}")
@@ -582,7 +570,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
     """`marl benchmark status|run|measure NAME`: a versioned benchmark's cells."""
-    from marl import benchmark as bm
+    from marl.run import benchmark as bm
 
     try:
         if args.action == "list":
@@ -648,7 +636,7 @@ PEER_OF_FAMILY = {"particle": "jaxmarl", "combat": "jaxmarl", "pathfinding": "ca
 def cmd_bench(args: argparse.Namespace) -> int:
     """Env steps per second at each `--num-envs`, optionally side by side with a peer; or the
     whole suite (`--suite`)."""
-    from marl import bench
+    from marl.bench import envs as bench
 
     if args.suite is not None:
         return cmd_bench_suite(args)
@@ -720,7 +708,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_bench_suite(args: argparse.Namespace) -> int:
     """`marl bench --suite [PARTS]`: environments, training loops and agent scaling."""
-    from marl import benchsuite
+    from marl.bench import suite as benchsuite
 
     parts = [p for p in args.suite.split(",") if p]
     unknown = [p for p in parts if p not in benchsuite.PARTS]
@@ -768,7 +756,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     """Play one episode with random valid actions and write it as a GIF."""
     import jax
 
-    from marl.render import render_episode, save_gif, viewer
+    from marl.run.render import render_episode, save_gif, viewer
 
     if Path(args.out).suffix.lower() != ".gif":
         raise UsageError(f"--out {args.out}: give a .gif file path")
@@ -829,8 +817,8 @@ def _print_final(final: dict[str, Any], run: Any) -> None:
 def _finished_before(run: Any) -> Any:
     """The run's directory if it holds a finished run of the same config (else None; a
     different config is refused)."""
-    from marl.protocol import META
-    from marl.rundir import run_parent
+    from marl.results.protocol import META
+    from marl.run.rundir import run_parent
 
     path = run_parent(run) / str(run.name)
     if not (path / META).exists():
@@ -844,17 +832,18 @@ def _finished_before(run: Any) -> Any:
 
 def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
     """Train every value combination of `combos` x the run's seeds as one program
-    (`marl.hyper`) and write one run directory per combination (named `<name>-<key>_<value>`);
-    returns the directories."""
+    (`marl.learning.hyper`) and write one run directory per combination (named
+    `<name>-<key>_<value>`); returns the directories."""
     import dataclasses as dc
 
     import jax
 
-    from marl import config, hyper
-    from marl.registry import algorithm
-    from marl.rundir import RunDir
-    from marl.training import RunResult
-    from marl.training import run as run_training
+    from marl.core.registry import algorithm
+    from marl.learning import hyper
+    from marl.learning.training import RunResult
+    from marl.learning.training import run as run_training
+    from marl.run import config
+    from marl.run.rundir import RunDir
 
     if run.logger is not None or run.transfer:
         raise UsageError(
@@ -939,7 +928,7 @@ def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
 
 
 def _load_saved(path: str, which: str) -> Any:
-    from marl.saved import SavedRunError, load
+    from marl.run.saved import SavedRunError, load
 
     try:
         return load(path, which)
@@ -952,8 +941,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
-    from marl.evaluation import evaluate
-    from marl.rundir import write_json
+    from marl.learning.evaluation import evaluate
+    from marl.run.rundir import write_json
 
     output_file(args.json, "--json")
     saved = _load_saved(args.run_dir, "final" if args.final else "best")
@@ -986,7 +975,7 @@ class TrainHelp(argparse.Action):
         super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
-        from marl.config import describe
+        from marl.run.config import describe
 
         parser.epilog = describe()
         parser.print_help()

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated learners (default: all)")
     parser.add_argument("--file", default=str(SAVED), help="the saved hashes")
     args = parser.parse_args(argv)
-    from marl.runtime import configure_xla
+    from marl.learning.xla import configure_xla
 
     configure_xla()
     algos = [a for a in args.only.split(",") if a] or list(RUNS)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from marl.runtime import configure_xla
+from marl.learning.xla import configure_xla
 
 configure_xla()
 
@@ -23,11 +23,11 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from marl.env import MultiAgentEnv  # noqa: E402
+from marl.core.env import MultiAgentEnv  # noqa: E402
+from marl.core.learner import Policy  # noqa: E402
 from marl.envs.combat.env import foe_features  # noqa: E402
 from marl.envs.combat.units import FIRST_ATTACK  # noqa: E402
-from marl.evaluation import evaluate  # noqa: E402
-from marl.learner import Policy  # noqa: E402
+from marl.learning.evaluation import evaluate  # noqa: E402
 
 ACTIONS = ("north", "east", "south", "west", "stop", "attack")  # combat's layout, 5+k: attack k
 
@@ -148,7 +148,7 @@ def table(result: dict[str, np.ndarray], steps: list[int]) -> str:
 
 
 def main() -> None:
-    from marl import saved
+    from marl.run import saved
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir")

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from typing import Any, NamedTuple
 
-from marl.runtime import configure_xla
+from marl.learning.xla import configure_xla
 
 configure_xla()
 
@@ -31,9 +31,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from marl.env import MultiAgentEnv  # noqa: E402
+from marl.core.env import MultiAgentEnv  # noqa: E402
+from marl.core.learner import Policy  # noqa: E402
 from marl.envs.combat.units import FIRST_ATTACK, pairwise_offsets  # noqa: E402
-from marl.learner import Policy  # noqa: E402
 
 
 class Planner(NamedTuple):
@@ -140,7 +140,7 @@ def play_battle(
 
 
 def main() -> None:
-    from marl import saved
+    from marl.run import saved
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir")

@@ -44,8 +44,8 @@ import jax
 import numpy as np
 
 import marl  # sets marl's XLA CPU flags on import, before JAX starts a backend
-from marl.stats import mean_ci
-from marl.training import probe_learner
+from marl.learning.training import probe_learner
+from marl.results.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "particle/spread"

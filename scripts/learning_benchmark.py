@@ -39,12 +39,13 @@ from pathlib import Path
 import numpy as np
 
 import marl
-from marl import cli, config
+from marl import cli
 from marl.baselines import anchor_scores
-from marl.protocol import split_env_id
-from marl.rundir import atomic_write, run_task, write_json
-from marl.runtime import configure_xla
-from marl.stats import iqm
+from marl.learning.xla import configure_xla
+from marl.results.protocol import split_env_id
+from marl.results.stats import iqm
+from marl.run import config
+from marl.run.rundir import atomic_write, run_task, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import jax
 
 import marl
-from marl.benchsuite import scaled_env, training_program
-from marl.runtime import configure_xla
+from marl.bench.suite import scaled_env, training_program
+from marl.learning.xla import configure_xla
 
 
 def make_env(family: str, n: int):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from marl.runtime import configure_xla
+from marl.learning.xla import configure_xla
 
 configure_xla()
 
@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 import marl  # noqa: E402
 from marl import config  # noqa: E402
-from marl.learner import SEED_AXIS  # noqa: E402
+from marl.core.learner import SEED_AXIS  # noqa: E402
 
 
 def synthetic_buffer(buffer, lengths: np.ndarray, key):

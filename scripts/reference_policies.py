@@ -21,9 +21,9 @@ import numpy as np
 
 import marl
 from marl.baselines import random_policy, scripted_policy
-from marl.evaluation import evaluate
-from marl.rundir import atomic_write
-from marl.runtime import configure_xla
+from marl.learning.evaluation import evaluate
+from marl.learning.xla import configure_xla
+from marl.run.rundir import atomic_write
 
 GRID = {"num_agents": 8, "density": 0.15}
 

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from marl import cli
-from marl.runtime import configure_xla
+from marl.learning.xla import configure_xla
 
 ROOT = Path(__file__).resolve().parents[1]
 ON_POLICY = "ippo,mappo,happo"

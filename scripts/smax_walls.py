@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from marl.runtime import configure_xla
+from marl.learning.xla import configure_xla
 
 configure_xla()
 
@@ -19,7 +19,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from marl import saved  # noqa: E402
-from marl.evaluation import evaluate  # noqa: E402
+from marl.learning.evaluation import evaluate  # noqa: E402
 
 
 def wall_gaps(run: saved.SavedRun, episodes: int, key: jax.Array) -> dict[str, np.ndarray]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from marl.stats import iqm_ci, probability_of_improvement
+from marl.results.stats import iqm_ci, probability_of_improvement
 
 ROOT = Path(__file__).resolve().parents[1]
 # (task, learner, metric, settings) of each comparison; the variant adds time_in_state

@@ -12,7 +12,7 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
         os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
     ).strip()
 
-from marl.runtime import configure_xla  # noqa: E402
+from marl.learning.xla import configure_xla  # noqa: E402
 
 configure_xla()  # before any test initialises a JAX backend
 

@@ -38,8 +38,8 @@ def death_env(num_agents: int = 2, die_at=0, episode_limit: int = 4):
     import jax
     from flax import struct
 
-    from marl.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
-    from marl.spaces import Discrete
+    from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
+    from marl.core.spaces import Discrete
 
     class DeathState(struct.PyTreeNode):
         alive: jax.Array

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from marl.report import load_study
+from marl.results.report import load_study
 
 TINY = [
     "env=particle/simple",

@@ -19,8 +19,8 @@ from marl.baselines import (
     scripted_policy,
 )
 from marl.baselines.particle import assign, spread_assignments
-from marl.evaluation import evaluate
-from marl.spaces import actions_in_space
+from marl.core.spaces import actions_in_space
+from marl.learning.evaluation import evaluate
 
 EPISODES = 64
 _assignments = jax.jit(spread_assignments, static_argnums=1)

@@ -8,7 +8,7 @@ import pytest
 
 import marl
 from marl.baselines import anchor_scores, focus_fire_policy, random_policy, scripted_policy
-from marl.evaluation import evaluate
+from marl.learning.evaluation import evaluate
 
 
 def _rates(env, policy, episodes=200):

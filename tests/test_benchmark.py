@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from marl import benchmark as bm
 from marl import cli
-from marl.rundir import run_parent
+from marl.run import benchmark as bm
+from marl.run.rundir import run_parent
 
 TINY = """
 name: tiny

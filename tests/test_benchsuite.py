@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from marl import benchsuite
+from marl.bench import suite as benchsuite
 from marl.cli import main
 
 
@@ -91,8 +91,8 @@ def test_random_valid_actions_are_uniform_over_available_ones():
     import jax.numpy as jnp
     import numpy as np
 
-    from marl.bench import random_valid_actions
-    from marl.spaces import Discrete
+    from marl.bench.envs import random_valid_actions
+    from marl.core.spaces import Discrete
 
     avail = jnp.array([[1, 0, 1, 1, 0], [0, 0, 0, 0, 1], [1, 1, 1, 1, 1]], bool)
     keys = jax.random.split(jax.random.key(0), 20_000)
@@ -105,13 +105,13 @@ def test_random_valid_actions_are_uniform_over_available_ones():
 
 
 def test_batch_last_equals_vmap_in_every_regime():
-    """`marl.batching.batch_last`: batch-minor, plain-vmap and batch-of-one paths and nested
+    """`marl.core.batching.batch_last`: batch-minor, plain-vmap and batch-of-one paths and nested
     vmaps all compute the kernel's values."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
-    from marl.batching import batch_last
+    from marl.core.batching import batch_last
 
     def kernel(pos, w):  # pairwise sums, trailing batch axes
         d = pos[:, None] - pos[None, :]

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import marl
-from marl import checkpoint, cli
-from marl.training import RunSettings, run
+from marl import cli
+from marl.learning import checkpoint
+from marl.learning.training import RunSettings, run
 
 KILL_AFTER = 3  # segments
 
@@ -66,7 +67,7 @@ def assert_same_tree(a, b):
 
 
 class TickClock:
-    """Stands in for `time` in marl.training: every perf_counter() call advances 1 second."""
+    """Stands in for `time` in marl.learning.training: each perf_counter() call adds 1 second."""
 
     def __init__(self):
         self.now = 0.0
@@ -80,7 +81,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch)
     """A replay learner: buffer, typed keys, target network and the best parameters so far;
     with a clock ticking 1 s per reading, each segment trains 1 s, so both runs report
     steps[-1] x 2 seeds / 6 s (the resumed one counts the killed run's 3 s)."""
-    from marl import training
+    from marl.learning import training
 
     monkeypatch.setattr(training, "time", TickClock())
     env = marl.make("particle/simple")
@@ -198,7 +199,7 @@ def test_every_evaluation_is_logged_to_jsonl_and_the_logger(whole):
 def test_a_resumed_run_logs_into_the_same_wandb_run(whole, tmp_path, monkeypatch):
     """Each process makes its own logger; the W&B id kept in the run directory makes a resumed
     run continue its W&B run instead of starting a second one with the rest of the curve."""
-    from marl.loggers import WandbLogger
+    from marl.run.loggers import WandbLogger
 
     path, fake = whole
     assert fake.inits[0]["resume"] == "allow"
@@ -280,8 +281,8 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     interrupted then, with nothing evaluated, is continued by resume=true, not refused."""
     import dataclasses
 
-    from marl.config import compose, resolve
-    from marl.rundir import RunDir, unfinished_run
+    from marl.run.config import compose, resolve
+    from marl.run.rundir import RunDir, unfinished_run
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=early"]))
     claimed = RunDir(run).path  # ... and the run stops here
@@ -300,8 +301,8 @@ def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
     again), and `time` goes on from the last line instead of restarting at 0."""
     import dataclasses
 
-    from marl.config import compose, resolve
-    from marl.rundir import RunDir
+    from marl.run.config import compose, resolve
+    from marl.run.rundir import RunDir
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=cut"]))
     path = RunDir(run).path
@@ -321,8 +322,8 @@ def test_a_segment_with_no_finished_episode_logs_null_not_0(tmp_path):
     """A seed none of whose episodes ended in a segment has no episode statistic: metrics.jsonl
     holds null for it (valid JSON, not NaN) and loggers get the mean over the other seeds, or no
     value when no seed has one."""
-    from marl.config import compose, resolve
-    from marl.rundir import RunDir
+    from marl.run.config import compose, resolve
+    from marl.run.rundir import RunDir
 
     class Scalars:
         def __init__(self):
@@ -411,8 +412,8 @@ def test_resume_without_a_name_continues_the_newest_unfinished_run_of_the_config
     import dataclasses
     from datetime import datetime
 
-    from marl.config import compose, resolve
-    from marl.rundir import RunDir, config_differences, unfinished_run
+    from marl.run.config import compose, resolve
+    from marl.run.rundir import RunDir, config_differences, unfinished_run
 
     run = resolve(compose([*TINY, f"out={tmp_path}"]))
     dirs = [RunDir(run, now=datetime(2026, 1, day)).path for day in (1, 2, 3)]

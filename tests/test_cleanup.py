@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 import marl
 from marl.baselines import greedy_policy, random_policy
+from marl.core.spaces import sample_actions
+from marl.core.testing import check_env
 from marl.envs.cleanup import ocean
 from marl.envs.cleanup.env import OWN_FEATURES
-from marl.evaluation import evaluate
-from marl.spaces import sample_actions
-from marl.testing import check_env
+from marl.learning.evaluation import evaluate
 
 FAST = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -152,7 +152,7 @@ def test_console_script_is_installed():
 
 
 # not pytest.importorskip: importing jaxmarl directly points sys.stdout at the process's own
-# stream (its MABrax module does), which breaks capsys; marl.bench imports it safely.
+# stream (its MABrax module does), which breaks capsys; marl.bench.envs imports it safely.
 needs_jaxmarl = pytest.mark.skipif(not cli.peer_installed("jaxmarl"), reason="needs jaxmarl")
 
 
@@ -172,7 +172,7 @@ def test_bench_vs_jaxmarl_adds_peer_columns(capsys):
 
 @needs_jaxmarl
 def test_jaxmarl_keywords_are_translated():
-    from marl.bench import jaxmarl_kwargs
+    from marl.bench.envs import jaxmarl_kwargs
 
     # discrete by default, even where JaxMARL defaults to continuous (world_comm)
     assert jaxmarl_kwargs("particle/world_comm", {}) == {"action_type": "Discrete"}
@@ -190,7 +190,8 @@ def test_jaxmarl_keywords_are_translated():
 
 @needs_jaxmarl
 def test_bench_refuses_a_jaxmarl_counterpart_that_is_another_task():
-    from marl.bench import _check_same_task, import_jaxmarl
+    from marl.bench.envs import _check_same_task
+    from marl.interop.jaxmarl import import_jaxmarl
 
     other = import_jaxmarl().make("MPE_simple_spread_v3", num_agents=5, num_landmarks=3)
     with pytest.raises(ValueError, match="another task"):
@@ -203,7 +204,8 @@ def test_bench_refuses_a_jaxmarl_counterpart_that_is_another_task():
 def test_the_jaxmarl_harness_samples_valid_actions_in_one_draw():
     """SMAX masks actions (dead allies may only stop, attacks need a foe in range): the peer's
     harness draws from the available ones, as marl's does, and MPE's in one joint draw."""
-    from marl.bench import _jaxmarl_sampler, import_jaxmarl, jaxmarl_kwargs
+    from marl.bench.envs import _jaxmarl_sampler, jaxmarl_kwargs
+    from marl.interop.jaxmarl import import_jaxmarl
 
     jaxmarl = import_jaxmarl()
     env = jaxmarl.make("HeuristicEnemySMAX", **jaxmarl_kwargs("combat/3m", {}))
@@ -218,7 +220,7 @@ def test_the_jaxmarl_harness_samples_valid_actions_in_one_draw():
 
 
 def test_burn_in_covers_one_episode_limit():
-    from marl.bench import burn_in_calls
+    from marl.bench.envs import burn_in_calls
 
     assert burn_in_calls(180, 9) == 20 and burn_in_calls(25, 1000) == 1
     assert burn_in_calls(None, 10) == 1
@@ -226,7 +228,7 @@ def test_burn_in_covers_one_episode_limit():
 
 @needs_jaxmarl
 def test_combat_maps_run_on_jaxmarl_heuristic_smax():
-    from marl.bench import bench_jaxmarl, jaxmarl_kwargs, jaxmarl_name, smax_map
+    from marl.bench.envs import bench_jaxmarl, jaxmarl_kwargs, jaxmarl_name, smax_map
 
     assert jaxmarl_name("combat/2s3z") == "HeuristicEnemySMAX" and smax_map("combat/2s3z")
     assert smax_map("combat/smacv2_5_units") is None
@@ -242,7 +244,7 @@ needs_camar = pytest.mark.skipif(not cli.peer_installed("camar"), reason="needs 
 
 
 def test_camar_counterpart_carries_the_map_settings():
-    from marl.bench import camar_kwargs
+    from marl.bench.envs import camar_kwargs
 
     assert camar_kwargs("pathfinding/random_grid", {"num_agents": 8, "density": 0.15}) == {
         "map_generator": "random_grid",

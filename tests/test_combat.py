@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from test_envs import FAMILY_CORE
 
 import marl
+from marl.core.spaces import sample_actions
+from marl.core.testing import check_env
 from marl.envs.combat import heuristic_actions, initial_memory, parse_composition
 from marl.envs.combat.env import KILL_REWARD, REWARD_SCALE, SUBSTEP_TIME, SUBSTEPS, WIN_REWARD
 from marl.envs.combat.scenarios import draw_unit_types, start_positions
 from marl.envs.combat.units import FIRST_ATTACK, MOVE_VECTORS, STATS, STOP, UNIT_NAMES, unit_type
-from marl.spaces import sample_actions
-from marl.testing import check_env
 
 COMBAT_IDS = marl.list_envs("combat")
 # check_env compiles ~50 programs per id: tests/test_envs.py checks these few by default, the

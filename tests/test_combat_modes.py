@@ -13,7 +13,10 @@ import yaml
 
 import marl
 from marl import cli
-from marl.config import group_options
+from marl.core.learner import Policy
+from marl.core.registry import env_kwargs
+from marl.core.spaces import sample_actions
+from marl.core.testing import check_env
 from marl.envs.combat.env import KILL_REWARD, REWARD_SCALE, WIN_REWARD, mirror_moves, obs_size
 from marl.envs.combat.opponents import (
     heuristic_policy,
@@ -22,10 +25,7 @@ from marl.envs.combat.opponents import (
     stop_policy,
 )
 from marl.envs.combat.units import FIRST_ATTACK, STATS, STOP
-from marl.learner import Policy
-from marl.registry import env_kwargs
-from marl.spaces import sample_actions
-from marl.testing import check_env
+from marl.run.config import group_options
 
 CONF = cli.__file__.replace("cli.py", "conf")
 

@@ -1,4 +1,4 @@
-"""Every registered environment keeps the contract (`marl.testing.check_env`)."""
+"""Every registered environment keeps the contract (`marl.core.testing.check_env`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import marl
-from marl.testing import EnvCheckError, check_env
+from marl.core.testing import EnvCheckError, check_env
 
 # A fixed list, not a random pick: every particle id, a representative few of every other
 # family (tests/test_<family>.py checks the rest: check_env compiles ~50 programs per id), and
@@ -169,7 +169,7 @@ def test_spread_invariants(num_agents, local_ratio, continuous, seed):
     state, ts = env.reset(key)
     landmarks0 = np.asarray(state.pos[num_agents:])
     for t in range(5):
-        a = marl.spaces.sample_actions(
+        a = marl.core.spaces.sample_actions(
             jax.random.fold_in(key, t), env.spec.action_space, ts.avail_actions
         )
         state, ts = env.step(key, state, a)

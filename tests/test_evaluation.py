@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from flax import struct
 
-from marl.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
-from marl.evaluation import evaluate
-from marl.learner import Policy
-from marl.spaces import Discrete
+from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
+from marl.core.learner import Policy
+from marl.core.spaces import Discrete
+from marl.learning.evaluation import evaluate
 
 
 class TickState(struct.PyTreeNode):

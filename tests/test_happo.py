@@ -10,8 +10,8 @@ import pytest
 import marl
 from marl.algorithms import happo
 from marl.algorithms.ppo import Networks, collect, make_optimizer
-from marl.training import RunSettings, run
-from marl.wrappers import training_env
+from marl.core.wrappers import training_env
+from marl.learning.training import RunSettings, run
 
 TINY = {"num_envs": 8, "rollout_length": 25, "hidden": (16, 16), "epochs": 2}
 

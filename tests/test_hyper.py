@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from marl import cli, hyper
+from marl import cli
+from marl.learning import hyper
 
 TINY = [
     "env=particle/simple",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import marl
-from marl.testing import check_env
+from marl.core.testing import check_env
 
 pytest.importorskip("jaxmarl.environments.smax")
 

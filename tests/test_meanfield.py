@@ -11,8 +11,8 @@ import marl
 from marl.algorithms import replay
 from marl.algorithms.meanfield import boltzmann_probs, mean_action, mean_field_value
 from marl.algorithms.mfq import MFQConfig, Transition, make_train, make_train_il
-from marl.learner import SEED_AXIS
-from marl.training import RunSettings, run
+from marl.core.learner import SEED_AXIS
+from marl.learning.training import RunSettings, run
 
 
 def test_mean_action_averages_living_neighbours_by_hand():
@@ -167,7 +167,7 @@ def test_mfac_actor_loss_conditions_on_the_behaviour_mean_action():
     observation with a zero mean action, not with that step's (non-zero) mean action."""
     from marl.algorithms.mfac import MFACConfig
     from marl.algorithms.mfq import MeanFieldQ
-    from marl.wrappers import training_env
+    from marl.core.wrappers import training_env
 
     env = marl.make("particle/spread", num_agents=4)
     cfg = MFACConfig(num_envs=2, rollout_length=1, hidden=(16, 16))

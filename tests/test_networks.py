@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from marl.networks import Actor, AgentParams, Critic
+from marl.learning.networks import Actor, AgentParams, Critic
 
 
 @pytest.mark.parametrize("mode", ["all", "group", "none"])
@@ -55,7 +55,7 @@ def test_reset_gru_is_flax_gru_cell_with_resets():
     zeroed where a step resets."""
     import flax.linen as nn
 
-    from marl.networks import ResetGRU
+    from marl.learning.networks import ResetGRU
 
     t, b, d, h = 7, 3, 5, 8
     k = jax.random.split(jax.random.key(1), 4)

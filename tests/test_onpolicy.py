@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from marl.algorithms.onpolicy import ValueNorm, clipped_surrogate, gae, value_loss
-from marl.networks import MaskedCategorical, MaskedDiagGaussian
+from marl.learning.networks import MaskedCategorical, MaskedDiagGaussian
 
 
 def numpy_gae(rewards, values, next_values, terminated, truncated, gamma, lam):
@@ -239,7 +239,7 @@ def test_collect_marks_each_agents_death():
         collect,
         make_train,
     )
-    from marl.wrappers import training_env
+    from marl.core.wrappers import training_env
 
     env = death_env(num_agents=2, die_at=1)
     cfg = PPOConfig(num_envs=2, rollout_length=8, hidden=(8,), value_norm=False)
@@ -271,7 +271,7 @@ def spread_rollout():
     carry), which would hide a bootstrap from the next episode's first observation."""
     import marl
     from marl.algorithms.ppo import Networks, PPOConfig, collect, make_train
-    from marl.wrappers import training_env
+    from marl.core.wrappers import training_env
 
     env = marl.make("particle/spread")
     cfg = PPOConfig(num_envs=4, rollout_length=30, hidden=(8, 8), epochs=1)
@@ -409,7 +409,7 @@ def test_collect_scales_the_stored_rewards():
 
     import marl
     from marl.algorithms.ppo import Networks, PPOConfig, collect, make_train
-    from marl.wrappers import training_env
+    from marl.core.wrappers import training_env
 
     env = marl.make("particle/spread")
     cfg = PPOConfig(num_envs=2, rollout_length=3, hidden=(8,))

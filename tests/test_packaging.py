@@ -11,12 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MAPPING = {
-    "marl": "marl",
-    "envs": "marl/envs",
-    "algorithms": "marl/algorithms",
-    "baselines": "marl/baselines",
-}
+MAPPING = {"marl": "marl"}
 
 
 def source_modules() -> set[str]:
@@ -31,7 +26,7 @@ def source_modules() -> set[str]:
 def wheel(tmp_path_factory) -> Path:
     # build from a copy so parallel test workers never share a build/ folder
     src = tmp_path_factory.mktemp("src")
-    for name in [*MAPPING, "pyproject.toml", "setup.py", "README.md"]:
+    for name in [*MAPPING, "pyproject.toml", "README.md"]:
         path = ROOT / name
         if path.is_dir():
             shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 import marl
 from marl.baselines.pathfinding import planner_policy
+from marl.core.testing import check_env
 from marl.envs.pathfinding import maps as mapgen
 from marl.envs.pathfinding.planning import UNREACHABLE, distance_field
-from marl.evaluation import evaluate
-from marl.testing import check_env
+from marl.learning.evaluation import evaluate
 
 IDS = [
     f"pathfinding/{m}"

@@ -1,11 +1,11 @@
-"""marl.plots: every figure renders to PNG and SVG from small synthetic stats outputs."""
+"""marl.results.plots: every figure renders to PNG and SVG from small synthetic stats outputs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from marl import plots, stats
+from marl.results import plots, stats
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -10,8 +10,8 @@ import pytest
 import marl
 from marl.algorithms import packing, qlearner, replay
 from marl.algorithms.mixers import QMixer, VDNMixer
-from marl.learner import SEED_AXIS, seed_max
-from marl.training import RunSettings, run
+from marl.core.learner import SEED_AXIS, seed_max
+from marl.learning.training import RunSettings, run
 
 TINY = {
     "num_envs": 4,

@@ -64,7 +64,7 @@ def test_add_your_own_environment_example_runs():
         assert env.spec.name == "mine/guess"
         assert env.spec.num_agents == 3
     finally:
-        marl.registry._ENVS.pop("mine/guess", None)
+        marl.core.registry._ENVS.pop("mine/guess", None)
 
 
 def test_add_your_own_learner_example_runs():
@@ -78,7 +78,7 @@ def test_add_your_own_learner_example_runs():
         assert len(result.steps) >= 2 and np.all(np.isfinite(result.curve()))
         assert "ippo-wide" in marl.list_algorithms()
     finally:
-        marl.registry._ALGORITHMS.pop("ippo-wide", None)
+        marl.core.registry._ALGORITHMS.pop("ippo-wide", None)
 
 
 def test_environment_table_matches_registry():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import marl
-from marl.registry import RegistryError
+from marl.core.registry import RegistryError
 
 PARTICLE = [
     "simple",
@@ -50,7 +50,7 @@ def test_register_and_make_a_user_env():
         with pytest.raises(RegistryError, match="already registered"):
             marl.register("mine/spread4", factory)
     finally:
-        from marl import registry
+        from marl.core import registry
 
         registry._ENVS.pop("mine/spread4")
 

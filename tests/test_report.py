@@ -13,7 +13,7 @@ from scipy.stats import trim_mean
 from test_protocol import write_run
 
 from marl import cli
-from marl.report import leaderboard, load_study, summarise, write_leaderboard, write_report
+from marl.results.report import leaderboard, load_study, summarise, write_leaderboard, write_report
 
 
 def _study(tmp_path):
@@ -76,7 +76,7 @@ def test_report_files_are_self_contained(tmp_path):
 def test_leaderboard_ranks_and_marks_external(tmp_path):
     from test_protocol import evaluations
 
-    from marl.protocol import run_record
+    from marl.results.protocol import run_record
 
     study_dir = tmp_path / "runs"
     _study(study_dir)
@@ -241,8 +241,8 @@ def test_sweep_trains_the_grid_writes_a_report_and_skips_finished_runs(tmp_path)
 
 
 def test_env_keyword_variants_get_their_own_task_and_directory():
-    from marl.config import compose, resolve
-    from marl.rundir import run_parent, run_task
+    from marl.run.config import compose, resolve
+    from marl.run.rundir import run_parent, run_task
 
     plain = resolve(compose(["env=particle/spread", "out=r"]))
     cont = resolve(compose(["env=particle/spread", "env.kwargs.continuous_actions=true", "out=r"]))
@@ -270,7 +270,7 @@ def test_sweep_puts_learners_of_different_update_sizes_on_one_grid():
     """At one budget, IPPO (2,048-step updates) and IQL (64-step updates) would each round the
     evaluation interval to their own updates and train different steps, which reports refuse
     to compare: the sweep pins one interval, a multiple of both, per task."""
-    from marl.config import compose, resolve
+    from marl.run.config import compose, resolve
 
     def planned(*overrides):
         grid = cli.sweep_overrides(["algo=ippo,iql", "budget=1e5", "name=s", *overrides])
@@ -338,9 +338,9 @@ def test_a_lower_is_better_metric_ranks_the_lowest_first(tmp_path):
 def test_a_record_names_its_lower_is_better_metrics_for_reports(tmp_path):
     """A finished run's sidecar names the env's lower-is-better metrics (record names), and
     reports rank by it, also for an env this process's registry does not know."""
-    from marl.config import compose, resolve
-    from marl.rundir import RunDir
-    from marl.training import RunResult
+    from marl.learning.training import RunResult
+    from marl.run.config import compose, resolve
+    from marl.run.rundir import RunDir
 
     run = resolve(compose(["env=particle/simple", "algo=ippo", f"out={tmp_path / 'w'}"]))
     result = RunResult(steps=[0], best_step=np.zeros(1, int))
@@ -376,7 +376,7 @@ def test_a_record_without_the_absolute_metric_is_not_ranked_against_one_with_it(
     external record without it would be ranked on another kind of number."""
     from test_protocol import evaluations
 
-    from marl.protocol import RecordError, run_record
+    from marl.results.protocol import RecordError, run_record
 
     _study(tmp_path / "runs")
     steps, evals, _ = evaluations(shift=5.0, seed=9)
@@ -415,7 +415,7 @@ def test_lower_is_better_anchors_normalise_towards_the_reference(tmp_path):
 def test_anchors_of_another_metric_or_disagreeing_anchors_are_not_used(tmp_path):
     """Anchors stated for `won` (random 0, reference 1) do not normalise episode_return; two
     records of one task whose reference anchors differ (3 vs 4) are refused."""
-    from marl.protocol import RecordError
+    from marl.results.protocol import RecordError
 
     path, _, _, _ = write_run(tmp_path / "a", algo="ippo", seed=1)
     _with_meta(path, anchors={"metric": "won", "random": 0.0, "reference": 1.0})
@@ -430,7 +430,7 @@ def test_anchors_of_another_metric_or_disagreeing_anchors_are_not_used(tmp_path)
 def test_rankings_use_the_iqm_not_the_mean(tmp_path):
     """Anchors 0 and 1; four runs each: steady [.5, .5, .5, .5] (IQM .5, mean .5) and spiky
     [0, .4, .45, 10] (IQM .425, mean 2.71): steady ranks first on the task and overall."""
-    from marl.protocol import run_record
+    from marl.results.protocol import run_record
 
     for algo, scores in (("spiky", [0.0, 0.4, 0.45, 10.0]), ("steady", [0.5] * 4)):
         col = np.asarray(scores)[:, None]
@@ -459,14 +459,14 @@ def test_rankings_use_the_iqm_not_the_mean(tmp_path):
 def test_runs_of_one_algorithm_on_different_step_grids_are_not_pooled_into_one_curve(tmp_path):
     """Two ippo records, both 3 evaluations ending at 200 steps, at [0, 100, 200] and
     [0, 150, 200]: their curves cannot be pooled step by step, so the curve is refused."""
-    from marl.protocol import RecordError
+    from marl.results.protocol import RecordError
 
     write_run(tmp_path / "a", algo="ippo", seed=1)
     write_run(tmp_path / "b", algo="ippo", seed=2, steps=(0, 150, 200))
     with pytest.raises(RecordError, match="evaluate at different steps: evaluation 1 is at step"):
         load_study([tmp_path], compute_anchors=False)  # refused up front, naming both files
     # and the curve itself refuses, should records reach it another way
-    from marl.report import Entry
+    from marl.results.report import Entry
 
     study_a = load_study([tmp_path / "a"], compute_anchors=False)
     study_b = load_study([tmp_path / "b"], compute_anchors=False)

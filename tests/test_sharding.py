@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent(
     import numpy as np
 
     import marl
-    from marl.training import RunSettings, run
+    from marl.learning.training import RunSettings, run
 
     assert jax.device_count() == 2, jax.devices()
     env = marl.make("particle/simple")
@@ -35,7 +35,7 @@ SCRIPT = textwrap.dedent(
                     jax.tree.leaves((two.evaluations, two.params)), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(one.best_step, two.best_step)
-    from marl.training import seed_sharding
+    from marl.learning.training import seed_sharding
     tree = {"x": np.zeros((3, 4))}
     assert seed_sharding(3, None, lines.append)(tree) is tree
     assert lines[-1] == "3 seeds do not divide over 2 devices: running on one"

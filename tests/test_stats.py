@@ -1,4 +1,4 @@
-"""marl.stats: aggregates against scipy, the stratified bootstrap, profiles and improvement."""
+"""marl.results.stats: aggregates against scipy, stratified bootstrap, profiles, improvement."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import trim_mean
 
-from marl import stats
+from marl.results import stats
 
 finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
 

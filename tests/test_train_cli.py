@@ -16,10 +16,11 @@ import pytest
 import yaml
 from flax import serialization
 
-from marl import cli, registry
+from marl import cli
 from marl.algorithms.ppo import PPOConfig
-from marl.config import ConfigError, compose, group_options, resolve
-from marl.registry import env_kwargs, list_algorithms, list_envs
+from marl.core import registry
+from marl.core.registry import env_kwargs, list_algorithms, list_envs
+from marl.run.config import ConfigError, compose, group_options, resolve
 
 TINY = [
     "env=particle/simple",
@@ -411,7 +412,7 @@ def test_timestamped_run_directories_of_one_second_get_numbered_suffixes(tmp_pat
     """Three runs claimed at 2026-01-02 03:04:05 get 20260102-030405, -2 and -3."""
     from datetime import datetime
 
-    from marl.rundir import _claim
+    from marl.run.rundir import _claim
 
     now = datetime(2026, 1, 2, 3, 4, 5)
     got = [_claim(tmp_path / "p", None, now).name for _ in range(3)]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import marl
-from marl.learner import UnscheduledWarning
-from marl.training import RunSettings, learner_for, run, segment_means
+from marl.core.learner import UnscheduledWarning
+from marl.learning.training import RunSettings, learner_for, run, segment_means
 
 TINY = {
     "num_envs": 4,
@@ -117,8 +117,8 @@ def test_wrong_typed_learner_values_are_rejected_in_one_line():
 def test_absolute_metric_rescores_each_seeds_best_evaluation():
     """Best parameters = the evaluation with the highest mean return (earliest on ties), and
     the absolute metric is those parameters played on `absolute_episodes` other episodes."""
-    from marl.evaluation import evaluate
-    from marl.training import ABSOLUTE_SALT
+    from marl.learning.evaluation import evaluate
+    from marl.learning.training import ABSOLUTE_SALT
 
     env = marl.make("particle/simple")
     train = marl.algorithm("ippo")(env, TINY)
@@ -227,8 +227,8 @@ def test_ties_keep_the_earliest_parameters_and_keys_follow_the_root_seed():
     are the initial parameters (best step 0). Seed k starts from init(split(key(7), 2)[k]);
     evaluations use fold_in(key(7), EVAL_SALT), the absolute metric fold_in(key(7),
     ABSOLUTE_SALT)."""
-    from marl.evaluation import evaluate
-    from marl.training import ABSOLUTE_SALT, EVAL_SALT
+    from marl.learning.evaluation import evaluate
+    from marl.learning.training import ABSOLUTE_SALT, EVAL_SALT
 
     env = marl.make("particle/simple")
     train = marl.algorithm("ippo")(env, TINY)
@@ -275,7 +275,7 @@ def test_ties_keep_the_earliest_parameters_and_keys_follow_the_root_seed():
 def test_shared_ranges_refuse_values_outside_them(key, bad, fine, valid):
     """`check_config` applies SHARED_RANGES to any config holding the key: e.g. gamma 1.5 is
     refused, 1.0 (the edge) accepted; value_clip_eps 0 refused, null accepted."""
-    from marl.learner import check_config
+    from marl.core.learner import check_config
 
     class Cfg:
         pass

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from marl import cli
-from marl.config import ConfigError, compose, resolve
-from marl.transfer import TransferError, parse_targets, summary
+from marl.run.config import ConfigError, compose, resolve
+from marl.run.transfer import TransferError, parse_targets, summary
 
 TINY = ["env=particle/spread", "algo=ippo", "seeds=2", "budget=512", "algo.num_envs=4",
         "algo.rollout_length=32", "protocol.num_evaluations=1", "protocol.eval_episodes=2",

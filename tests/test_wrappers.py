@@ -1,4 +1,4 @@
-"""marl.wrappers: AutoReset, EpisodeStatistics and the JaxMARL adapters (both ways).
+"""marl.core.wrappers: AutoReset, EpisodeStatistics and the JaxMARL adapters (both ways).
 
 The particle/spread rollouts are compiled once per module (jit of vmap of lax.scan) and shared;
 JaxMARL tests are skipped when jaxmarl is not installed.
@@ -16,9 +16,10 @@ import pytest
 from gymnax.environments.spaces import Discrete as GymnaxDiscrete
 
 import marl
-from marl.spaces import Discrete
-from marl.testing import check_env
-from marl.wrappers import EPISODE_METRICS, AutoReset, EpisodeStatistics, JaxMARLToMarl
+from marl.core.spaces import Discrete
+from marl.core.testing import check_env
+from marl.core.wrappers import EPISODE_METRICS, AutoReset, EpisodeStatistics
+from marl.interop.jaxmarl import JaxMARLToMarl
 
 T = 60  # steps per rollout: two full spread episodes (25 steps) and part of a third
 B = 3  # parallel environments (vmap)
@@ -263,7 +264,7 @@ def test_autoreset_keeps_the_terminal_avail_actions_and_state():
 def test_episode_metrics_average_only_the_steps_that_ended_an_episode():
     """[T=2, B=2] with episodes ending at (0, 1) and (1, 0): return (7 + 9) / 2 = 8, length
     (20 + 30) / 2 = 25, not the mean over all four steps; no ended episode gives 0, not NaN."""
-    from marl.wrappers import episode_metrics
+    from marl.core.wrappers import episode_metrics
 
     done = jnp.array([[0.0, 1.0], [1.0, 0.0]])
     metrics = {
@@ -281,13 +282,13 @@ def test_episode_metrics_average_only_the_steps_that_ended_an_episode():
     _close(none["train/return"], 0.0)
 
 
-def test_importing_wrappers_does_not_import_jaxmarl():
+def test_importing_the_adapters_does_not_import_jaxmarl():
     code = (
-        "import sys, marl.wrappers as w; assert 'jaxmarl' not in sys.modules; "
-        "assert callable(w.AutoReset)"
+        "import sys, marl.interop.jaxmarl as j; assert 'jaxmarl' not in sys.modules; "
+        "assert callable(j.JaxMARLToMarl)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-    import marl.wrappers as w
+    import marl.interop.jaxmarl as w
 
     with pytest.raises(AttributeError):
         _ = w.NoSuchWrapper
@@ -314,7 +315,7 @@ def test_jaxmarl_simple_spread_as_marl_env():
         def body(carry, k):
             state, ts = carry
             k_act, k_step = jax.random.split(k)
-            actions = marl.spaces.sample_actions(k_act, s.action_space, ts.avail_actions)
+            actions = marl.core.spaces.sample_actions(k_act, s.action_space, ts.avail_actions)
             state, ts = wrapped.step(k_step, state, actions)
             return (state, ts), (ts, actions, k_step)
 
@@ -352,7 +353,7 @@ def test_marl_spread_in_a_jaxmarl_loop(spread):
     from jaxmarl.environments.spaces import Discrete as JDiscrete
     from jaxmarl.wrappers.baselines import LogWrapper
 
-    from marl.wrappers import MarlToJaxMARL
+    from marl.interop.jaxmarl import MarlToJaxMARL
 
     jenv = MarlToJaxMARL(spread)
     assert isinstance(jenv, JaxMARLEnv)
@@ -421,7 +422,7 @@ def test_marl_to_jaxmarl_continuous_and_round_trip():
     pytest.importorskip("jaxmarl")
     from jaxmarl.environments.spaces import Box as JBox
 
-    from marl.wrappers import MarlToJaxMARL
+    from marl.interop.jaxmarl import MarlToJaxMARL
 
     cont = marl.make("particle/spread", continuous_actions=True)
     jenv = MarlToJaxMARL(cont)
@@ -472,8 +473,8 @@ def test_step_batch_equals_vmap_of_step(env_id):
     """AutoReset.step_batch (resets computed only on steps where an episode ended) takes the
     same transitions as vmap(step): synchronised episodes (spread) and staggered ones (3m);
     under a vmap over the seed axis too, where its branch must stay a real `cond`."""
-    from marl.learner import SEED_AXIS
-    from marl.spaces import sample_actions
+    from marl.core.learner import SEED_AXIS
+    from marl.core.spaces import sample_actions
 
     wrapped = EpisodeStatistics(AutoReset(marl.make(env_id)))
     space = wrapped.spec.action_space

@@ -1,1 +1,1 @@
-"""Hydra configs of `marl train` (env/, algo/, protocol/), read with `marl.config.compose`."""
+"""Hydra configs of `marl train` (env/, algo/, protocol/), read with `marl.run.config.compose`."""

@@ -1,0 +1,23 @@
+"""IPPO (de Witt et al. 2020): independent PPO, each agent's critic sees its own observation.
+
+Shares everything with MAPPO (`ppo.py`) but the critic's input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import Train
+
+from .ppo import PPOConfig
+from .ppo import make_train as _make_ppo
+
+DEFAULTS: dict[str, Any] = {"critic": "local"}
+
+
+def make_train(
+    env: MultiAgentEnv, cfg: dict[str, Any] | None = None, total_updates: int | None = None
+) -> Train:
+    """IPPO on `env`; `cfg` overrides `PPOConfig` fields (critic is "local")."""
+    return _make_ppo(env, PPOConfig.from_dict({**DEFAULTS, **(cfg or {})}), total_updates)

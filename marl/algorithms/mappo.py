@@ -1,0 +1,23 @@
+"""MAPPO (Yu et al. 2022): PPO with a centralised critic on the global state (+ agent id).
+
+Shares everything with IPPO (`ppo.py`) but the critic's input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import Train
+
+from .ppo import PPOConfig
+from .ppo import make_train as _make_ppo
+
+DEFAULTS: dict[str, Any] = {"critic": "central"}
+
+
+def make_train(
+    env: MultiAgentEnv, cfg: dict[str, Any] | None = None, total_updates: int | None = None
+) -> Train:
+    """MAPPO on `env`; `cfg` overrides `PPOConfig` fields (critic is "central")."""
+    return _make_ppo(env, PPOConfig.from_dict({**DEFAULTS, **(cfg or {})}), total_updates)

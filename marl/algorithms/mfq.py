@@ -1,0 +1,355 @@
+"""MF-Q (Yang et al. 2018): Q-learning on `Q(o_j, a_j, abar_j)`, where `abar_j` is the mean
+one-hot action of agent j's neighbours (`env.neighbourhood`, e.g. within a radius).
+
+One update:
+
+1. Step `num_envs` auto-resetting environments `rollout_length` times. Each agent samples its
+   action from the Boltzmann policy `pi(a) ∝ exp(Q(o, a, abar_prev) / T)` over its available
+   actions, `abar_prev` being its neighbours' mean action of the previous step (zeros at an
+   episode's start) and `T` a temperature annealed linearly over env steps. The new mean action
+   `abar` of the joint action is computed from the neighbourhood of the state acted in, and
+   each transition `(o, a, abar, r, o', avail')` (all agents of one env step together) goes
+   into a replay buffer.
+2. `train_steps` gradient steps on `batch_size` sampled env steps: the squared error between
+   `Q(o, a, abar)` and `y = r + gamma (1 - terminated) v(o')` over the agents alive at `o`
+   (`terminated` per agent: the episode ended or the agent died, mfrl's `not alive`),
+   with `v(o') = sum_a pi(a | o', abar) Q_target(o', a, abar)` (the paper's mean-field value;
+   `pi` the Boltzmann policy of the online network at the current temperature) or, with
+   `target: max`, `Q_target(o', argmax_a Q(o', a, abar), abar)`. As in the paper, the next
+   state is valued with the mean action `abar` of the transition.
+3. Target network: Polyak averaging with `tau` (or hard copies every `target_update_interval`).
+
+`mean_action: false` removes the mean action from the input: independent Q-learning with the
+same network, replay and policy (the paper's IL baseline).
+Greedy evaluation acts by argmax with the previous step's mean action (`Policy.neighbourhood`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import Policy, Train, check_config, config_from_dict, traced
+from marl.core.wrappers import episode_metrics, training_env
+from marl.learning.networks import ACTIVATIONS, MLP, AgentParams, agent_ids
+
+from . import replay
+from .meanfield import boltzmann_logits, mean_action, mean_field_value
+from .qlearning import keep_if, linear_schedule, update_target
+from .replay import EpisodeBuffer
+
+Array = jax.Array
+
+ACTION_KINDS = ("discrete",)
+TARGETS = ("boltzmann", "max")
+
+
+@dataclass(frozen=True)
+class MFQConfig:
+    """MF-Q hyperparameters (the paper's battle settings where they apply)."""
+
+    num_envs: int = 8  # parallel environments per seed
+    rollout_length: int = 4  # steps per environment per update
+    train_steps: int = 1  # gradient steps per update
+    buffer_size: int = 50_000  # agent-steps in replay: buffer_size // N env steps (>= batch)
+    batch_size: int = 64  # env steps per gradient step (each with all its agents)
+    lr: float = 1e-4  # Adam (the paper's 1e-4)
+    max_grad_norm: float = 10.0
+    gamma: float = 0.95  # the paper's battle discount
+    temperature_start: float = 1.0  # Boltzmann temperature at step 0
+    temperature_end: float = 0.1  # ... after `temperature_steps` env steps
+    temperature_steps: int = 200_000
+    target: str = "boltzmann"  # "boltzmann" (mean-field value) or "max"
+    tau: float | None = 0.01  # Polyak rate per update (None: hard copies)
+    target_update_interval: int = 100  # updates between hard copies when tau is None
+    hidden: tuple[int, ...] = (64, 64)
+    activation: str = "relu"
+    layer_norm: bool = False
+    parameter_sharing: str = "group"  # "all", "group" or "none"
+    agent_id: bool = False  # one-hot agent id input (off: the network fits any agent count)
+    mean_action: bool = True  # False: independent Q-learning with the same network
+    reward_scale: float = 1.0
+
+    @classmethod
+    def from_dict(cls, cfg: dict[str, Any] | None) -> MFQConfig:
+        return config_from_dict(cls, cfg)
+
+    def __post_init__(self) -> None:
+        if traced(self):  # a vmapped sweep's values, checked before tracing
+            return
+        checks = {
+            "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
+            "target": (self.target in TARGETS, "boltzmann or max"),
+            "parameter_sharing": (
+                self.parameter_sharing in ("all", "group", "none"),
+                "all, group or none",
+            ),
+            "num_envs": (self.num_envs >= 1, "a positive integer"),
+            "rollout_length": (self.rollout_length >= 1, "a positive integer"),
+            "train_steps": (self.train_steps >= 0, "an integer >= 0"),
+            "batch_size": (1 <= self.batch_size <= self.buffer_size, "in 1 .. buffer_size"),
+            "temperature_end": (
+                0.0 < self.temperature_end <= self.temperature_start,
+                "in (0, temperature_start]",
+            ),
+            "tau": (self.tau is None or 0.0 < self.tau <= 1.0, "null or in (0, 1]"),
+            "target_update_interval": (self.target_update_interval >= 1, "a positive integer"),
+            "hidden": (len(self.hidden) >= 1, "at least one width"),
+        }
+        check_config(self, checks)
+
+
+class MFQNet(nn.Module):
+    """`x [..., D] -> Q [..., A]`: an MLP and a linear head."""
+
+    hidden: tuple[int, ...]
+    activation: str
+    layer_norm: bool
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        x = MLP(self.hidden, self.activation, self.layer_norm)(x)
+        return nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(1.0))(x)
+
+
+class MeanFieldQ:
+    """The Q-network over agents: inputs `[obs, mean action, agent id]`, one set per group."""
+
+    def __init__(self, env: MultiAgentEnv, cfg: MFQConfig):
+        spec = env.spec
+        self.spec, self.cfg = spec, cfg
+        self.num_actions = spec.action_dim
+        self.net = MFQNet(cfg.hidden, cfg.activation, cfg.layer_norm, spec.action_dim)
+        self.sets = AgentParams.sharing(cfg.parameter_sharing, spec.agent_group)
+        n = spec.num_agents
+        self.input_dim = (
+            spec.obs_dim + (spec.action_dim if cfg.mean_action else 0) + (n if cfg.agent_id else 0)
+        )
+
+    def inputs(self, obs: Array, mean: Array) -> Array:
+        parts = [obs]
+        if self.cfg.mean_action:
+            parts.append(mean)
+        if self.cfg.agent_id:
+            parts.append(agent_ids(self.spec.num_agents, obs.shape[:-1], obs.ndim - 2))
+        return jnp.concatenate(parts, axis=-1)
+
+    def init(self, key: Array) -> Any:
+        return self.sets.init(lambda k: self.net.init(k, jnp.zeros((1, self.input_dim))), key)
+
+    def q(self, params: Any, obs: Array, mean: Array) -> Array:
+        """`obs [B, N, D]`, `mean [B, N, A]` -> `[B, N, A]`."""
+        x = self.inputs(obs, mean)
+        return self.sets.apply(self.net.apply, params, x, in_axes=(1,), out_axes=1)
+
+
+class Transition(struct.PyTreeNode):
+    """One env step of all N agents."""
+
+    obs: Array  # [N, D]
+    mean: Array  # [N, A] the neighbours' mean action of this step's joint action
+    action: Array  # [N] int32
+    reward: Array  # [N]
+    next_obs: Array  # [N, D] the true next observation
+    next_avail: Array  # [N, A]
+    alive: Array  # [N] agents acting at this step
+    terminated: Array  # [N] the episode terminated or the agent died (`agent_terminated`)
+
+
+class MFQState(struct.PyTreeNode):
+    params: Any
+    target_params: Any
+    opt_state: Any
+    buffer: EpisodeBuffer
+    env_state: Any
+    timestep: Any
+    prev_mean: Array  # [B, N, A] last step's mean action (zeros at an episode's start)
+    key: Array
+    env_steps: Array
+    updates: Array
+
+
+def _neighbourhoods(env: MultiAgentEnv, states: Any) -> Array:
+    return jax.vmap(env.neighbourhood)(states)
+
+
+def make_policy(nets: MeanFieldQ, temperature: float) -> Policy:
+    """Acting in one env: argmax (greedy) or Boltzmann sampling at `temperature`; the carry is
+    the previous mean action; `neighbours` (the env's neighbourhood) is passed by the
+    evaluator (`Policy.neighbourhood`)."""
+    n, a = nets.spec.num_agents, nets.num_actions
+
+    def initial_carry() -> Array:
+        return jnp.zeros((n, a))
+
+    def act(params, obs, avail, carry, start, key, greedy, neighbours=None):
+        prev = jnp.where(start, 0.0, carry)
+        q = nets.q(params, obs[None], prev[None])[0]
+        logits = boltzmann_logits(q, avail, temperature)
+        sampled = jax.random.categorical(key, logits, axis=-1)
+        best = jnp.argmax(jnp.where(avail, q, -jnp.inf), axis=-1)
+        actions = jnp.where(greedy, best, sampled).astype(jnp.int32)
+        weights = jnp.ones((n, n)) - jnp.eye(n) if neighbours is None else neighbours
+        return actions, mean_action(weights, actions, a)
+
+    return Policy(initial_carry, act, neighbourhood=True)
+
+
+def make_train(
+    env: MultiAgentEnv, cfg: MFQConfig | dict | None = None, total_updates: int | None = None
+) -> Train:
+    """MF-Q (or, with `mean_action: false`, independent Q-learning) on `env`."""
+    del total_updates  # the temperature runs on env steps
+    cfg = cfg if isinstance(cfg, MFQConfig) else MFQConfig.from_dict(cfg)
+    spec = env.spec
+    if not spec.discrete:
+        raise ValueError(f"MF-Q needs discrete actions; {spec.name} is continuous")
+    nets = MeanFieldQ(env, cfg)
+    wrapped = training_env(env)
+    tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr))
+    temperature = linear_schedule(cfg.temperature_start, cfg.temperature_end, cfg.temperature_steps)
+    n, b, a = spec.num_agents, cfg.num_envs, spec.action_dim
+    # a stored env step holds every agent's transition: size the buffer in agent-steps so
+    # memory does not grow with N (64 units of 1,727-float observations fill gigabytes fast)
+    capacity = max(cfg.batch_size, cfg.num_envs, cfg.buffer_size // n)
+
+    def init(key: Array) -> MFQState:
+        k_net, k_env, key = jax.random.split(key, 3)
+        params = nets.init(k_net)
+        env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, b))
+        example = Transition(
+            obs=jnp.zeros((n, spec.obs_dim)),
+            mean=jnp.zeros((n, a)),
+            action=jnp.zeros((n,), jnp.int32),
+            reward=jnp.zeros((n,)),
+            next_obs=jnp.zeros((n, spec.obs_dim)),
+            next_avail=jnp.zeros((n, a), bool),
+            alive=jnp.zeros((n,), bool),
+            terminated=jnp.zeros((n,), bool),
+        )
+        return MFQState(
+            params=params,
+            target_params=params,
+            opt_state=tx.init(params),
+            buffer=replay.init(example, capacity),
+            env_state=env_state,
+            timestep=ts,
+            prev_mean=jnp.zeros((b, n, a)),
+            key=key,
+            env_steps=jnp.zeros((), jnp.int32),
+            updates=jnp.zeros((), jnp.int32),
+        )
+
+    def collect(state: MFQState) -> tuple[MFQState, dict[str, Array]]:
+        def body(s: MFQState, _):
+            key, k_act, k_env = jax.random.split(s.key, 3)
+            ts = s.timestep
+            q = nets.q(s.params, ts.obs, s.prev_mean)
+            logits = boltzmann_logits(q, ts.avail_actions, temperature(s.env_steps))
+            actions = jax.random.categorical(k_act, logits, axis=-1).astype(jnp.int32)
+            mean = mean_action(_neighbourhoods(wrapped, s.env_state), actions, a)
+            env_state, nts = wrapped.step_batch(jax.random.split(k_env, b), s.env_state, actions)
+            batch = Transition(
+                obs=ts.obs,
+                mean=mean,
+                action=actions,
+                reward=nts.reward * cfg.reward_scale,
+                next_obs=nts.final_obs,
+                next_avail=nts.final_avail,
+                alive=ts.alive,
+                terminated=nts.agent_terminated(ts.alive),
+            )
+            buffer = replay.add_masked(s.buffer, batch, jnp.ones((b,), bool))
+            s = s.replace(
+                buffer=buffer,
+                env_state=env_state,
+                timestep=nts,
+                prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean),
+                key=key,
+                env_steps=s.env_steps + b,
+            )
+            return s, nts.metrics
+
+        state, metrics = jax.lax.scan(body, state, None, length=cfg.rollout_length)
+        return state, episode_metrics(metrics)
+
+    def loss_fn(params, target_params, batch: Transition, temp: Array):
+        q = nets.q(params, batch.obs, batch.mean)  # [M, N, A]
+        taken = jnp.take_along_axis(q, batch.action[..., None], axis=-1)[..., 0]
+        q_next_online = jax.lax.stop_gradient(nets.q(params, batch.next_obs, batch.mean))
+        q_next_target = nets.q(target_params, batch.next_obs, batch.mean)
+        value = mean_field_value(q_next_online, q_next_target, batch.next_avail, temp, cfg.target)
+        not_term = 1.0 - batch.terminated.astype(jnp.float32)
+        target = jax.lax.stop_gradient(batch.reward + cfg.gamma * not_term * value)
+        mask = batch.alive.astype(jnp.float32)
+        loss = jnp.sum(mask * (taken - target) ** 2) / jnp.maximum(jnp.sum(mask), 1.0)
+        return loss, {
+            "loss/td": loss,
+            "q/taken": jnp.sum(mask * taken) / jnp.maximum(jnp.sum(mask), 1.0),
+        }
+
+    def learn(state: MFQState) -> tuple[MFQState, dict[str, Array]]:
+        temp = temperature(state.env_steps)
+
+        def grad_step(carry, key):
+            params, opt_state = carry
+            batch = replay.sample(state.buffer, key, cfg.batch_size)
+            (_, m), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+                params, state.target_params, batch, temp
+            )
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), m
+
+        key, k_learn = jax.random.split(state.key)
+        (params, opt_state), m = jax.lax.scan(
+            grad_step, (state.params, state.opt_state), jax.random.split(k_learn, cfg.train_steps)
+        )
+        ready = state.buffer.size >= cfg.batch_size
+        params, opt_state = keep_if(ready, (params, opt_state), (state.params, state.opt_state))
+        updates = state.updates + 1
+        target = update_target(
+            state.target_params, params, updates, cfg.tau, cfg.target_update_interval
+        )
+        state = state.replace(
+            params=params, target_params=target, opt_state=opt_state, key=key, updates=updates
+        )
+        metrics = {k: jnp.mean(v) for k, v in m.items()}
+        metrics["learning"] = ready.astype(jnp.float32)
+        return state, metrics
+
+    def step(state: MFQState) -> tuple[MFQState, dict[str, Array]]:
+        state, metrics = collect(state)
+        if cfg.train_steps:
+            state, learn_metrics = learn(state)
+            metrics = {**metrics, **learn_metrics}
+        metrics["temperature"] = temperature(state.env_steps)
+        return state, metrics
+
+    return Train(
+        init=init,
+        step=step,
+        params=lambda s: s.params,
+        policy=make_policy(nets, cfg.temperature_end),
+        steps_per_update=cfg.num_envs * cfg.rollout_length,
+    )
+
+
+def make_train_il(
+    env: MultiAgentEnv, cfg: MFQConfig | dict | None = None, total_updates: int | None = None
+) -> Train:
+    """IL (Yang et al. 2018's baseline): MF-Q without the mean-action input, i.e. independent
+    Q-learning with the same network, replay, Boltzmann policy and targets. A config object
+    is taken without its mean action; `mean_action=True` in a dict is refused."""
+    if isinstance(cfg, MFQConfig):
+        return make_train(env, replace(cfg, mean_action=False), total_updates)
+    if (cfg or {}).get("mean_action", False) is True:
+        raise ValueError("il is MF-Q without the mean action: mean_action must be false (use mfq)")
+    return make_train(env, {**(cfg or {}), "mean_action": False}, total_updates)

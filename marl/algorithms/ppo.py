@@ -1,0 +1,548 @@
+"""Multi-agent PPO: IPPO (critic on each agent's observation) and MAPPO (critic on the global
+state). The two differ only in the critic's input (`PPOConfig.critic`).
+
+One update: collect `rollout_length` steps in `num_envs` auto-resetting environments, compute
+GAE (bootstrapping truncated episodes from their true final observation), then `epochs` passes
+of `num_minibatches` minibatches (split over environments, whole sequences, so recurrent
+networks replay from their stored initial hidden state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import (
+    Policy,
+    Train,
+    check_config,
+    config_from_dict,
+    seed_max,
+    traced,
+    warn_unscheduled,
+)
+from marl.core.wrappers import episode_metrics, training_env
+from marl.learning.networks import Actor, AgentParams, Critic, agent_ids
+
+from .onpolicy import (
+    ValueNorm,
+    clipped_surrogate,
+    gae,
+    masked_mean,
+    normalize_advantages,
+    sgd_epochs,
+    take_envs,
+    value_loss,
+)
+
+Array = jax.Array
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Hyperparameters of IPPO / MAPPO / HAPPO (every one is a config value). The defaults are
+    MAPPO's shipped ones, `marl/conf/algo/mappo.yaml` (where each is explained), so Python and
+    `marl train` build the same learner."""
+
+    critic: str = "central"  # "local" (IPPO: own observation) or "central" (global state)
+    num_envs: int = 16  # parallel environments per seed
+    rollout_length: int = 128  # steps per environment per update
+    epochs: int = 10  # passes over the rollout per update
+    num_minibatches: int = 2  # minibatches per epoch (split over environments)
+    lr: float = 2e-3  # actor learning rate (Adam)
+    critic_lr: float = 2e-3  # critic learning rate (Adam)
+    anneal_lr: bool = True  # linear decay to 0 over the run (needs total_updates)
+    gamma: float = 0.99  # discount
+    gae_lambda: float = 0.95  # GAE lambda
+    clip_eps: float = 0.2  # PPO ratio clip
+    value_clip_eps: float | None = 0.2  # value clip around the old prediction (None: off)
+    ent_coef: float = 0.01  # entropy bonus
+    max_grad_norm: float = 0.5  # gradient-norm clip per network (per actor parameter set)
+    value_norm: bool = True  # normalise value targets (running mean/std)
+    huber_delta: float | None = None  # Huber value loss (None: squared error)
+    hidden: tuple[int, ...] = (64, 64)  # MLP widths (first is the GRU's input encoder)
+    activation: str = "tanh"
+    recurrent: bool = False  # GRU torso in actor and critic
+    gru_hidden: int = 128
+    layer_norm: bool = False
+    feature_norm: bool = False  # layer norm of the network inputs
+    parameter_sharing: str = "group"  # "all", "group" (per agent group) or "none"
+    agent_id: bool = True  # append a one-hot agent id to network inputs
+    # agent ids in the critic's input: None follows `agent_id`, and adds them to a central
+    # critic whenever the agents' rewards can differ (`critic_needs_ids`); False is refused there
+    critic_agent_id: bool | None = None
+    reward_scale: float = 1.0
+    advantage_norm: bool = True
+
+    @classmethod
+    def from_dict(cls, cfg: dict[str, Any] | None) -> PPOConfig:
+        """Build from a (Hydra) mapping, rejecting unknown keys with the valid ones named."""
+        return config_from_dict(cls, cfg)
+
+    def __post_init__(self) -> None:
+        if traced(self):  # a vmapped sweep's values, checked before tracing
+            return
+        from marl.learning.networks import ACTIVATIONS
+
+        checks = {
+            "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
+            "critic": (self.critic in ("central", "local"), "central or local"),
+            "parameter_sharing": (
+                self.parameter_sharing in ("all", "group", "none"),
+                "all, group or none",
+            ),
+            "num_envs": (self.num_envs >= 1, "a positive integer"),
+            "rollout_length": (self.rollout_length >= 1, "a positive integer"),
+            "num_minibatches": (
+                self.num_minibatches >= 1 and self.num_envs % self.num_minibatches == 0,
+                f"a divisor of num_envs ({self.num_envs})",
+            ),
+        }
+        check_config(self, checks)
+
+
+class Rollout(struct.PyTreeNode):
+    """One update's experience, leaves [T, B, N, ...] (per agent) or [T, B] (per env)."""
+
+    actor_in: Array  # [T, B, N, Da]
+    critic_in: Array  # [T, B, N, Dc]
+    avail: Array  # [T, B, N, A]
+    action: Array  # [T, B, N] or [T, B, N, d] (unclipped sample)
+    log_prob: Array  # [T, B, N]
+    value: Array  # [T, B, N] critic output (normalised space)
+    next_value: Array  # [T, B, N] critic output on the true next observation
+    reward: Array  # [T, B, N]
+    alive: Array  # [T, B, N]
+    died: Array  # [T, B, N] alive at t, dead after the step: its own return ends there
+    start: Array  # [T, B] obs at t begins an episode (recurrent reset)
+    terminated: Array  # [T, B]
+    done: Array  # [T, B]
+
+
+class PPOState(struct.PyTreeNode):
+    actor_params: Any
+    critic_params: Any
+    actor_opt: Any
+    critic_opt: Any
+    value_norm: ValueNorm
+    env_state: Any
+    timestep: Any
+    start: Array  # [B]
+    actor_carry: Array  # [B, N, H]
+    critic_carry: Array  # [B, N, H]
+    key: Array
+    updates: Array
+
+
+def critic_needs_ids(cfg: PPOConfig, spec) -> bool:
+    """A critic shared by all agents on the global state returns one value for all of them
+    unless told which agent it values: wrong wherever their returns can differ (rewards not
+    shared: pathfinding pays each agent its own, tag and adversary have teams)."""
+    return cfg.critic == "central" and not spec.shared_reward
+
+
+def critic_agent_ids(cfg: PPOConfig, spec, team: bool = False) -> bool:
+    """Whether the critic's input carries one-hot agent ids (see `PPOConfig.critic_agent_id`);
+    `team`: HAPPO's team value V(s) of the mean reward, which never takes them."""
+    if team:
+        return False
+    if cfg.critic_agent_id is None:
+        return cfg.agent_id or critic_needs_ids(cfg, spec)
+    if critic_needs_ids(cfg, spec) and not cfg.critic_agent_id:
+        raise ValueError(
+            f"critic_agent_id=false: a central critic without agent ids gives every agent of "
+            f"{spec.name} one value, but their rewards differ (set critic_agent_id=true or null)"
+        )
+    return bool(cfg.critic_agent_id)
+
+
+class Networks:
+    """Actor and critic modules with their parameter sets, and how inputs are built.
+
+    `team_critic`: one team value V(s) (HAPPO), never given agent ids."""
+
+    def __init__(
+        self,
+        env: MultiAgentEnv,
+        cfg: PPOConfig,
+        actor_sharing: str | None = None,
+        team_critic: bool = False,
+    ):
+        spec = env.spec
+        self.spec, self.cfg = spec, cfg
+        n = spec.num_agents
+        self.id_dim = n if cfg.agent_id else 0
+        self.critic_id_dim = n if critic_agent_ids(cfg, spec, team_critic) else 0
+        self.actor = Actor(
+            spec.action_dim,
+            spec.discrete,
+            cfg.hidden,
+            cfg.activation,
+            cfg.recurrent,
+            cfg.gru_hidden,
+            cfg.layer_norm,
+            feature_norm=cfg.feature_norm,
+        )
+        self.critic = Critic(
+            cfg.hidden,
+            cfg.activation,
+            cfg.recurrent,
+            cfg.gru_hidden,
+            cfg.layer_norm,
+            feature_norm=cfg.feature_norm,
+        )
+        groups = spec.agent_group
+        self.actor_sets = AgentParams.sharing(actor_sharing or cfg.parameter_sharing, groups)
+        # the critic is shared by all agents (agent ids tell them apart), as in MAPPO
+        self.critic_sets = AgentParams.sharing("all", groups)
+        self.actor_dim = spec.obs_dim + self.id_dim
+        base = spec.state_dim if cfg.critic == "central" else spec.obs_dim
+        if cfg.critic not in ("central", "local"):
+            raise ValueError(f"critic {cfg.critic!r} unknown; valid: central, local")
+        self.critic_dim = base + self.critic_id_dim
+        self.hidden_dim = cfg.gru_hidden if cfg.recurrent else 1
+
+    # inputs -----------------------------------------------------------------------------
+    def actor_input(self, obs: Array) -> Array:
+        """[..., N, obs_dim] -> [..., N, obs_dim + id]."""
+        return self._with_ids(obs) if self.id_dim else obs
+
+    def _with_ids(self, x: Array) -> Array:
+        ids = agent_ids(self.spec.num_agents, x.shape[:-1], x.ndim - 2)
+        return jnp.concatenate([x, ids], axis=-1)
+
+    def critic_input(self, obs: Array, state: Array) -> Array:
+        """Central: global state [..., S] broadcast to agents; local: own observation; then
+        the agent ids where the critic takes them."""
+        n = self.spec.num_agents
+        if self.cfg.critic == "central":
+            x = jnp.broadcast_to(state[..., None, :], (*state.shape[:-1], n, state.shape[-1]))
+        else:
+            x = obs
+        return self._with_ids(x) if self.critic_id_dim else x
+
+    # init -------------------------------------------------------------------------------
+    def init(self, key: Array) -> tuple[Any, Any]:
+        ka, kc = jax.random.split(key)
+        h = jnp.zeros((1, self.hidden_dim))
+        resets = jnp.zeros((1, 1), bool)
+        avail = jnp.ones((1, 1, self.spec.action_dim), bool)
+
+        def init_actor(k):
+            return self.actor.init(k, h, jnp.zeros((1, 1, self.actor_dim)), resets, avail)
+
+        def init_critic(k):
+            return self.critic.init(k, h, jnp.zeros((1, 1, self.critic_dim)), resets)
+
+        return self.actor_sets.init(init_actor, ka), self.critic_sets.init(init_critic, kc)
+
+    # apply over agents: inputs [T, B, N, ...], carries [B, N, H] -------------------------
+    def actor_apply(self, params, carry, x, resets, avail):
+        """-> (carry [B, N, H], dist with leaves [T, B, N, ...])."""
+        return self.actor_sets.apply(
+            self.actor.apply,
+            params,
+            carry,
+            x,
+            jnp.broadcast_to(resets[..., None], x.shape[:-1]),
+            avail,
+            in_axes=(1, 2, 2, 2),
+            out_axes=(1, 2),
+        )
+
+    def critic_apply(self, params, carry, x, resets):
+        """-> (carry [B, N, H], value [T, B, N])."""
+        return self.critic_sets.apply(
+            self.critic.apply,
+            params,
+            carry,
+            x,
+            jnp.broadcast_to(resets[..., None], x.shape[:-1]),
+            in_axes=(1, 2, 2),
+            out_axes=(1, 2),
+        )
+
+
+def env_actions(spec, actions: Array) -> Array:
+    """Clip continuous samples into the action space's bounds (discrete: unchanged)."""
+    if spec.discrete:
+        return actions
+    return jnp.clip(actions, spec.action_space.low, spec.action_space.high)
+
+
+def make_policy(nets: Networks) -> Policy:
+    """Acting in one environment from actor parameters."""
+    n = nets.spec.num_agents
+
+    def initial_carry():
+        return jnp.zeros((n, nets.hidden_dim))
+
+    def act(params, obs, avail, carry, start, key, greedy):
+        x = nets.actor_input(obs)[None, None]  # [1, 1, N, D]
+        carry, dist = nets.actor_apply(
+            params, carry[None], x, jnp.reshape(start, (1, 1)), avail[None, None]
+        )
+        sample = jax.lax.cond(greedy, lambda: dist.mode(), lambda: dist.sample(key))
+        return env_actions(nets.spec, sample[0, 0]), carry[0]
+
+    return Policy(initial_carry, act)
+
+
+def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState):
+    """Run `rollout_length` steps of every parallel (wrapped) env -> (state, Rollout, metrics).
+
+    `next_value[t]` is the critic on the true next observation: `value[t + 1]` within an
+    episode, and where an episode ended at `t` a critic pass on its final observation, computed
+    only on steps where some episode ended (one branch for all seeds, `seed_max`); the last
+    step's comes from one pass after the scan.
+    """
+    spec = nets.spec
+
+    def body(carry, _):
+        env_state, ts, start, a_h, c_h, key = carry
+        key, k_act, k_env = jax.random.split(key, 3)
+        actor_in = nets.actor_input(ts.obs)
+        critic_in = nets.critic_input(ts.obs, ts.state)
+        resets = start[None]
+        a_h, dist = nets.actor_apply(
+            state.actor_params, a_h, actor_in[None], resets, ts.avail_actions[None]
+        )
+        c_h, value = nets.critic_apply(state.critic_params, c_h, critic_in[None], resets)
+        action = dist.sample(k_act)[0]
+        log_prob = dist.log_prob(action[None])[0]
+        env_keys = jax.random.split(k_env, cfg.num_envs)
+        env_state, nts = env.step_batch(env_keys, env_state, env_actions(spec, action))
+
+        def final_value():
+            final_in = nets.critic_input(nts.final_obs, nts.final_state)
+            return nets.critic_apply(
+                state.critic_params, c_h, final_in[None], jnp.zeros_like(resets)
+            )[1][0]
+
+        any_done = seed_max(jnp.any(nts.done).astype(jnp.int32)) > 0
+        ended = jax.lax.cond(any_done, final_value, lambda: jnp.zeros_like(value[0]))
+        step = Rollout(
+            actor_in=actor_in,
+            critic_in=critic_in,
+            avail=ts.avail_actions,
+            action=action,
+            log_prob=log_prob,
+            value=value[0],
+            next_value=ended,  # the final observation's value where done (set below)
+            reward=nts.reward * cfg.reward_scale,
+            alive=ts.alive,
+            died=nts.died(ts.alive),
+            start=start,
+            terminated=nts.terminated,
+            done=nts.done,
+        )
+        return (env_state, nts, nts.done, a_h, c_h, key), (step, nts.metrics)
+
+    init = (
+        state.env_state,
+        state.timestep,
+        state.start,
+        state.actor_carry,
+        state.critic_carry,
+        state.key,
+    )
+    (env_state, ts, start, a_h, c_h, key), (rollout, metrics) = jax.lax.scan(
+        body, init, None, length=cfg.rollout_length
+    )
+    # the last step's true next observation (its final one where it ended)
+    last_in = nets.critic_input(ts.final_obs, ts.final_state)
+    _, last = nets.critic_apply(
+        state.critic_params, c_h, last_in[None], jnp.zeros((1, cfg.num_envs), bool)
+    )
+    following = jnp.concatenate([rollout.value[1:], last], axis=0)
+    done = rollout.done.reshape(rollout.done.shape + (1,) * (following.ndim - 2))
+    rollout = rollout.replace(next_value=jnp.where(done, rollout.next_value, following))
+    state = state.replace(
+        env_state=env_state, timestep=ts, start=start, actor_carry=a_h, critic_carry=c_h, key=key
+    )
+    return state, rollout, episode_metrics(metrics)
+
+
+def agent_ends(ro: Rollout) -> tuple[Array, Array]:
+    """Per-agent (terminated, done) [T, B, N]: the episode's, and an agent's death ends its own
+    return (mfrl's `terminal = not alive`): a dead unit's input (zeros, or the state beside
+    its id) is never a training sample, so its value is no bootstrap target."""
+    term = ro.terminated[..., None] | ro.died
+    return term, ro.done[..., None] | ro.died
+
+
+def advantages_and_targets(nets: Networks, cfg: PPOConfig, vn: ValueNorm, ro: Rollout):
+    """Denormalised values -> GAE with per-agent ends (`agent_ends`) -> (advantages, value
+    targets) [T, B, N]."""
+    denorm = vn.denormalize if cfg.value_norm else (lambda x: x)
+    terminated, done = agent_ends(ro)
+    adv, targets = gae(
+        ro.reward,
+        denorm(ro.value),
+        denorm(ro.next_value),
+        terminated,
+        done,
+        cfg.gamma,
+        cfg.gae_lambda,
+    )
+    return adv, targets
+
+
+def make_optimizer(cfg: PPOConfig, lr: float, total_steps: int | None, per_set: bool = False):
+    """Adam after gradient-norm clipping; `per_set`: each parameter set (the leading axis of
+    `AgentParams`-stacked parameters) clipped by its own norm, as separate networks are."""
+    if cfg.anneal_lr and total_steps:
+        lr = optax.linear_schedule(lr, 0.0, total_steps)
+    clip = clip_by_set_norm if per_set else optax.clip_by_global_norm
+    return optax.chain(clip(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+
+def clip_by_set_norm(max_norm: float) -> optax.GradientTransformation:
+    """`optax.clip_by_global_norm` for each parameter set on its own: every leaf has the sets
+    on its leading axis, and one set's large gradient does not shrink another's step (one
+    set: the same as the global clip)."""
+
+    def update(updates, state, params=None):  # noqa: ANN001
+        leaves = jax.tree.leaves(updates)
+        sq = sum(jnp.sum(jnp.square(x).reshape(x.shape[0], -1), axis=1) for x in leaves)
+        norm = jnp.sqrt(sq)  # [sets]
+
+        def clip(x: Array) -> Array:
+            n = norm.reshape(-1, *([1] * (x.ndim - 1))).astype(x.dtype)
+            return jnp.where(n < max_norm, x, (x / n) * max_norm)
+
+        return jax.tree.map(clip, updates), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
+def critic_update(nets, cfg, critic_opt_tx, state: PPOState, ro: Rollout, targets, c_h0, key):
+    """`epochs x num_minibatches` critic steps; returns (params, opt_state, metrics)."""
+    vn = state.value_norm
+    norm_targets = vn.normalize(targets) if cfg.value_norm else targets
+
+    def loss_fn(params, idx):
+        mb = take_envs(ro, idx, axis=1)
+        h0 = jnp.take(c_h0, idx, axis=0)
+        _, v = nets.critic_apply(params, h0, mb.critic_in, mb.start)
+        mb_targets = jnp.take(norm_targets, idx, axis=1)
+        loss = value_loss(v, mb.value, mb_targets, mb.alive, cfg.value_clip_eps, cfg.huber_delta)
+        return loss, None
+
+    params, opt, (losses, _) = sgd_epochs(
+        loss_fn,
+        critic_opt_tx,
+        state.critic_params,
+        state.critic_opt,
+        key,
+        cfg.epochs,
+        cfg.num_envs,
+        cfg.num_minibatches,
+    )
+    return params, opt, {"loss/value": jnp.mean(losses)}
+
+
+def actor_loss(nets, cfg, params, mb: Rollout, adv, h0, weight=None):
+    """PPO actor loss on a minibatch; returns (loss, (metrics, new log-probs))."""
+    _, dist = nets.actor_apply(params, h0, mb.actor_in, mb.start, mb.avail)
+    log_prob = dist.log_prob(mb.action)
+    loss, metrics = clipped_surrogate(log_prob, mb.log_prob, adv, cfg.clip_eps, mb.alive, weight)
+    entropy = masked_mean(dist.entropy(), mb.alive)
+    metrics = {**metrics, "entropy": entropy}
+    return loss - cfg.ent_coef * entropy, (metrics, log_prob)
+
+
+def make_train(
+    env: MultiAgentEnv,
+    cfg: PPOConfig | dict | None = None,
+    total_updates: int | None = None,
+    nets: Networks | None = None,
+) -> Train:
+    """IPPO / MAPPO learner on `env` (see module docstring); `nets`: prebuilt networks (HAPPO's
+    team critic)."""
+    cfg = cfg if isinstance(cfg, PPOConfig) else PPOConfig.from_dict(cfg)
+    warn_unscheduled(cfg.anneal_lr, total_updates, "PPO learner")
+    nets = Networks(env, cfg) if nets is None else nets
+    wrapped = training_env(env)
+    grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
+    actor_tx = make_optimizer(cfg, cfg.lr, grad_steps, per_set=True)
+    critic_tx = make_optimizer(cfg, cfg.critic_lr, grad_steps)
+    n = env.spec.num_agents
+
+    def init(key: Array) -> PPOState:
+        k_net, k_env, key = jax.random.split(key, 3)
+        actor_params, critic_params = nets.init(k_net)
+        env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, cfg.num_envs))
+        h = jnp.zeros((cfg.num_envs, n, nets.hidden_dim))
+        return PPOState(
+            actor_params=actor_params,
+            critic_params=critic_params,
+            actor_opt=actor_tx.init(actor_params),
+            critic_opt=critic_tx.init(critic_params),
+            value_norm=ValueNorm.create(),
+            env_state=env_state,
+            timestep=ts,
+            start=jnp.ones((cfg.num_envs,), bool),
+            actor_carry=h,
+            critic_carry=h,
+            key=key,
+            updates=jnp.zeros((), jnp.int32),
+        )
+
+    def step(state: PPOState) -> tuple[PPOState, dict[str, Array]]:
+        a_h0, c_h0 = state.actor_carry, state.critic_carry
+        state, ro, metrics = collect(nets, wrapped, cfg, state)
+        adv, targets = advantages_and_targets(nets, cfg, state.value_norm, ro)
+        if cfg.value_norm:
+            state = state.replace(value_norm=state.value_norm.update(targets, ro.alive))
+        if cfg.advantage_norm:
+            adv = normalize_advantages(adv, ro.alive)
+        key, k_actor, k_critic = jax.random.split(state.key, 3)
+
+        def loss_fn(params, idx):
+            mb = take_envs(ro, idx, axis=1)
+            h0 = jnp.take(a_h0, idx, axis=0)
+            loss, (m, _) = actor_loss(nets, cfg, params, mb, jnp.take(adv, idx, axis=1), h0)
+            return loss, m
+
+        actor_params, actor_opt, (_, am) = sgd_epochs(
+            loss_fn,
+            actor_tx,
+            state.actor_params,
+            state.actor_opt,
+            k_actor,
+            cfg.epochs,
+            cfg.num_envs,
+            cfg.num_minibatches,
+        )
+        critic_params, critic_opt, cm = critic_update(
+            nets, cfg, critic_tx, state, ro, targets, c_h0, k_critic
+        )
+        state = state.replace(
+            actor_params=actor_params,
+            actor_opt=actor_opt,
+            critic_params=critic_params,
+            critic_opt=critic_opt,
+            key=key,
+            updates=state.updates + 1,
+        )
+        metrics = {**metrics, **cm, **{f"loss/{k}": jnp.mean(v) for k, v in am.items()}}
+        return state, metrics
+
+    return Train(
+        init=init,
+        step=step,
+        params=lambda s: s.actor_params,
+        policy=make_policy(nets),
+        steps_per_update=cfg.num_envs * cfg.rollout_length,
+    )
+
+
+__all__ = ["PPOConfig", "make_train", "Networks", "Rollout", "PPOState", "np"]

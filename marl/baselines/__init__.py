@@ -1,0 +1,77 @@
+"""Non-learned reference policies (random, scripted) and the anchor scores that normalise
+per-task results: `normalised = (score - random) / (scripted - random)`.
+
+Scripted policies: particle scenarios (`baselines.particle`), focus fire on combat battles
+(`baselines.combat`), the wavefront planner on pathfinding maps (`baselines.pathfinding`) and
+go-to-nearest-plastic on cleanup seas (`baselines.cleanup`); the last two are privileged: they
+read the environment state."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import Policy
+from marl.learning.evaluation import evaluate
+
+from .cleanup import greedy_policy
+from .combat import focus_fire_policy
+from .particle import Gains, NoScriptedPolicy, scripted_ids
+from .particle import scripted_policy as particle_scripted_policy
+from .pathfinding import PlannerGains, planner_policy
+from .random import random_policy
+
+__all__ = [
+    "Gains",
+    "NoScriptedPolicy",
+    "PlannerGains",
+    "anchor_scores",
+    "focus_fire_policy",
+    "greedy_policy",
+    "planner_policy",
+    "random_policy",
+    "scripted_ids",
+    "scripted_policy",
+]
+
+
+def scripted_policy(env: MultiAgentEnv, gains: Gains | None = None) -> Policy:
+    """The scripted reference policy of `env`: focus fire on combat battles, the planner on
+    pathfinding maps, greedy collection at sea, the particle scenario's controller otherwise
+    (NoScriptedPolicy, a KeyError, when there is none)."""
+    from marl.envs.cleanup.env import Cleanup
+    from marl.envs.combat.env import Combat
+    from marl.envs.pathfinding.env import Pathfinding
+
+    if isinstance(env, Cleanup):
+        return greedy_policy(env)
+    if isinstance(env, Combat):
+        return focus_fire_policy(env)
+    if isinstance(env, Pathfinding):
+        return planner_policy(env)
+    return particle_scripted_policy(env, gains)
+
+
+def anchor_scores(
+    env: MultiAgentEnv, num_episodes: int = 320, key: jax.Array | None = None
+) -> dict[str, float | None]:
+    """Mean team return of the random and the scripted policy over `num_episodes` episodes
+    (`marl.learning.evaluation.evaluate`, jitted; both on the same episode keys).
+
+    Returns {"random": float, "scripted": float, or None when `env` has no scripted policy}.
+    """
+    key = jax.random.key(0) if key is None else key
+
+    def mean_return(policy) -> float:
+        run = jax.jit(lambda k: jnp.mean(evaluate(env, policy, None, k, num_episodes)["return"]))
+        return float(run(key))
+
+    try:
+        scripted = scripted_policy(env)
+    except NoScriptedPolicy:
+        scripted = None
+    return {
+        "random": mean_return(random_policy(env)),
+        "scripted": None if scripted is None else mean_return(scripted),
+    }

@@ -1,0 +1,1 @@
+"""Throughput: environments and training loops measured side by side with peers."""

@@ -1,0 +1,621 @@
+"""`marl bench --suite`: every environment family, every learner's training loop, agent scaling.
+
+Three parts, each a list of measurements made the way `marl.bench.envs` makes them (a compiled
+`lax.scan`, timed to `block_until_ready` in steady state after untimed calls, compile time
+and XLA's peak memory estimate reported apart):
+
+    envs      each family's representative tasks at 1, 64, 1,024 and 4,096 parallel envs, with
+              random valid actions and auto-reset, next to the peer's version of the task
+              (JaxMARL's MPE and SMAX, CAMAR) measured in the same process;
+    train     each learner's whole training step (rollout + update, `train.step` under `vmap`
+              over seeds) on a representative task, and where its time goes: the same batch
+              of envs stepped with random actions ("env"), stepped by the learner's policy
+              ("env + policy"), and the rest of the training step ("update", by subtraction);
+    scaling   steps/s and compile time against the number of agents (3 to 1,000) per family,
+              on envs whose world grows with the agent count (`scaled_env`).
+
+`run_suite` prints each row as it is measured and returns the records; `markdown` renders them
+for `results/bench.md`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from marl.bench import envs as bench
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import SEED_AXIS
+from marl.core.registry import make
+from marl.core.wrappers import AutoReset
+from marl.results.tables import format_row
+
+PARTS = ("envs", "train", "scaling")
+NUM_ENVS = (1, 64, 1024, 4096)
+SCALING_AGENTS = (3, 10, 30, 100, 300, 1000)
+MIB = 1024 * 1024
+
+
+# --- environments ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EnvCase:
+    """One task of the environment part.
+
+    work: env steps per timed call; each call runs `work // num_envs` steps per env, clamped to
+    [min_steps, max_steps] (slow tasks get short scans so 4,096 envs stay affordable).
+    """
+
+    env_id: str
+    peer: str | None  # "jaxmarl", "camar" or None (no peer has the task)
+    work: int
+    max_steps: int = 1000
+    min_steps: int = 5
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    steady: bool = True  # time in steady state (see `marl.bench.envs._measure`)
+
+    def steps(self, num_envs: int) -> int:
+        return max(self.min_steps, min(self.max_steps, self.work // num_envs))
+
+
+ENV_CASES = (
+    EnvCase("particle/spread", "jaxmarl", 1_000_000),
+    EnvCase("particle/tag", "jaxmarl", 1_000_000),
+    EnvCase("combat/3m", "jaxmarl", 200_000, max_steps=500),
+    EnvCase("combat/2s3z", "jaxmarl", 100_000, max_steps=500),
+    EnvCase("combat/27m_vs_30m", "jaxmarl", 10_000, max_steps=100),
+    # random agents almost never arrive (2%), so every episode runs to the 128-step limit and
+    # all envs reset together: a window from fresh resets has the steady rate within 5/128,
+    # and an episode of burn-in would cost CAMAR (~200 steps/s) 45 minutes at 4,096 envs
+    EnvCase("pathfinding/random_grid", "camar", 5_000, max_steps=100, steady=False),
+    EnvCase("cleanup/comm", None, 100_000, max_steps=200),
+)
+
+
+def bench_env_case(case: EnvCase, num_envs: int, repeats: int, vs: bool) -> dict[str, Any]:
+    """marl's and (if `vs` and the task has one) the peer's throughput at `num_envs`."""
+    steps = case.steps(num_envs)
+    out: dict[str, Any] = {
+        "marl": bench.bench_env(
+            case.env_id, num_envs, steps, repeats=repeats, steady=case.steady, **case.kwargs
+        )
+    }
+    if vs and case.peer is not None:
+        peer = bench.bench_camar if case.peer == "camar" else bench.bench_jaxmarl
+        out[case.peer] = peer(
+            case.env_id, num_envs, steps, repeats=repeats, steady=case.steady, **case.kwargs
+        )
+        out["ratio"] = out["marl"]["steps_per_s"] / out[case.peer]["steps_per_s"]
+    return out
+
+
+# --- training -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainCase:
+    """One learner's training loop on a task: `marl train` overrides (env=..., algo=...)."""
+
+    label: str
+    overrides: tuple[str, ...]
+
+
+# JaxMARL's published MAPPO-RNN MPE settings (16 envs x 128 steps, layers of 128 around a GRU
+# of 128, 4 epochs x 4 minibatches), for a figure beside JaxMARL's own script's
+JAXMARL_MAPPO_MPE = (
+    "algo.num_envs=16",
+    "algo.rollout_length=128",
+    "algo.recurrent=true",
+    "algo.hidden=[128,128]",
+    "algo.gru_hidden=128",
+    "algo.epochs=4",
+    "algo.num_minibatches=4",
+)
+
+TRAIN_CASES = (
+    TrainCase("ippo", ("env=particle/spread", "algo=ippo")),
+    TrainCase("mappo", ("env=particle/spread", "algo=mappo")),
+    TrainCase("mappo[jaxmarl-mpe]", ("env=particle/spread", "algo=mappo", *JAXMARL_MAPPO_MPE)),
+    TrainCase("happo", ("env=particle/spread", "algo=happo")),
+    TrainCase("iql", ("env=combat/3m", "algo=iql")),
+    TrainCase("vdn", ("env=combat/3m", "algo=vdn")),
+    TrainCase("qmix", ("env=combat/3m", "algo=qmix")),
+    TrainCase("il", ("env=combat/battle64", "algo=il")),
+    TrainCase("mfq", ("env=combat/battle64", "algo=mfq")),
+    TrainCase("mfac", ("env=combat/battle64", "algo=mfac")),
+)
+
+
+def _policy_rollout(env: MultiAgentEnv, policy: Any, params: Any, num_envs: int, steps: int):
+    """(function, carry): `steps` steps of `num_envs` auto-resetting envs acted in by `policy`
+    (sampling, not greedy), as a training rollout acts; the function maps the carry on."""
+    wrapped = AutoReset(env)
+    v_step = wrapped.step_batch
+
+    def act(seen, avail, h, start, key, neighbours):
+        extra = {"neighbours": neighbours} if policy.neighbourhood else {}
+        return policy.act(params, seen, avail, h, start, key, False, **extra)
+
+    v_act = jax.vmap(act)
+    neighbourhood = jax.vmap(env.neighbourhood) if policy.neighbourhood else None
+
+    def body(carry, _):
+        state, ts, h, start, key = carry
+        key, key_act, key_step = jax.random.split(key, 3)
+        seen = state if policy.privileged else ts.obs
+        near = neighbourhood(state) if neighbourhood is not None else jnp.zeros((num_envs,))
+        actions, h = v_act(
+            seen, ts.avail_actions, h, start, jax.random.split(key_act, num_envs), near
+        )
+        state, ts = v_step(jax.random.split(key_step, num_envs), state, actions)
+        return (state, ts, h, ts.done, key), None
+
+    def run(carry):
+        carry, _ = jax.lax.scan(body, carry, None, length=steps)
+        return carry
+
+    key_reset, key_run = jax.random.split(jax.random.PRNGKey(1))
+    state, ts = jax.jit(jax.vmap(wrapped.reset))(jax.random.split(key_reset, num_envs))
+    h = jax.vmap(lambda _: policy.initial_carry())(jnp.arange(num_envs))
+    return run, (state, ts, h, jnp.ones((num_envs,), bool), key_run)
+
+
+def training_program(train: Any, seeds: int, updates: int) -> tuple[Callable[[Any], Any], Any]:
+    """(function, initial state): `updates` updates of `seeds` seeds vmapped over the seed axis,
+    as `marl.learning.training` runs them, and the initialised training state (seeds from key 0)."""
+    keys = jax.random.split(jax.random.key(0), seeds)
+    state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)  # no batched QR: training.py
+
+    def many(s):
+        def body(s, _):
+            return jax.vmap(train.step, axis_name=SEED_AXIS)(s)
+
+        return jax.lax.scan(body, s, None, length=updates)
+
+    return many, state
+
+
+def bench_training(
+    overrides: Iterable[str], seeds: int = 1, work: int = 20_000, repeats: int = 2
+) -> dict[str, Any]:
+    """Throughput of one learner's training loop and where its time goes.
+
+    The training program is a `lax.scan` over U updates of `vmap(train.step)` over `seeds`
+    seeds, U the least number of updates covering `work` env steps per seed. Next to it, at the
+    same batch (seeds x num_envs envs) and number of env steps: random actions ("env") and the
+    learner's policy acting ("env + policy"). Returns steps_per_s (env steps, all seeds),
+    agent_steps_per_s, compile_s, memory_bytes, and seconds per call of each part:
+    train_s, env_s, policy_s (env + policy), with the shares env / policy forward / update.
+    """
+    from marl.run import config
+
+    run = config.resolve(config.compose([*overrides, f"seeds={seeds}"]))
+    env, train = config.build(run)
+    per_update = train.steps_per_update  # env steps per update, all parallel envs of a seed
+    num_envs = int(run.algo_cfg.get("num_envs", 1))
+    updates = max(1, math.ceil(work / per_update))
+    many, state = training_program(train, seeds, updates)
+    compile_s, train_s, memory = bench._measure(many, state, repeats, chain=False)
+    env_steps = updates * per_update  # per seed
+    batch = seeds * num_envs
+    steps_per_env = max(1, env_steps // num_envs)
+    env_s = bench.bench_env(env, batch, steps_per_env, repeats=repeats)["run_s"]
+    params = jax.tree.map(lambda x: x[0], train.params(state))
+    fn, carry = _policy_rollout(env, train.policy, params, batch, steps_per_env)
+    burn_in = bench.burn_in_calls(env.spec.episode_limit, steps_per_env)  # as bench_env's
+    _, policy_s, _ = bench._measure(fn, carry, repeats, burn_in)
+    sps = seeds * env_steps / train_s
+    return {
+        "env": run.env_id,
+        "algo": run.algo,
+        "seeds": seeds,
+        "num_envs": num_envs,
+        "updates": updates,
+        "env_steps_per_update": per_update,
+        "num_agents": env.spec.num_agents,
+        "steps_per_s": sps,
+        "agent_steps_per_s": sps * env.spec.num_agents,
+        "compile_s": compile_s,
+        "memory_bytes": memory,
+        "train_s": train_s,
+        "env_s": env_s,
+        "policy_s": policy_s,
+        "share_env": min(env_s, train_s) / train_s,
+        "share_policy": max(policy_s - env_s, 0.0) / train_s,
+        "share_update": max(train_s - policy_s, 0.0) / train_s,
+    }
+
+
+# --- agent scaling --------------------------------------------------------------------------
+
+SCALING_FAMILIES = ("particle", "combat", "pathfinding", "cleanup")
+
+
+def scaled_env(family: str, n: int) -> MultiAgentEnv:
+    """A task of `family` with `n` agents whose world grows so the density stays that of the
+    family's standard task: particle spread (arena side ~ sqrt(n / 3)), an n-vs-n marine battle
+    (the 8 nearest units seen beyond 8 a side; map side ~ sqrt(n)), a random pathfinding grid
+    (the free cells per agent of random_grid) and an ocean (the vessels and plastic per area of
+    cleanup/comm)."""
+    if n < 1:
+        raise ValueError(f"agent count must be >= 1, got {n}")
+    if family == "particle":
+        return make("particle/spread", num_agents=n, arena=math.sqrt(n / 3))
+    if family == "combat":
+        return make(
+            "combat/custom",
+            allies=f"{n}m",
+            enemies=f"{n}m",
+            start_positions="reflect",
+            map_size=max(32.0, 5.0 * math.sqrt(n)),
+            nearest=8 if n > 8 else None,
+            episode_limit=200,
+        )
+    if family == "pathfinding":
+        side = max(12, int(math.ceil(math.sqrt(n * 12.5))))
+        return make("pathfinding/random_grid", num_agents=n, height=side, width=side, num_maps=16)
+    if family == "cleanup":
+        scale = math.sqrt(n / 4)
+        return make(
+            "cleanup/custom",
+            num_vessels=n,
+            size=10.0 * scale,
+            capacity=16 * n,
+            initial_plastic=8 * n,
+            num_sources=max(2, n // 2),
+            patches=max(3, n // 2),
+            grid=max(16, int(16 * scale)),
+            port=(5.0 * scale, 0.0),
+            neighbours=6,
+        )
+    raise ValueError(f"unknown family {family!r}; valid: {', '.join(SCALING_FAMILIES)}")
+
+
+def bench_scaling(
+    family: str, n: int, agent_batch: int = 1024, steps: int = 50, repeats: int = 2
+) -> dict[str, Any]:
+    """Env steps/s and compile time of `scaled_env(family, n)` at about `agent_batch` agents in
+    flight (max(1, agent_batch // n) parallel envs), `steps` steps per timed call."""
+    env = scaled_env(family, n)
+    num_envs = max(1, agent_batch // n)
+    # from fresh resets, one warm-up call: marl against itself across N (no peer to be fair
+    # to), as the committed table was measured; an episode of burn-in at N = 1,000 costs minutes
+    record = bench.bench_env(env, num_envs, steps, repeats=repeats, steady=False)
+    return {"family": family, **record}
+
+
+# --- the whole suite ------------------------------------------------------------------------
+
+
+def machine() -> str:
+    """One line: cores, processor, memory, jax version and device."""
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+        mem_s = f", {mem:.0f} GB"
+    except (ValueError, OSError, AttributeError):
+        mem_s = ""
+    device = jax.devices()[0]
+    return (
+        f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}){mem_s}; "
+        f"jax {jax.__version__} on {device.platform} ({device.device_kind})"
+    )
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _mib(b: int) -> str:
+    return f"{b / MIB:,.1f}" if b else "n/a"
+
+
+ENV_HEADERS = [
+    "env",
+    "num_envs",
+    "steps",
+    "marl steps/s",
+    "agent-steps/s",
+    "compile s",
+    "memory MiB",
+    "peer",
+    "peer steps/s",
+    "peer compile s",
+    "marl/peer",
+]
+TRAIN_HEADERS = [
+    "learner",
+    "env",
+    "seeds x envs",
+    "steps/s",
+    "agent-steps/s",
+    "compile s",
+    "memory MiB",
+    "env-only steps/s",
+    "env %",
+    "policy %",
+    "update %",
+]
+SCALING_HEADERS = [
+    "family",
+    "agents",
+    "num_envs",
+    "steps/s",
+    "agent-steps/s",
+    "compile s",
+    "memory MiB",
+]
+
+
+def env_row(rec: dict[str, Any]) -> list[str]:
+    m = rec["marl"]
+    row = [
+        rec["case"],
+        str(m["num_envs"]),
+        str(m["steps"]),
+        _fmt(m["steps_per_s"]),
+        _fmt(m["agent_steps_per_s"]),
+        f"{m['compile_s']:.2f}",
+        _mib(m["memory_bytes"]),
+    ]
+    if "ratio" in rec:
+        p = rec[rec["peer"]]
+        row += [p["env"], _fmt(p["steps_per_s"]), f"{p['compile_s']:.2f}", f"{rec['ratio']:.2f}"]
+    else:
+        row += ["-", "-", "-", "-"]
+    return row
+
+
+def train_row(label: str, r: dict[str, Any]) -> list[str]:
+    env_sps = r["seeds"] * r["updates"] * r["env_steps_per_update"] / r["env_s"]
+    return [
+        label,
+        r["env"],
+        f"{r['seeds']} x {r['num_envs']}",
+        _fmt(r["steps_per_s"]),
+        _fmt(r["agent_steps_per_s"]),
+        f"{r['compile_s']:.1f}",
+        _mib(r["memory_bytes"]),
+        _fmt(env_sps),
+        f"{100 * r['share_env']:.0f}",
+        f"{100 * r['share_policy']:.0f}",
+        f"{100 * r['share_update']:.0f}",
+    ]
+
+
+def scaling_row(r: dict[str, Any]) -> list[str]:
+    return [
+        r["family"],
+        str(r["num_agents"]),
+        str(r["num_envs"]),
+        _fmt(r["steps_per_s"]),
+        _fmt(r["agent_steps_per_s"]),
+        f"{r['compile_s']:.2f}",
+        _mib(r["memory_bytes"]),
+    ]
+
+
+class _Printer:
+    """Prints a fixed-width table row by row (progress on long suites)."""
+
+    def __init__(self, title: str, headers: list[str], widths: list[int]):
+        self.widths = widths
+        print(f"\n{title}", flush=True)
+        print(format_row(headers, widths))
+        print(format_row(["-" * w for w in widths], widths), flush=True)
+
+    def row(self, cells: list[str]) -> None:
+        print(format_row(cells, self.widths), flush=True)
+
+
+def run_suite(
+    parts: Iterable[str] = PARTS,
+    vs: bool = False,
+    num_envs: Iterable[int] = NUM_ENVS,
+    repeats: int = 2,
+    seeds: int = 1,
+    agents: Iterable[int] = SCALING_AGENTS,
+    families: Iterable[str] = SCALING_FAMILIES,
+    env_cases: Iterable[EnvCase] = ENV_CASES,
+    train_cases: Iterable[TrainCase] = TRAIN_CASES,
+    train_work: int = 20_000,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Measure the chosen `parts` of the suite, printing each row; returns the records."""
+    parts = list(parts)
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise ValueError(f"unknown suite part(s) {', '.join(unknown)}; valid: {', '.join(PARTS)}")
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d"),
+        "vs": vs,
+        "repeats": repeats,
+    }
+    if "envs" in parts:
+        table = _Printer(
+            "environments (random valid actions, auto-reset)",
+            ENV_HEADERS,
+            [24, 8, 5, 12, 13, 9, 10, 26, 12, 14, 9],
+        )
+        out["envs"] = []
+        for case in env_cases:
+            for n in num_envs:
+                rec = {
+                    "case": case.env_id,
+                    "peer": case.peer,
+                    **bench_env_case(case, n, repeats, vs),
+                }
+                out["envs"].append(rec)
+                table.row(env_row(rec))
+    if "train" in parts:
+        table = _Printer(
+            f"training loops ({seeds} seed(s) vmapped; shares of a training step)",
+            TRAIN_HEADERS,
+            [18, 16, 12, 9, 13, 9, 10, 16, 5, 8, 8],
+        )
+        out["train"] = []
+        for case in train_cases:
+            rec = bench_training(case.overrides, seeds=seeds, work=train_work, repeats=repeats)
+            out["train"].append({"label": case.label, "overrides": list(case.overrides), **rec})
+            table.row(train_row(case.label, rec))
+    if "scaling" in parts:
+        table = _Printer(
+            "agent scaling (about 1,024 agents in flight: max(1, 1024 // N) envs)",
+            SCALING_HEADERS,
+            [11, 6, 8, 10, 13, 9, 10],
+        )
+        out["scaling"] = []
+        for family in families:
+            for n in agents:
+                rec = bench_scaling(family, n, repeats=repeats)
+                out["scaling"].append(rec)
+                table.row(scaling_row(rec))
+    out["wall_s"] = time.perf_counter() - t0
+    log(f"\nsuite done in {out['wall_s'] / 60:.1f} min")
+    return out
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(headers) + " |",
+        "|" + "---|" * len(headers),
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+SECTIONS = {  # suite part -> its heading in results/bench.md
+    "envs": "## Environment stepping",
+    "train": "## Training loops",
+    "scaling": "## Scaling with the number of agents",
+}
+
+
+def provenance(results: dict[str, Any], command: str, part: str) -> str:
+    """The line under a part's table: when, by which command, on what machine (the part's
+    `measured` entry of merged records, else the run's own)."""
+    run = {**results, "command": command, **results.get("measured", {}).get(part, {})}
+    best = f", best of {run['repeats']} timed calls" if run.get("repeats") else ""
+    return (
+        f"Measured by `{run['command']}` on {run['date']} ({run['wall_s'] / 60:.0f} min for "
+        f"the run{best}); machine: {run['machine']}."
+    )
+
+
+def _head(results: dict[str, Any]) -> str:
+    """The title and the method paragraph of results/bench.md."""
+    return "\n".join(
+        [
+            "# Benchmarks",
+            "",
+            "Method (`marl.bench.envs`, both sides in one process): `jit` of a `lax.scan` over "
+            "the steps of `vmap(step)`; compile s = trace, lower and compile; steps/s = the best "
+            "of the timed calls (`--repeats`, named with each table's run), to "
+            "`block_until_ready`, each continuing from the last, after untimed calls that "
+            "cover one episode limit (so resets run at their steady-state rate on both sides); "
+            "memory = XLA's estimate of the program's peak (arguments + outputs + temporaries). "
+            "Absolute numbers move by about ±30% run to run on a shared 2-core machine; the "
+            "ratios, measured side by side, are steadier. Each table names the run it comes "
+            "from.",
+            "",
+        ]
+    )
+
+
+INTROS = {  # what each part's table measures, under its provenance line
+    "envs": "Random valid actions (one joint draw, from the available actions where the env "
+    "masks them), auto-reset computed on the steps where an episode ended, on both sides; slow "
+    "tasks run shorter scans (the steps column). Peers: JaxMARL's MPE (the same task: agent "
+    "and landmark counts, observation sizes checked) and `HeuristicEnemySMAX` (the same SMAC "
+    "map, with marl's episode limit and without SMAX's extra observations, as marl's default), "
+    "CAMAR's `random_grid` (its default 20 x 20, 32 agents; timed from fresh resets, since "
+    "random agents' episodes all run to the limit and reset together).",
+    "train": "The whole training step (rollout and update; `vmap` over seeds), on a scan of "
+    "updates covering ~20k env steps per seed. Where the time goes, at the same batch and "
+    "number of env steps: env % = random-action stepping, policy % = stepping with the "
+    "learner's policy minus that, update % = the rest of the training step (learning, buffer, "
+    "bookkeeping). mappo[jaxmarl-mpe] uses JaxMARL's published MAPPO-MPE settings (16 envs x "
+    "128 steps, layers of 128 around a GRU of 128, 4 epochs x 4 minibatches).",
+    "scaling": "`marl.bench.suite.scaled_env`: worlds grow with the agent count so densities "
+    "stay those of the standard task; about 1,024 agents in flight (max(1, 1024 // N) "
+    "parallel envs); 50 steps per timed call.",
+}
+
+
+def _section(results: dict[str, Any], command: str, part: str) -> str:
+    """One part's table with its heading, provenance line and introduction."""
+    if part == "envs":
+        table = _md_table(ENV_HEADERS, [env_row(rec) for rec in results["envs"]])
+    elif part == "train":
+        table = _md_table(TRAIN_HEADERS, [train_row(r["label"], r) for r in results["train"]])
+    else:
+        table = _md_table(SCALING_HEADERS, [scaling_row(r) for r in results["scaling"]])
+    lines = [SECTIONS[part], "", provenance(results, command, part), "", INTROS[part], ""]
+    return "\n".join([*lines, *table, ""])
+
+
+def markdown(results: dict[str, Any], command: str) -> str:
+    """`results` of `run_suite` (or records merged by `merge_records`) as the generated part
+    of results/bench.md."""
+    sections = [_section(results, command, p) for p in PARTS if p in results]
+    return "\n".join([_head(results), *sections])
+
+
+NOTES_MARK = "<!-- notes: kept when the suite regenerates this file -->"
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The generated tables of an earlier results/bench.md, by suite part (heading to the next
+    heading or the notes)."""
+    text = text.split(NOTES_MARK, 1)[0]
+    found = {}
+    for part, heading in SECTIONS.items():
+        start = text.find(heading + "\n")
+        if start < 0:
+            continue
+        ends = [text.find(h + "\n", start + 1) for h in SECTIONS.values()]
+        ends = [e for e in ends if e > start]
+        found[part] = text[start : min(ends) if ends else len(text)].rstrip() + "\n"
+    return found
+
+
+def write_markdown(path: str, results: dict[str, Any], command: str) -> None:
+    """Write `markdown(results)` to `path`, keeping anything below NOTES_MARK and the tables of
+    parts this run did not measure (each keeps its own provenance line)."""
+    notes, kept = "", {}
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        if NOTES_MARK in old:
+            notes = old[old.index(NOTES_MARK) :]
+        kept = _sections(old)
+    body = [
+        _section(results, command, p) if p in results else kept[p]
+        for p in PARTS
+        if p in results or p in kept
+    ]
+    text = "\n".join([_head(results), *body]) + "\n" + (notes or NOTES_MARK + "\n")
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def merge_records(old: dict[str, Any], results: dict[str, Any], command: str) -> dict[str, Any]:
+    """Suite records `results` laid over an earlier file's `old`: the parts measured now
+    replace theirs, the others stay, and `measured` says which run each part comes from."""
+    keep = {p: old[p] for p in PARTS if p in old and p not in results}
+    earlier = old.get("measured") or {
+        p: {k: old.get(k) for k in ("date", "machine", "wall_s", "repeats")} for p in keep
+    }
+    now = {k: results[k] for k in ("date", "machine", "wall_s", "repeats")}
+    measured = {p: earlier[p] for p in keep if p in earlier}
+    measured.update({p: {**now, "command": command} for p in PARTS if p in results})
+    return {**results, **keep, "measured": measured}

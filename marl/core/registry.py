@@ -1,0 +1,188 @@
+"""Registry of environments (and later learners): `make`, `register`, `list_envs`.
+
+Ids are `family/scenario`. Built-in entries are import paths resolved on first use, so importing
+`marl` stays cheap and one broken family never hides the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from marl.core.env import MultiAgentEnv
+
+EnvFactory = Callable[..., MultiAgentEnv]
+
+_P = "marl.envs.particle.scenarios"
+_ENVS: dict[str, str | EnvFactory] = {
+    "particle/simple": f"{_P}.simple:Simple",
+    "particle/spread": f"{_P}.spread:Spread",
+    "particle/spread50": f"{_P}.spread:make_spread50",
+    "particle/adversary": f"{_P}.adversary:Adversary",
+    "particle/tag": f"{_P}.tag:Tag",
+    "particle/push": f"{_P}.push:Push",
+    "particle/reference": f"{_P}.reference:Reference",
+    "particle/speaker_listener": f"{_P}.speaker_listener:SpeakerListener",
+    "particle/crypto": f"{_P}.crypto:Crypto",
+    "particle/world_comm": f"{_P}.world_comm:WorldComm",
+    "combat/custom": "marl.envs.combat:Combat",
+    "combat/3m": "marl.envs.combat:make_3m",
+    "combat/8m": "marl.envs.combat:make_8m",
+    "combat/25m": "marl.envs.combat:make_25m",
+    "combat/5m_vs_6m": "marl.envs.combat:make_5m_vs_6m",
+    "combat/8m_vs_9m": "marl.envs.combat:make_8m_vs_9m",
+    "combat/10m_vs_11m": "marl.envs.combat:make_10m_vs_11m",
+    "combat/27m_vs_30m": "marl.envs.combat:make_27m_vs_30m",
+    "combat/2s3z": "marl.envs.combat:make_2s3z",
+    "combat/3s5z": "marl.envs.combat:make_3s5z",
+    "combat/3s5z_vs_3s6z": "marl.envs.combat:make_3s5z_vs_3s6z",
+    "combat/3s_vs_5z": "marl.envs.combat:make_3s_vs_5z",
+    "combat/6h_vs_8z": "marl.envs.combat:make_6h_vs_8z",
+    "combat/smacv2_5_units": "marl.envs.combat:make_smacv2_5_units",
+    "combat/smacv2_10_units": "marl.envs.combat:make_smacv2_10_units",
+    "combat/smacv2_20_units": "marl.envs.combat:make_smacv2_20_units",
+    "combat/smacv2_10_vs_11": "marl.envs.combat:make_smacv2_10_vs_11",
+    "combat/smacv2_20_vs_23": "marl.envs.combat:make_smacv2_20_vs_23",
+    "combat/64m_vs_64m": "marl.envs.combat:make_64m_vs_64m",
+    "combat/battle64": "marl.envs.combat:make_battle64",
+    "pathfinding/custom": "marl.envs.pathfinding:Pathfinding",
+    "pathfinding/random_grid": "marl.envs.pathfinding:make_random_grid",
+    "pathfinding/random_grid128": "marl.envs.pathfinding:make_random_grid128",
+    "pathfinding/labyrinth": "marl.envs.pathfinding:make_labyrinth",
+    "pathfinding/rooms": "marl.envs.pathfinding:make_rooms",
+    "pathfinding/caves": "marl.envs.pathfinding:make_caves",
+    "pathfinding/string": "marl.envs.pathfinding:make_string",
+    "cleanup/custom": "marl.envs.cleanup:Cleanup",
+    "cleanup/comm": "marl.envs.cleanup:make_comm",
+    "cleanup/nocomm": "marl.envs.cleanup:make_nocomm",
+    "cleanup/fleet16": "marl.envs.cleanup:make_fleet16",
+    "cleanup/fleet128": "marl.envs.cleanup:make_fleet128",
+    "jaxmarl/smax": "marl.envs.jaxmarl_smax:JaxMARLSMAX",
+}
+
+
+_A = "marl.algorithms"
+_ALGORITHMS: dict[str, str | Callable[..., Any]] = {
+    "ippo": f"{_A}.ippo:make_train",
+    "mappo": f"{_A}.mappo:make_train",
+    "happo": f"{_A}.happo:make_train",
+    "iql": f"{_A}.iql:make_train",
+    "vdn": f"{_A}.vdn:make_train",
+    "qmix": f"{_A}.qmix:make_train",
+    "mfq": f"{_A}.mfq:make_train",
+    "il": f"{_A}.mfq:make_train_il",
+    "mfac": f"{_A}.mfac:make_train",
+}
+
+
+class RegistryError(ValueError):
+    """An unknown id or keyword; the message is one line naming the valid choices."""
+
+
+def register(env_id: str, factory: EnvFactory | str, *, overwrite: bool = False) -> None:
+    """Register an environment constructor (or a "module:attr" path) under `family/scenario`."""
+    if env_id.count("/") != 1 or not all(env_id.split("/")):
+        raise RegistryError(f"environment id {env_id!r} must look like 'family/scenario'")
+    if env_id in _ENVS and not overwrite:
+        raise RegistryError(f"environment {env_id!r} is already registered (overwrite=True)")
+    _ENVS[env_id] = factory
+
+
+def list_envs(family: str | None = None) -> list[str]:
+    """Registered environment ids, sorted; optionally only those of one family."""
+    ids = sorted(_ENVS)
+    return [i for i in ids if family is None or i.split("/")[0] == family]
+
+
+def _resolve(env_id: str) -> EnvFactory:
+    entry = _ENVS[env_id]
+    if isinstance(entry, str):
+        module, attr = entry.split(":")
+        entry = getattr(importlib.import_module(module), attr)
+        _ENVS[env_id] = entry
+    return entry
+
+
+def env_factory(env_id: str) -> EnvFactory:
+    """The constructor registered under `env_id` (raises RegistryError if unknown)."""
+    if env_id not in _ENVS:
+        raise RegistryError(f"unknown environment {env_id!r}; valid: {', '.join(list_envs())}")
+    return _resolve(env_id)
+
+
+def env_kwargs(env_id: str) -> dict[str, Any]:
+    """Constructor keywords of `env_id` with their defaults."""
+    params = inspect.signature(env_factory(env_id)).parameters
+    return {
+        k: (None if p.default is inspect.Parameter.empty else p.default)
+        for k, p in params.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
+def make(env_id: str, **kwargs: Any) -> MultiAgentEnv:
+    """Build the environment `env_id` (e.g. "particle/spread") with constructor keywords.
+
+    Returns the bare environment; wrap it with `marl.core.wrappers.AutoReset` /
+    `EpisodeStatistics` for training loops.
+    """
+    factory = env_factory(env_id)
+    valid = env_kwargs(env_id)
+    unknown = sorted(set(kwargs) - set(valid))
+    if unknown:
+        raise RegistryError(
+            f"{env_id} got unknown keyword(s) {', '.join(unknown)}; "
+            f"valid: {', '.join(f'{k}={v!r}' for k, v in valid.items())}"
+        )
+    params = inspect.signature(factory).parameters
+    for key, value in kwargs.items():
+        if "|" not in str(params[key].annotation):  # `float | tuple[...]` takes several kinds
+            _check_kind(env_id, key, value, valid[key])
+    env = factory(**kwargs)
+    if not getattr(env.spec, "name", ""):
+        raise RegistryError(f"{env_id} built an env without a spec name")
+    return env
+
+
+def _check_kind(env_id: str, key: str, value: Any, default: Any) -> None:
+    """A keyword whose default is a bool, an int or a float takes a value of that kind (a
+    string "false" would otherwise be true, and "3" fail deep inside the constructor)."""
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, (bool, np.bool_)), "true or false"
+    elif isinstance(default, numbers.Integral):
+        ok, kind = isinstance(value, numbers.Integral) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, numbers.Real):
+        ok, kind = isinstance(value, numbers.Real) and not isinstance(value, bool), "a number"
+    else:
+        return
+    if not ok:
+        raise RegistryError(f"{env_id}: {key} must be {kind} (default {default!r}), got {value!r}")
+
+
+def list_algorithms() -> list[str]:
+    """Registered learner names, sorted."""
+    return sorted(_ALGORITHMS)
+
+
+def register_algorithm(name: str, make_train: Callable[..., Any] | str, *, overwrite: bool = False):
+    """Register a learner's `make_train(env, cfg, total_updates=None)` under `name`."""
+    if name in _ALGORITHMS and not overwrite:
+        raise RegistryError(f"algorithm {name!r} is already registered (overwrite=True)")
+    _ALGORITHMS[name] = make_train
+
+
+def algorithm(name: str) -> Callable[..., Any]:
+    """The `make_train` of learner `name` (raises RegistryError naming the valid ones)."""
+    if name not in _ALGORITHMS:
+        raise RegistryError(f"unknown algorithm {name!r}; valid: {', '.join(list_algorithms())}")
+    entry = _ALGORITHMS[name]
+    if isinstance(entry, str):
+        module, attr = entry.split(":")
+        entry = getattr(importlib.import_module(module), attr)
+        _ALGORITHMS[name] = entry
+    return entry

@@ -1,0 +1,229 @@
+"""`check_env`: how a user who adds an environment learns that it keeps the contract.
+
+It checks jit and vmap of reset/step, shapes and dtypes against the spec, zero padding,
+observations inside their space, no NaN/inf, determinism for a fixed key, that available-action
+masks are sane and respected, that a state declared bounded stays bounded, that step does not
+retrace, and that episodes are truncated at exactly `spec.episode_limit` steps unless they
+terminate first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from marl.core.env import STATE_BOUND, EnvSpec, MultiAgentEnv, TimeStep
+from marl.core.spaces import Box, Discrete, sample_actions
+
+
+class EnvCheckError(AssertionError):
+    """An environment broke the contract; the message says where."""
+
+
+def _fail(env: MultiAgentEnv, msg: str) -> None:
+    raise EnvCheckError(f"{env.spec.name}: {msg}")
+
+
+def _check(env: MultiAgentEnv, cond: Any, msg: str) -> None:
+    if not bool(cond):
+        _fail(env, msg)
+
+
+def check_spec(env: MultiAgentEnv) -> None:
+    """The spec is complete and self-consistent."""
+    spec = getattr(env, "spec", None)
+    if not isinstance(spec, EnvSpec):
+        raise EnvCheckError(f"{type(env).__name__}: `spec` must be an EnvSpec, got {spec!r}")
+    _check(env, isinstance(spec.action_space, (Discrete, Box)), "action_space must be Discrete/Box")
+    _check(env, spec.obs_dim > 0 and spec.state_dim > 0, "obs_dim and state_dim must be > 0")
+    _check(env, all(0 < k <= spec.action_dim for k in spec.action_sizes), "bad action_sizes")
+    _check(env, all(0 < k <= spec.obs_dim for k in spec.obs_sizes), "bad obs_sizes")
+
+
+def check_timestep(env: MultiAgentEnv, ts: TimeStep, batch: tuple[int, ...] = ()) -> None:
+    """Shapes, dtypes, padding, finiteness and mask sanity of one (possibly batched) TimeStep."""
+    spec = env.spec
+    n = spec.num_agents
+    a = spec.action_dim
+    expected = {
+        "obs": ((*batch, n, spec.obs_dim), jnp.float32),
+        "state": ((*batch, spec.state_dim), jnp.float32),
+        "avail_actions": ((*batch, n, a), jnp.bool_),
+        "reward": ((*batch, n), jnp.float32),
+        "terminated": (batch, jnp.bool_),
+        "truncated": (batch, jnp.bool_),
+        "alive": ((*batch, n), jnp.bool_),
+    }
+    for name, (shape, dtype) in expected.items():
+        x = getattr(ts, name)
+        _check(env, x.shape == shape, f"TimeStep.{name} has shape {x.shape}, expected {shape}")
+        _check(env, x.dtype == dtype, f"TimeStep.{name} has dtype {x.dtype}, expected {dtype}")
+    _check(
+        env,
+        set(ts.metrics) == set(spec.metric_names),
+        f"metrics {sorted(ts.metrics)} differ from spec.metric_names {sorted(spec.metric_names)}",
+    )
+    for k, v in ts.metrics.items():
+        _check(env, v.shape == batch, f"metric {k!r} has shape {v.shape}, expected {batch}")
+        _check(env, jnp.issubdtype(v.dtype, jnp.floating), f"metric {k!r} must be float")
+        _check(env, np.all(np.isfinite(np.asarray(v))), f"metric {k!r} is not finite")
+    for name in ("obs", "state", "reward"):
+        _check(env, np.all(np.isfinite(np.asarray(getattr(ts, name)))), f"{name} has NaN/inf")
+    if spec.state_bounded:
+        worst = float(np.max(np.abs(np.asarray(ts.state)), initial=0.0))
+        _check(
+            env,
+            worst <= STATE_BOUND,
+            f"spec.state_bounded, but a state feature reaches {worst:.3g} (> {STATE_BOUND})",
+        )
+    obs = np.asarray(ts.obs)
+    for i, k in enumerate(spec.obs_sizes):
+        _check(env, np.all(obs[..., i, k:] == 0), f"agent {i}: obs padding past {k} is not zero")
+    avail = np.asarray(ts.avail_actions)
+    for i, k in enumerate(spec.action_sizes):
+        _check(env, not np.any(avail[..., i, k:]), f"agent {i}: padded actions marked available")
+    _check(env, np.all(avail.any(axis=-1)), "an agent has no available action")
+    _check(
+        env,
+        not np.any(np.asarray(ts.terminated) & np.asarray(ts.truncated)),
+        "terminated and truncated are both set",
+    )
+
+
+def _assert_trees_equal(env: MultiAgentEnv, a: Any, b: Any, what: str) -> None:
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    _check(env, len(la) == len(lb), f"{what}: different structure")
+    for x, y in zip(la, lb, strict=True):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x, y = jax.random.key_data(x), jax.random.key_data(y)
+        x, y = np.asarray(x), np.asarray(y)
+        same = np.array_equal(x, y, equal_nan=np.issubdtype(x.dtype, np.floating))
+        _check(env, same, f"{what}: not deterministic")
+
+
+def _assert_trees_close(env: MultiAgentEnv, one: Any, batched: Any, what: str) -> None:
+    for x, y in zip(jax.tree.leaves(one), jax.tree.leaves(batched), strict=True):
+        ok = np.allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-5)
+        _check(env, ok, f"{what} differs from the unbatched call")
+
+
+def _wild_actions(key: jax.Array, spec: Any, avail: jax.Array) -> jax.Array:
+    """Actions of the right shape that defy the mask: an unavailable index of a Discrete space
+    for every agent that has one (any index otherwise), values around 3x past a Box's bounds."""
+    space = spec.action_space
+    if isinstance(space, Discrete):
+        unavailable = ~avail
+        pick = jnp.where(jnp.any(unavailable, axis=-1, keepdims=True), unavailable, True)
+        return jax.random.categorical(key, jnp.where(pick, 0.0, -jnp.inf), axis=-1)
+    low, high = jnp.broadcast_to(space.low, space.shape), jnp.broadcast_to(space.high, space.shape)
+    bounded = jnp.isfinite(low) & jnp.isfinite(high)
+    mid = jnp.where(bounded, (low + high) / 2, 0.0)
+    half = jnp.where(bounded, (high - low) / 2, 1.0)
+    noise = jax.random.normal(key, (spec.num_agents, *space.shape))
+    return (mid + 3.0 * half * noise).astype(space.dtype)
+
+
+def check_env(
+    env: MultiAgentEnv, key: jax.Array | None = None, num_episodes: int = 2, batch: int = 4
+) -> dict[str, int]:
+    """Check that `env` keeps the marl environment contract; raise EnvCheckError if not.
+
+    Args:
+        env: the environment (bare, not auto-reset wrapped).
+        key: PRNG key (default `jax.random.key(0)`).
+        num_episodes: episodes played with random valid actions.
+        batch: number of environments in the vmap checks.
+
+    Returns:
+        Counts of what was checked: {"steps": ..., "episodes": ..., "traces": ...}.
+    """
+    check_spec(env)
+    spec = env.spec
+    key = jax.random.key(0) if key is None else key
+    traces = {"reset": 0, "step": 0}
+
+    def reset(k):
+        traces["reset"] += 1
+        return env.reset(k)
+
+    def step(k, s, a):
+        traces["step"] += 1
+        return env.step(k, s, a)
+
+    reset_j, step_j = jax.jit(reset), jax.jit(step)
+
+    # determinism and shapes of reset
+    k_reset, k_act, k_step, k_batch = jax.random.split(key, 4)
+    s0, ts0 = reset_j(k_reset)
+    s0b, ts0b = reset_j(k_reset)
+    _assert_trees_equal(env, (s0, ts0), (s0b, ts0b), "reset")
+    check_timestep(env, ts0)
+    _check(env, np.all(np.asarray(ts0.reward) == 0), "reset reward must be 0")
+    _check(env, not bool(ts0.terminated) and not bool(ts0.truncated), "reset TimeStep is done")
+    _check(env, int(s0.t) == 0, "reset state must have t == 0")
+
+    # mean-field neighbourhood: [N, N] non-negative weights, nobody its own neighbour
+    nbhd = np.asarray(jax.jit(env.neighbourhood)(s0))
+    n = spec.num_agents
+    _check(env, nbhd.shape == (n, n), f"neighbourhood shape {nbhd.shape}, expected {(n, n)}")
+    _check(env, bool(np.all(np.isfinite(nbhd)) and np.all(nbhd >= 0)), "neighbourhood weights")
+    _check(env, bool(np.all(np.diag(nbhd) == 0)), "an agent is its own neighbour")
+
+    # determinism of step
+    a0 = sample_actions(k_act, spec.action_space, ts0.avail_actions)
+    out1, out2 = step_j(k_step, s0, a0), step_j(k_step, s0, a0)
+    _assert_trees_equal(env, out1, out2, "step")
+    check_timestep(env, out1[1])
+    # any action of the space keeps the contract: the mask ignored (an exploring or buggy policy)
+    # and continuous values past the bounds (a Gaussian policy's raw sample) are handled
+    wild = _wild_actions(k_act, spec, ts0.avail_actions)
+    check_timestep(env, step_j(k_step, s0, wild)[1])
+
+    # whole episodes: truncation at exactly the episode limit unless terminated
+    steps = 0
+    for ep in range(num_episodes):
+        k_ep = jax.random.fold_in(key, ep)
+        s, ts = reset_j(k_ep)
+        for t in range(1, spec.episode_limit + 1):
+            k_ep, k_a, k_s = jax.random.split(k_ep, 3)
+            a = sample_actions(k_a, spec.action_space, ts.avail_actions)
+            s, ts = step_j(k_s, s, a)
+            steps += 1
+            check_timestep(env, ts)
+            _check(env, int(s.t) == t, f"state.t is {int(s.t)} after {t} steps")
+            if spec.shared_reward:
+                r = np.asarray(ts.reward)
+                _check(env, bool(np.all(r == r[0])), f"shared_reward, but step {t} pays {r}")
+            done = bool(ts.terminated) or bool(ts.truncated)
+            if t < spec.episode_limit:
+                _check(env, not bool(ts.truncated), f"truncated at step {t} < limit")
+            else:
+                _check(env, done, f"episode not over at the limit {spec.episode_limit}")
+                _check(
+                    env, bool(ts.truncated) != bool(ts.terminated), "limit: exactly one end flag"
+                )
+                _check(
+                    env,
+                    bool(ts.terminated) or not spec.time_limit_terminal,
+                    "time_limit_terminal, but the limit truncated",
+                )
+            if done:
+                break
+    _check(env, traces["step"] == 1, f"step traced {traces['step']} times (retracing)")
+    _check(env, traces["reset"] == 1, f"reset traced {traces['reset']} times (retracing)")
+
+    # vmap over a batch agrees with the single-env result
+    keys = jax.random.split(k_batch, batch)
+    sb, tsb = jax.jit(jax.vmap(env.reset))(keys)
+    check_timestep(env, tsb, (batch,))
+    s_one, ts_one = env.reset(keys[1])
+    _assert_trees_close(env, ts_one, jax.tree.map(lambda x: x[1], tsb), "vmap(reset)")
+    ab = jax.vmap(lambda k, av: sample_actions(k, spec.action_space, av))(keys, tsb.avail_actions)
+    sb2, tsb2 = jax.jit(jax.vmap(env.step))(keys, sb, ab)
+    check_timestep(env, tsb2, (batch,))
+    _, ts_one = env.step(keys[1], s_one, ab[1])
+    _assert_trees_close(env, ts_one, jax.tree.map(lambda x: x[1], tsb2), "vmap(step)")
+    return {"steps": steps, "episodes": num_episodes, "traces": traces["step"]}

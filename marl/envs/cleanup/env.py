@@ -1,0 +1,504 @@
+"""Ocean macroplastic cleanup: vessels collect drifting plastic, each rewarded for its own
+catch (and, by a dial, the team's), optionally signalling to one another with one bit."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
+from marl.core.spaces import Box, Discrete
+
+from . import ocean
+
+Array = jax.Array
+
+METRICS = (
+    "collected_fraction",
+    "collected",
+    "spawned",
+    "floating",
+    "removed",
+    "catch_per_vessel",
+    "gini",
+    "collisions_per_vessel",
+    "delivered",
+)
+OWN_FEATURES = 11  # x, y, heading cos/sin, speed, hold, current (2), port offset (2), t
+NEIGHBOUR_FEATURES = 7  # dx, dy, distance, heading cos/sin, in range, signal
+SIGNAL_FEATURES = 2  # mean signal of the vessels in range, their count / N
+TURNS = np.array([-1.0, 0.0, 1.0], np.float32)
+THROTTLES = np.array([-1.0, 0.0, 1.0], np.float32)
+
+
+class CleanupState(struct.PyTreeNode):
+    """One ocean: N vessels, P plastic slots, S sources."""
+
+    pos: Array  # [N, 2]
+    heading: Array  # [N] radians
+    speed: Array  # [N] distance per step
+    hold: Array  # [N] int32 pieces aboard (emptied at the port)
+    signal: Array  # [N] bool, emitted last step
+    catch: Array  # [N] int32 pieces collected this episode
+    collisions: Array  # [N] int32 steps in collision this episode
+    plastic: Array  # [P, 2]
+    alive: Array  # [P] bool
+    sources: Array  # [S, 2]
+    spawned: Array  # [] int32 pieces put into the sea this episode (initial patches included)
+    removed: Array  # [] int32 pieces that left the sea
+    delivered: Array  # [] int32 pieces unloaded at the port
+    t: Array  # [] int32
+
+
+class Cleanup(MultiAgentEnv[CleanupState]):
+    """Vessels (agents) sail a square sea `[0, size]^2` collecting plastic that sources emit and
+    currents carry. Lengths are in sea units; speeds per step.
+
+    Constructor:
+        num_vessels: N.
+        size: side of the sea.
+        current: "calm", "uniform", "gyres" or "double_gyre" (`ocean.current_at`), with
+            current_speed, current_direction (uniform), gyres (nx, ny), epsilon and omega
+            (double gyre).
+        capacity: plastic slots P (static); pieces beyond it are not spawned (not counted).
+        initial_plastic: pieces scattered at reset in `patches` Gaussian patches of std
+            `patch_std`.
+        num_sources: river mouths on the coast (random places per episode), each emitting a
+            piece with probability `source_rate` per step, `source_spread` around it (folded
+            into the sea).
+        diffusion: std of the random walk added to the drift, per step.
+        remove_at_boundary: pieces leaving the sea are removed (counted); else held at the coast.
+        max_speed, accel, max_turn: a vessel's top speed, throttle step and turn per step.
+        drift_vessels: vessels are carried by the current too.
+        collect_radius: a vessel picks up the pieces within it (the nearest vessel with room
+            takes a piece).
+        hold_capacity: pieces a vessel can carry (0: unlimited); a full vessel unloads at the
+            port (`port`, within `port_radius`).
+        vessel_radius, collision_penalty: vessels closer than twice the radius collide; each
+            colliding vessel loses `collision_penalty` that step.
+        communication: each vessel emits one bit per step (an action component) that vessels
+            within `comm_range` receive; off: no bit is sent (observation layout unchanged).
+        alpha: reward dial, `(1 - alpha) * own catch + alpha * team catch / N` (0: each for
+            itself, the paper's; 1: fully shared).
+        discrete_actions: Discrete(9) (turn left/straight/right x slow/keep/faster), times 2
+            with communication (the bit); else Box(-1, 1, (2,)) (turn, throttle) plus a third
+            dimension (bit = value > 0) with communication.
+        grid: cells per side of the plastic density grid; window: cells per side of the
+            egocentric window each vessel sees (odd).
+        neighbours: nearest vessels in the observation.
+        episode_limit: the episode's length; observations and state carry t / limit, so
+            reaching it terminates the episode (`EnvSpec.time_limit_terminal`).
+
+    Observation [N, 11 + window^2 + 7 neighbours + 2]: own x / size, y / size, heading cos and
+    sin, speed / max, hold / capacity (0 if unlimited), local current / current_speed (2),
+    port offset / size (2), t / limit; the plastic counts of the window x window cells around
+    the vessel's cell (world-aligned, / 4, cells outside the sea 0); the nearest vessels'
+    offsets / size (2), distance / size, heading cos and sin, in comm range, their last signal
+    (0 out of range or without communication); the mean signal and count / N of the vessels
+    in range.
+    State [6 N + grid^2 + 3]: each vessel's position / size, heading cos and sin, speed / max,
+    hold / capacity; the whole density grid / 4; t / limit, floating / P, collected / P.
+
+    Metrics ([] float32, the episode so far): collected_fraction (collected / spawned),
+    collected, spawned, floating, removed, catch_per_vessel, gini (of the vessels' catches),
+    collisions_per_vessel, delivered. Mass is conserved: spawned = floating + collected +
+    removed.
+    """
+
+    def __init__(
+        self,
+        num_vessels: int = 4,
+        size: float = 10.0,
+        current: str = "gyres",
+        current_speed: float = 0.05,
+        current_direction: float = 0.0,
+        gyres: tuple[int, int] = (2, 2),
+        epsilon: float = 0.25,
+        omega: float = 2 * math.pi / 100,
+        capacity: int = 256,
+        initial_plastic: int = 96,
+        patches: int = 3,
+        patch_std: float = 0.8,
+        num_sources: int = 2,
+        source_rate: float = 0.3,
+        source_spread: float = 0.3,
+        diffusion: float = 0.01,
+        remove_at_boundary: bool = True,
+        max_speed: float = 0.25,
+        accel: float = 0.05,
+        max_turn: float = math.pi / 8,
+        drift_vessels: bool = True,
+        collect_radius: float = 0.4,
+        hold_capacity: int = 0,
+        port: tuple[float, float] = (5.0, 0.0),
+        port_radius: float = 1.0,
+        vessel_radius: float = 0.15,
+        collision_penalty: float = 1.0,
+        communication: bool = True,
+        comm_range: float = 4.0,
+        alpha: float = 0.0,
+        discrete_actions: bool = True,
+        grid: int = 16,
+        window: int = 5,
+        neighbours: int = 3,
+        episode_limit: int = 200,
+        name: str = "cleanup/custom",
+    ):
+        _check(
+            current in ocean.CURRENTS,
+            f"unknown current {current!r}; valid: {', '.join(ocean.CURRENTS)}",
+        )
+        _check(num_vessels >= 1, "num_vessels must be >= 1")
+        _check(0.0 <= alpha <= 1.0, f"alpha must be in [0, 1], got {alpha}")
+        _check(window % 2 == 1 and window >= 1, f"window must be odd, got {window}")
+        _check(capacity >= 1 and initial_plastic <= capacity, "initial_plastic must fit capacity")
+        _check(0.0 <= source_rate <= 1.0, "source_rate is a probability per step")
+        self.n = int(num_vessels)
+        self.size = float(size)
+        self.current = dict(
+            kind=current,
+            size=self.size,
+            speed=float(current_speed),
+            direction=float(current_direction),
+            gyres=tuple(int(g) for g in gyres),
+            epsilon=float(epsilon),
+            omega=float(omega),
+        )
+        self.capacity, self.initial_plastic = int(capacity), int(initial_plastic)
+        self.patches, self.patch_std = int(patches), float(patch_std)
+        self.num_sources, self.source_rate = int(num_sources), float(source_rate)
+        self.source_spread, self.diffusion = float(source_spread), float(diffusion)
+        self.remove_at_boundary = bool(remove_at_boundary)
+        self.max_speed, self.accel, self.max_turn = float(max_speed), float(accel), float(max_turn)
+        self.drift_vessels = bool(drift_vessels)
+        self.collect_radius = float(collect_radius)
+        self.hold_capacity = int(hold_capacity)
+        self.port, self.port_radius = jnp.asarray(port, jnp.float32), float(port_radius)
+        self.vessel_radius, self.collision_penalty = float(vessel_radius), float(collision_penalty)
+        self.communication, self.comm_range = bool(communication), float(comm_range)
+        self.alpha = float(alpha)
+        self.discrete = bool(discrete_actions)
+        self.grid, self.window = int(grid), int(window)
+        self.neighbour_slots, self.k = int(neighbours), min(int(neighbours), self.n - 1)
+        self.spec = self._make_spec(name, int(episode_limit), int(neighbours))
+
+    def _make_spec(self, name: str, episode_limit: int, neighbours: int) -> EnvSpec:
+        n = self.n
+        if self.discrete:
+            space = Discrete(len(TURNS) * len(THROTTLES) * (2 if self.communication else 1))
+        else:
+            space = Box(-1.0, 1.0, (3 if self.communication else 2,), jnp.float32)
+        obs_dim = OWN_FEATURES + self.window**2 + NEIGHBOUR_FEATURES * neighbours + SIGNAL_FEATURES
+        return EnvSpec(
+            name=name,
+            num_agents=n,
+            obs_dim=obs_dim,
+            state_dim=6 * n + self.grid**2 + 3,
+            action_space=space,
+            groups=(AgentGroup("vessels", tuple(range(n))),),
+            agent_names=tuple(f"vessel_{i}" for i in range(n)),
+            episode_limit=episode_limit,
+            metric_names=METRICS,
+            lower_is_better=("floating", "collisions_per_vessel"),
+            headline_metric="collected_fraction",
+            shared_reward=self.alpha == 1.0,
+            # observations and state carry t / limit: the limit is part of the task and ends
+            # it as a termination (marl's one time-limit rule, `EnvSpec.time_limit_terminal`)
+            time_limit_terminal=True,
+        )
+
+    # --- reset ---------------------------------------------------------------------------------
+
+    def _coast_points(self, key: Array, count: int) -> Array:
+        """`count` random points on the coast (the sea's boundary)."""
+        k_side, k_along = jax.random.split(key)
+        side = jax.random.randint(k_side, (count,), 0, 4)
+        along = jax.random.uniform(k_along, (count,)) * self.size
+        edge = jnp.where(side % 2 == 0, 0.0, self.size)
+        return jnp.where(
+            (side < 2)[:, None],
+            jnp.stack([along, edge], -1),  # bottom (0) / top (1)
+            jnp.stack([edge, along], -1),  # left (2) / right (3)
+        )
+
+    def reset(self, key: Array) -> tuple[CleanupState, TimeStep]:
+        k_pos, k_head, k_src, k_patch, k_pieces, k_which = jax.random.split(key, 6)
+        n, p = self.n, self.capacity
+        margin = 0.1 * self.size
+        pos = jax.random.uniform(k_pos, (n, 2), minval=margin, maxval=self.size - margin)
+        centres = jax.random.uniform(k_patch, (max(self.patches, 1), 2), minval=margin,
+                                     maxval=self.size - margin)  # fmt: skip
+        which = jax.random.randint(k_which, (p,), 0, max(self.patches, 1))
+        pieces = centres[which] + self.patch_std * jax.random.normal(k_pieces, (p, 2))
+        pieces = ocean.into_sea(pieces, self.size)
+        alive = jnp.arange(p) < self.initial_plastic
+        state = CleanupState(
+            pos=pos,
+            heading=jax.random.uniform(k_head, (n,), minval=-jnp.pi, maxval=jnp.pi),
+            speed=jnp.zeros(n),
+            hold=jnp.zeros(n, jnp.int32),
+            signal=jnp.zeros(n, bool),
+            catch=jnp.zeros(n, jnp.int32),
+            collisions=jnp.zeros(n, jnp.int32),
+            plastic=jnp.where(alive[:, None], pieces, 0.0),
+            alive=alive,
+            sources=self._coast_points(k_src, self.num_sources),
+            spawned=jnp.asarray(self.initial_plastic, jnp.int32),
+            removed=jnp.zeros((), jnp.int32),
+            delivered=jnp.zeros((), jnp.int32),
+            t=jnp.zeros((), jnp.int32),
+        )
+        return state, self._timestep(state, jnp.zeros(n), state.t)
+
+    # --- step ----------------------------------------------------------------------------------
+
+    def _decode(self, actions: Array) -> tuple[Array, Array, Array]:
+        """(turn [N] in [-1, 1], throttle [N] in [-1, 1], signal [N] bool)."""
+        if self.discrete:
+            a = actions.astype(jnp.int32)
+            base = a % 9
+            signal = (a >= 9) & self.communication
+            return jnp.asarray(TURNS)[base // 3], jnp.asarray(THROTTLES)[base % 3], signal
+        a = jnp.clip(actions, -1.0, 1.0)
+        signal = (a[:, 2] > 0) if self.communication else jnp.zeros(self.n, bool)
+        return a[:, 0], a[:, 1], signal
+
+    def _water(self, pos: Array, t: Array) -> Array:
+        return ocean.current_at(pos=pos, t=t.astype(jnp.float32), **self.current)
+
+    def step_env(
+        self, key: Array, state: CleanupState, actions: Array
+    ) -> tuple[CleanupState, TimeStep]:
+        k_src, k_where, k_diff = jax.random.split(key, 3)
+        n, size = self.n, self.size
+        t = state.t
+        turn, throttle, signal = self._decode(actions)
+        # vessels
+        heading = jnp.remainder(state.heading + turn * self.max_turn + jnp.pi, 2 * jnp.pi) - jnp.pi
+        speed = jnp.clip(state.speed + throttle * self.accel, 0.0, self.max_speed)
+        move = speed[:, None] * jnp.stack([jnp.cos(heading), jnp.sin(heading)], -1)
+        if self.drift_vessels:
+            move = move + self._water(state.pos, t)
+        pos = jnp.clip(state.pos + move, 0.0, size)
+        # plastic: sources emit, the water carries, the sea's edge removes
+        requests = jax.random.uniform(k_src, (self.num_sources,)) < self.source_rate
+        where = state.sources + self.source_spread * jax.random.normal(
+            k_where, (self.num_sources, 2)
+        )
+        where = ocean.into_sea(where, size)
+        alive, plastic, new = ocean.spawn(state.alive, state.plastic, requests, where)
+        drift = self._water(plastic, t) + self.diffusion * jax.random.normal(k_diff, plastic.shape)
+        plastic = plastic + drift * alive[:, None]
+        outside = jnp.any((plastic < 0.0) | (plastic > size), axis=-1) & alive
+        if self.remove_at_boundary:
+            removed_now = jnp.sum(outside).astype(jnp.int32)
+            alive = alive & ~outside
+        else:
+            removed_now = jnp.zeros((), jnp.int32)
+            plastic = jnp.clip(plastic, 0.0, size)
+        # collection: each piece within reach goes to the nearest vessel with room
+        d2 = _squared_distances(plastic, pos)  # [P, N]
+        room = (
+            jnp.full(n, 2**30, jnp.int32)
+            if self.hold_capacity <= 0
+            else self.hold_capacity - state.hold
+        )
+        reach = (d2 < self.collect_radius**2) & alive[:, None] & (room > 0)[None, :]
+        claim = _nearest_claims(jnp.where(reach, d2, jnp.inf), reach).astype(jnp.int32)
+        if self.hold_capacity > 0:  # a hold fills up: pieces beyond its room stay afloat
+            rank = jnp.cumsum(claim, axis=0) - claim  # pieces claimed before this one
+            taken = claim * (rank < room[None, :])
+        else:
+            taken = claim
+        got = jnp.sum(taken, axis=0)  # [N] pieces collected this step
+        alive = alive & ~jnp.any(taken > 0, axis=1)
+        hold = state.hold + got
+        if self.hold_capacity > 0:
+            at_port = jnp.linalg.norm(pos - self.port, axis=-1) < self.port_radius
+            delivered = jnp.sum(jnp.where(at_port, hold, 0))
+            hold = jnp.where(at_port, 0, hold)
+        else:
+            delivered = jnp.zeros((), jnp.int32)
+        # collisions between vessels
+        gap = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1) + jnp.eye(n) * 1e9
+        collided = jnp.any(gap < 2 * self.vessel_radius, axis=1)
+        own = got.astype(jnp.float32)
+        reward = (1.0 - self.alpha) * own + self.alpha * jnp.sum(own) / n
+        reward = reward - self.collision_penalty * collided
+        state = state.replace(
+            pos=pos,
+            heading=heading,
+            speed=speed,
+            hold=hold,
+            signal=signal,
+            catch=state.catch + got,
+            collisions=state.collisions + collided.astype(jnp.int32),
+            plastic=plastic,
+            alive=alive,
+            spawned=state.spawned + new,
+            removed=state.removed + removed_now,
+            delivered=state.delivered + delivered.astype(jnp.int32),
+        )
+        ts = self._timestep(state, reward.astype(jnp.float32), t + 1)
+        return state, ts
+
+    # --- observation ---------------------------------------------------------------------------
+
+    def _timestep(self, state: CleanupState, reward: Array, steps: Array) -> TimeStep:
+        n = self.n
+        collected = jnp.sum(state.catch)
+        floating = jnp.sum(state.alive)
+        catch = state.catch.astype(jnp.float32)
+        metrics = {
+            "collected_fraction": collected / jnp.maximum(state.spawned, 1),
+            "collected": collected,
+            "spawned": state.spawned,
+            "floating": floating,
+            "removed": state.removed,
+            "catch_per_vessel": jnp.mean(catch),
+            "gini": ocean.gini(catch),
+            "collisions_per_vessel": jnp.mean(state.collisions.astype(jnp.float32)),
+            "delivered": state.delivered,
+        }
+        grid = ocean.density(state.plastic, state.alive, self.size, self.grid)
+        return TimeStep(
+            obs=self._observe(state, grid, steps),
+            state=self._global_state(state, grid, steps),
+            avail_actions=jnp.ones((n, self.spec.action_dim), bool),
+            reward=reward,
+            terminated=jnp.zeros((), bool),
+            truncated=jnp.zeros((), bool),
+            alive=jnp.ones(n, bool),
+            metrics={k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()},
+        )
+
+    def _observe(self, state: CleanupState, grid: Array, steps: Array) -> Array:
+        n, size, w = self.n, self.size, self.window
+        pos = state.pos
+        hold = (state.hold / self.hold_capacity if self.hold_capacity > 0 else jnp.zeros(n)).astype(
+            jnp.float32
+        )
+        speed_scale = max(self.current["speed"], 1e-6)
+        own = jnp.concatenate(
+            [
+                pos / size,
+                jnp.cos(state.heading)[:, None],
+                jnp.sin(state.heading)[:, None],
+                (state.speed / self.max_speed)[:, None],
+                hold[:, None],
+                self._water(pos, steps) / speed_scale,
+                (self.port - pos) / size,
+                jnp.broadcast_to(steps / self.spec.episode_limit, (n, 1)),
+            ],
+            axis=-1,
+        )
+        # egocentric window of the density grid (zero outside the sea)
+        h = w // 2
+        padded = jnp.pad(grid, h)
+        cell = jnp.clip(jnp.floor(pos / size * self.grid).astype(jnp.int32), 0, self.grid - 1)
+        window = jax.vmap(lambda c: jax.lax.dynamic_slice(padded, (c[1], c[0]), (w, w)))(cell)
+        window = window.reshape(n, -1) / 4.0
+        # nearest vessels and the signals in range
+        rel = pos[None, :, :] - pos[:, None, :]  # [N, N, 2] other - self
+        dist = jnp.linalg.norm(rel, axis=-1) + jnp.eye(n) * 1e9
+        in_range = dist < self.comm_range
+        heard = in_range & state.signal[None, :] & self.communication
+        k = self.k
+        blocks = [own, window]
+        if k > 0:
+            _, idx = jax.lax.top_k(-dist, k)
+            take = jnp.arange(n)[:, None]
+            nb = jnp.concatenate(
+                [
+                    rel[take, idx] / size,
+                    (dist[take, idx] / size)[..., None],
+                    jnp.cos(state.heading)[idx][..., None],
+                    jnp.sin(state.heading)[idx][..., None],
+                    in_range[take, idx][..., None],
+                    heard[take, idx][..., None],
+                ],
+                axis=-1,
+            )
+            blocks.append(nb.reshape(n, -1))
+        if self.neighbour_slots > k:  # fewer vessels than slots: the rest stay zero
+            blocks.append(jnp.zeros((n, NEIGHBOUR_FEATURES * (self.neighbour_slots - k))))
+        count = jnp.sum(in_range, axis=1)
+        blocks.append(
+            jnp.stack([jnp.sum(heard, axis=1) / jnp.maximum(count, 1), count / n], axis=-1)
+        )
+        return jnp.concatenate([b.astype(jnp.float32) for b in blocks], axis=-1)
+
+    def _global_state(self, state: CleanupState, grid: Array, steps: Array) -> Array:
+        hold = state.hold / self.hold_capacity if self.hold_capacity > 0 else 0.0 * state.speed
+        vessels = jnp.concatenate(
+            [
+                state.pos / self.size,
+                jnp.cos(state.heading)[:, None],
+                jnp.sin(state.heading)[:, None],
+                (state.speed / self.max_speed)[:, None],
+                jnp.asarray(hold, jnp.float32)[:, None],
+            ],
+            axis=-1,
+        )
+        tail = jnp.stack(
+            [
+                steps / self.spec.episode_limit,
+                jnp.sum(state.alive) / self.capacity,
+                jnp.sum(state.catch) / self.capacity,
+            ]
+        )
+        return jnp.concatenate([vessels.ravel(), grid.ravel() / 4.0, tail]).astype(jnp.float32)
+
+    def neighbourhood(self, state: CleanupState) -> Array:
+        """Vessels within communication range of each other."""
+        d = jnp.linalg.norm(state.pos[:, None] - state.pos[None], axis=-1)
+        return (super().neighbourhood(state) * (d < self.comm_range)).astype(jnp.float32)
+
+    # --- rendering -----------------------------------------------------------------------------
+
+    def render_frame(self, state: CleanupState) -> dict[str, Any]:
+        xs = np.linspace(0.0, self.size, 12)
+        gx, gy = np.meshgrid(xs, xs)
+        arrows = np.asarray(self._water(jnp.stack([gx, gy], -1), state.t))
+        return {
+            "size": self.size,
+            "pos": np.asarray(state.pos),
+            "heading": np.asarray(state.heading),
+            "signal": np.asarray(state.signal),
+            "catch": np.asarray(state.catch),
+            "plastic": np.asarray(state.plastic)[np.asarray(state.alive)],
+            "sources": np.asarray(state.sources),
+            "current_grid": (gx, gy),
+            "current": arrows,
+            "collect_radius": self.collect_radius,
+            "port": np.asarray(self.port) if self.hold_capacity > 0 else None,
+        }
+
+
+def _squared_distances(a: Array, b: Array) -> Array:
+    """[A, B] squared distances between points a [A, 2] and b [B, 2] (per coordinate: XLA's
+    CPU backend reduces a trailing axis of 2 several times slower)."""
+    dx = a[:, 0:1] - b[None, :, 0]
+    dy = a[:, 1:2] - b[None, :, 1]
+    return dx * dx + dy * dy
+
+
+def _nearest_claims(masked: Array, reach: Array) -> Array:
+    """[P, N] bool: each row's smallest entry of `masked` among `reach` (the lowest index on
+    ties), none for a row without reach. The same as `one_hot(argmin)`, by min reductions
+    (argmin is several times slower on XLA's CPU backend)."""
+    n = masked.shape[1]
+    claim = reach & (masked == jnp.min(masked, axis=1, keepdims=True))
+    index = jnp.arange(n)
+    first = jnp.min(jnp.where(claim, index, n), axis=1, keepdims=True)
+    return claim & (index == first)
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)

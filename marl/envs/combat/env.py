@@ -1,0 +1,757 @@
+"""`Combat`: SMAX-style unit battles; the allies are agents, the enemies scripted (heuristic),
+agents too (self-play) or driven by a given policy."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from marl.core.batching import batch_last
+from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
+from marl.core.learner import Policy
+from marl.core.spaces import Discrete
+
+from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial_memory
+from .scenarios import BattleGenerator
+from .units import (
+    FIRST_ATTACK,
+    MOVE_VECTORS,
+    NUM_UNIT_TYPES,
+    STATS,
+    STOP,
+    pairwise_offsets,
+    parse_composition,
+)
+
+OPPONENTS = ("heuristic", "self_play", "policy")
+EAST, WEST = 1, 3  # the move actions a side's mirrored view swaps
+
+SUBSTEPS = 8  # SMAX world_steps_per_env_step
+SUBSTEP_TIME = 1.0 / 16  # SMAX time_per_step (seconds)
+REWARD_SCALE = 20.0  # SMAC reward_scale_rate: the most an episode can return
+KILL_REWARD = 10.0  # SMAC reward_death_value
+WIN_REWARD = 200.0  # SMAC reward_win
+ACTION_FEATURES = 4  # last action: move x, move y, attacking, (target + 1) / foes
+OWN_FEATURES = 4 + NUM_UNIT_TYPES + ACTION_FEATURES
+ALLY_FEATURES = 5 + NUM_UNIT_TYPES + ACTION_FEATURES
+ENEMY_FEATURES = 6 + NUM_UNIT_TYPES
+UNIT_STATE_FEATURES = 4 + NUM_UNIT_TYPES
+SEEN_ALLY_FEATURES = 1  # see_enemy_actions: a teammate's cooldown fraction
+SEEN_ENEMY_FEATURES = ACTION_FEATURES + 1  # see_enemy_actions: a foe's last action, cooldown
+METRICS = ("won", "lost", "allies_alive", "enemies_killed", "damage_dealt")
+
+
+def outcome_metrics(alive: jax.Array, num_allies: int) -> dict[str, jax.Array]:
+    """A battle's outcome from the allies' side, [] float32 each, from `alive` ([U] bool, allies
+    first): won (all enemies dead and an ally alive; mutual destruction is no win), lost,
+    allies_alive and enemies_killed (fractions)."""
+    allies, enemies = jnp.any(alive[:num_allies]), jnp.any(alive[num_allies:])
+    values = {
+        "won": ~enemies & allies,
+        "lost": ~allies & enemies,
+        "allies_alive": jnp.mean(alive[:num_allies]),
+        "enemies_killed": jnp.mean(~alive[num_allies:]),
+    }
+    return {k: v.astype(jnp.float32) for k, v in values.items()}
+
+
+def obs_size(num_own: int, num_foes: int) -> int:
+    """Observation width of a unit with `num_own - 1` teammates and `num_foes` foes."""
+    return OWN_FEATURES + ALLY_FEATURES * (num_own - 1) + ENEMY_FEATURES * num_foes
+
+
+def foe_features(obs: jax.Array, mates: int, foes: int) -> jax.Array:
+    """The foe blocks `[..., foes, ENEMY_FEATURES]` of observations `[..., obs_size]` of units
+    with `mates` teammate and `foes` foe slots (`Combat.slots`): per foe visible, dx / sight,
+    dy / sight, distance / sight, health fraction, attackable, type one-hot (zeros if unseen)."""
+    start = OWN_FEATURES + ALLY_FEATURES * mates
+    block = obs[..., start : start + ENEMY_FEATURES * foes]
+    return block.reshape(*obs.shape[:-1], foes, ENEMY_FEATURES)
+
+
+def mirror_moves(actions: jax.Array) -> jax.Array:
+    """Swap east and west moves (an involution between a side's view and the world)."""
+    return jnp.where((actions == EAST) | (actions == WEST), EAST + WEST - actions, actions)
+
+
+def _others(k: int) -> np.ndarray:
+    """[k, k - 1] the teammates of each of k units, in index order."""
+    return np.array([[j for j in range(k) if j != i] for i in range(k)], int).reshape(k, k - 1)
+
+
+def _sight(
+    pos: jax.Array, alive: jax.Array, unit_type: jax.Array, k: int
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """What the first k units see of all U: dx, dy, distance, sight [K, 1], visible [K, U]."""
+    dx, dy, distance = pairwise_offsets(pos[:k], pos)
+    sight = jnp.asarray(STATS.sight_range)[unit_type[:k]][:, None]
+    visible = alive[:k, None] & alive[None, :] & (distance < sight)
+    return dx, dy, distance, sight, visible
+
+
+class CombatState(struct.PyTreeNode):
+    """State of a battle (U = N allies + M enemies, allies first).
+
+    pos:          [U, 2] float32 positions in [0, map_size]^2.
+    health:       [U] float32 remaining health (shields included); a unit is alive while > 0.
+    cooldown:     [U] float32 seconds until the unit's weapon can fire again (0: ready).
+    unit_type:    [U] int32 type ids (`units.UNIT_NAMES`).
+    last_action:  [U] int32 each unit's last action in world frame (STOP after reset).
+    enemy_memory: the scripted enemies' HeuristicMemory ([M] targets, [M, 2] waypoints).
+    t:            [] int32 steps taken in this episode.
+    enemy_carry:  the enemy policy's recurrent carry (opponent "policy"), else None.
+    """
+
+    pos: jax.Array
+    health: jax.Array
+    cooldown: jax.Array
+    unit_type: jax.Array
+    last_action: jax.Array
+    enemy_memory: HeuristicMemory
+    t: jax.Array
+    enemy_carry: Any = None
+
+    @property
+    def alive(self) -> jax.Array:
+        """[U] bool: units with health left."""
+        return self.health > 0
+
+
+def _team(units: str | int | Sequence[str], race: str | None, side: str) -> tuple[int, ...]:
+    """The fixed types of a team (race None) or its size (a race draws the types)."""
+    if race is None:
+        if isinstance(units, int):
+            raise ValueError(
+                f"{side}={units} is a count: give a race (types drawn per episode) or a "
+                f"composition such as '{units}m'"
+            )
+        return parse_composition(units)
+    if not isinstance(units, int) or units < 1:
+        raise ValueError(f"with race={race!r}, {side} must be a unit count >= 1, got {units!r}")
+    return (0,) * units
+
+
+class Combat(MultiAgentEnv[CombatState]):
+    """SMAX-style battle on a continuous square map: N ally units against M enemy units.
+
+    Constructor:
+        allies: SMAC shorthand ("3s5z", "64m") or unit names; with `race`, a unit count.
+        enemies: likewise; None mirrors `allies`.
+        race: None (fixed types) or a key of `units.RACE_WEIGHTS` ("protoss", "terran",
+            "zerg", "any"): types drawn per episode as SMACv2 (enemies mirror the allies' types,
+            extra enemies drawn from the same weights).
+        start_positions: "lines" (SMAC/SMAX), "reflect", "surround", "smacv2" (`scenarios`).
+        attack_mode: how a heuristic enemy picks a new target in range: "closest", "random",
+            "weakest".
+        enemy_shoots: False makes the heuristic enemies move but never attack.
+        episode_limit: steps before truncation (SMAC's per-map limits in `scenarios`).
+        map_size: side of the map (SMAX: 32).
+        opponent: who drives the enemies: "heuristic" (`heuristic.py`), "self_play" (they are
+            agents too) or "policy" (`enemy_policy`).
+        enemy_policy: a `marl.core.learner.Policy` acting for the M enemies (opponent "policy").
+        enemy_params: its parameters (any pytree, e.g. a learner's trained actor parameters).
+        enemy_greedy: the enemy policy acts greedily (else it samples).
+        nearest: None (the SMAX view of every unit, above) or k: a local, MAgent-style view
+            of the k nearest teammates and k nearest foes (see below).
+        see_enemy_actions: also observe what SMAX's benchmark configuration shows (JaxMARL's
+            `see_enemy_actions=True`, with the weapon cooldowns SMAX always shows): each seen
+            foe's last action and each seen unit's weapon cooldown (see below).
+        time_in_state: append t / episode_limit to the state and end battles at the limit as
+            terminated (`EnvSpec.time_limit_terminal`); default: no time in the state, and the
+            limit truncates (SMAC's and pymarl's rule; learners bootstrap).
+        name: the registry id.
+
+    Dynamics (SMAX): each step is 8 sub-steps of 1/16 s. In a sub-step every living unit
+    moves `velocity / 16` along its direction (clipped into the map) or, attacking, hits its
+    target if both live, the distance is below its attack range and its weapon is ready; a hit
+    removes `damage` health and resets the cooldown to `cooldown + U(-1/16, 2/16)`, otherwise
+    the cooldown runs down by 1/16. Attacks resolve simultaneously from the sub-step's start
+    positions; then overlapping living units are pushed apart. Dead units never act or move.
+
+    Actions: Discrete(5 + M), int32 [N]: 0 north (+y), 1 east (+x), 2 south, 3 west, 4 stop,
+    5 + k attack enemy k. Available: stop always; moves if alive; attack k if alive, enemy k
+    alive and closer than the agent's attack range. Dead agents: stop only. Unavailable
+    actions are harmless (an out-of-range attack does nothing; dead units do nothing).
+
+    Observation [N, 14 + 15 (N - 1) + 12 M] float32, all zero for a dead agent:
+        own (14): health fraction, cooldown fraction, x / W, y / H, type one-hot (6),
+            last action (4: move x, move y, attacking, (target + 1) / M, 0 when not attacking);
+        each other ally j != i, in index order (15): visible, dx / sight, dy / sight,
+            distance / sight, health fraction, type one-hot (6), last action (4);
+        each enemy k (12): visible, dx / sight, dy / sight, distance / sight, health fraction,
+            attackable (in attack range), type one-hot (6).
+        An ally or enemy is visible if both are alive and it is within the observer's sight
+        range; invisible ones are all zeros.
+    With `see_enemy_actions`, after those blocks [(N - 1) + 5 M more]: each other ally's
+        cooldown fraction (1), then each enemy's last action (4, as above, its target counted
+        among the allies: (target + 1) / N) and cooldown fraction (1); zeros where invisible.
+    State [10 U + 4 N (+ 1)] float32: per unit (allies then enemies) health fraction, cooldown
+        fraction, x / W, y / H, type one-hot (zeros when dead); the allies' last actions (4
+        each, zeros when dead); t / episode_limit with `time_in_state`.
+
+    Reward [N] (the same for every ally): SMAC's, damage dealt to enemies + 10 per kill + 200
+    on the winning step, times 20 / (total enemy health + 10 M + 200), so a perfect episode
+    returns 20. Terminated when a side is eliminated. Metrics ([] float32): won (all enemies
+    dead, an ally alive), lost (all allies dead, an enemy alive), allies_alive (fraction),
+    enemies_killed (fraction), damage_dealt (fraction of the enemies' total health).
+
+    The enemies' view (self-play and policy modes) is the allies' layout above with the sides
+    swapped and the map mirrored across x = W / 2: enemy k is "own unit k", the other enemies
+    are its teammates, ally j is its foe j (attack 5 + j), x / W reads 1 - x / W, dx reads -dx
+    and moves 1 and 3 mean west and east. So an enemy of an N-vs-M map sees exactly what an
+    ally sees on the mirrored M-vs-N map (`opponents.mirror_env`): a policy trained as the
+    allies there drives the enemies here. Obs [M, 14 + 15 (M - 1) + 12 N], avail [M, 5 + N].
+
+    Self-play: agents are the N allies then the M enemies (groups "allies", "enemies");
+    actions Discrete(5 + max(N, M)) [N + M], each side in its own view; observations padded to
+    the larger side (`spec.obs_sizes`), available actions to 5 + max(N, M) (`action_sizes`);
+    padded actions do nothing. Rewards: allies as above, enemies the mirror (damage dealt to
+    the allies, 10 per ally killed, 200 on the enemies' win, scaled by the allies' totals).
+    State [14 U (+ 1)]: the unit features, every unit's last action (world frame)[, t / limit].
+    Metrics as above, from the allies' side.
+
+    Local view (`nearest=k`): each unit observes only its min(k, N - 1) nearest teammates and
+    min(k, M) nearest foes, nearest first (visible ones before invisible ones, which are zeros),
+    with the per-unit features above; attack action 5 + j targets the foe in slot j of the
+    unit's observation at the step's start. Obs [N, 14 + 15 min(k, N - 1) + 12 min(k, M)],
+    actions Discrete(5 + min(k, M)). The observation and the network then stop growing with
+    the battle's size (`combat/battle64`); the state and last-action features stay in world
+    terms.
+
+    Policy: the agents are the allies as in heuristic mode (same spec); each step the env
+    calls `enemy_policy.act(enemy_params, obs, avail, carry, t == 0, key, enemy_greedy)` on
+    the enemies' view; the carry lives in `CombatState.enemy_carry` (its `initial_carry()`
+    at reset).
+
+    Example:
+        >>> env = marl.make("combat/3m")
+        >>> state, ts = env.reset(jax.random.key(0))
+        >>> ts.obs.shape, ts.avail_actions.shape    # (3, 80), (3, 8)
+    """
+
+    def __init__(
+        self,
+        allies: str | int | Sequence[str] = "3m",
+        enemies: str | int | Sequence[str] | None = None,
+        race: str | None = None,
+        start_positions: str = "lines",
+        attack_mode: str = "closest",
+        enemy_shoots: bool = True,
+        episode_limit: int = 60,
+        map_size: float = 32.0,
+        opponent: str = "heuristic",
+        enemy_policy: Policy | None = None,
+        enemy_params: Any = None,
+        enemy_greedy: bool = True,
+        nearest: int | None = None,
+        see_enemy_actions: bool = False,
+        time_in_state: bool = False,
+        name: str = "combat/custom",
+    ):
+        if attack_mode not in ATTACK_MODES:
+            raise ValueError(
+                f"unknown attack_mode {attack_mode!r}; valid: {', '.join(ATTACK_MODES)}"
+            )
+        if map_size <= 0:
+            raise ValueError(f"map_size must be > 0, got {map_size}")
+        if nearest is not None and int(nearest) < 1:
+            raise ValueError(f"nearest must be None or >= 1, got {nearest}")
+        _check_opponent(opponent, enemy_policy, enemy_shoots)
+        ally_types = _team(allies, race, "allies")
+        enemy_types = _team(allies if enemies is None else enemies, race, "enemies")
+        n, m = len(ally_types), len(enemy_types)
+        self.num_allies, self.num_enemies = n, m
+        self.nearest = None if nearest is None else int(nearest)
+        self.see_enemy_actions = bool(see_enemy_actions)
+        self.time_in_state = bool(time_in_state)
+        self.attack_mode = attack_mode
+        self.enemy_shoots = bool(enemy_shoots)
+        self.map_size = float(map_size)
+        self.opponent = opponent
+        self.enemy_policy, self.enemy_params = enemy_policy, enemy_params
+        self.enemy_greedy = bool(enemy_greedy)
+        self.generator = BattleGenerator(
+            num_allies=n,
+            num_enemies=m,
+            unit_types=None if race is not None else ally_types + enemy_types,
+            race=race,
+            start_positions=start_positions,
+            map_size=self.map_size,
+        )
+        self._others = (_others(n), _others(m))  # each side's teammates of each unit
+        # whom attack action 5 + k of unit u hits: enemy N + k for allies, ally k for enemies
+        self._target_offset = np.array([n] * n + [0] * m, np.int32)
+        self.spec = self._make_spec(name, int(episode_limit))
+
+    def slots(self, side: str = "allies") -> tuple[int, int]:
+        """(teammates, foes) a unit of `side` observes: all of them, or the `nearest` few."""
+        own, foes = (
+            (self.num_allies, self.num_enemies)
+            if side == "allies"
+            else (self.num_enemies, self.num_allies)
+        )
+        if self.nearest is None:
+            return own - 1, foes
+        return min(self.nearest, own - 1), min(self.nearest, foes)
+
+    def obs_width(self, side: str = "allies") -> int:
+        """Observation width of a unit of `side` (unpadded)."""
+        mates, foes = self.slots(side)
+        width = OWN_FEATURES + ALLY_FEATURES * mates + ENEMY_FEATURES * foes
+        if self.see_enemy_actions:
+            width += SEEN_ALLY_FEATURES * mates + SEEN_ENEMY_FEATURES * foes
+        return width
+
+    def _make_spec(self, name: str, episode_limit: int) -> EnvSpec:
+        n, m = self.num_allies, self.num_enemies
+        units = UNIT_STATE_FEATURES * (n + m) + int(self.time_in_state)
+        timing = {"time_limit_terminal": self.time_in_state}
+        ally_foes, enemy_foes = self.slots("allies")[1], self.slots("enemies")[1]
+        if self.opponent != "self_play":
+            return EnvSpec(
+                name=name,
+                num_agents=n,
+                obs_dim=self.obs_width("allies"),
+                state_dim=units + ACTION_FEATURES * n,
+                action_space=Discrete(FIRST_ATTACK + ally_foes),
+                groups=(AgentGroup("allies", tuple(range(n))),),
+                agent_names=tuple(f"ally_{i}" for i in range(n)),
+                episode_limit=episode_limit,
+                metric_names=METRICS,
+                lower_is_better=("lost",),
+                headline_metric="won",
+                state_bounded=True,
+                shared_reward=True,  # SMAC's team reward
+                **timing,
+            )
+        obs_sizes = (self.obs_width("allies"),) * n + (self.obs_width("enemies"),) * m
+        return EnvSpec(
+            name=name,
+            num_agents=n + m,
+            obs_dim=max(obs_sizes),
+            state_dim=units + ACTION_FEATURES * (n + m),
+            action_space=Discrete(FIRST_ATTACK + max(ally_foes, enemy_foes)),
+            groups=(
+                AgentGroup("allies", tuple(range(n))),
+                AgentGroup("enemies", tuple(range(n, n + m))),
+            ),
+            agent_names=tuple(f"ally_{i}" for i in range(n))
+            + tuple(f"enemy_{k}" for k in range(m)),
+            episode_limit=episode_limit,
+            metric_names=METRICS,
+            lower_is_better=("lost",),
+            headline_metric="won",
+            state_bounded=True,
+            **timing,
+            obs_sizes=obs_sizes,
+            action_sizes=(FIRST_ATTACK + ally_foes,) * n + (FIRST_ATTACK + enemy_foes,) * m,
+        )
+
+    # --- reset and step ----------------------------------------------------------------------
+    def reset(self, key: jax.Array) -> tuple[CombatState, TimeStep]:
+        pos, unit_type = self.generator(key)
+        health = jnp.asarray(STATS.health)[unit_type]
+        pos = self._separate(pos, unit_type, health > 0)
+        u = self.num_allies + self.num_enemies
+        state = CombatState(
+            pos=pos,
+            health=health,
+            cooldown=jnp.zeros((u,), jnp.float32),
+            unit_type=unit_type,
+            last_action=jnp.full((u,), STOP, jnp.int32),
+            enemy_memory=initial_memory(pos[self.num_allies :], self.map_size),
+            t=jnp.zeros((), jnp.int32),
+            enemy_carry=self.enemy_policy.initial_carry() if self.opponent == "policy" else None,
+        )
+        return state, self.observe(state)
+
+    def step_env(
+        self, key: jax.Array, state: CombatState, actions: jax.Array
+    ) -> tuple[CombatState, TimeStep]:
+        key_enemy, key_world = jax.random.split(key)
+        n = self.num_allies
+        agent_actions = jnp.clip(actions.astype(jnp.int32), 0, self.spec.action_dim - 1)
+        sizes = jnp.asarray(self.spec.action_sizes)
+        agent_actions = jnp.where(agent_actions < sizes, agent_actions, STOP)  # padding: stop
+        memory, carry = state.enemy_memory, state.enemy_carry
+        ally_actions = self._attack_targets(state, agent_actions[:n], "allies")
+        if self.opponent == "self_play":
+            enemy_actions = mirror_moves(self._attack_targets(state, agent_actions[n:], "enemies"))
+        elif self.opponent == "policy":
+            enemy_actions, carry = self._policy_actions(key_enemy, state)
+        else:
+            enemy_actions, memory = heuristic_actions(
+                key_enemy,
+                state.enemy_memory,
+                state.pos[n:],
+                state.unit_type[n:],
+                state.alive[n:],
+                state.pos[:n],
+                state.health[:n],
+                state.alive[:n],
+                self.attack_mode,
+                self.enemy_shoots,
+            )
+        all_actions = jnp.concatenate([ally_actions, enemy_actions])
+        pos, health, cooldown = self.simulate(key_world, state, all_actions)
+        after = state.replace(
+            pos=pos,
+            health=health,
+            cooldown=cooldown,
+            last_action=all_actions,
+            enemy_memory=memory,
+            enemy_carry=carry,
+        )
+        reward, terminated = self._outcome(state, after)
+        ts = self._timestep(after, state.t + 1, reward, terminated)
+        return after, ts
+
+    def _policy_actions(self, key: jax.Array, state: CombatState) -> tuple[jax.Array, Any]:
+        """The enemy policy's world-frame actions [M] from the enemies' view, and its carry."""
+        obs, avail = self.view(state, "enemies")
+        start = state.t == 0
+        policy = self.enemy_policy
+        extra = {"neighbours": self.enemy_neighbourhood(state)} if policy.neighbourhood else {}
+        actions, carry = policy.act(
+            self.enemy_params, obs, avail, state.enemy_carry, start, key, self.enemy_greedy, **extra
+        )
+        foes = self.slots("enemies")[1]
+        actions = jnp.clip(jnp.asarray(actions, jnp.int32), 0, FIRST_ATTACK + foes - 1)
+        return mirror_moves(self._attack_targets(state, actions, "enemies")), carry
+
+    # --- dynamics -------------------------------------------------------------------------
+    def _separate(self, pos: jax.Array, unit_type: jax.Array, alive: jax.Array) -> jax.Array:
+        """Push overlapping living units apart (SMAX): each moves half the pair's overlap.
+
+        Under `vmap` over a single env it runs unbatched (`marl.core.batching.batch_last`): a
+        leading batch axis of one made it 7-8x slower on CPU at hundreds of units.
+        """
+        radius = jnp.asarray(STATS.radius)[unit_type]
+        return self._separate_kernel(pos, radius, alive)
+
+    @functools.cached_property
+    def _separate_kernel(self):
+        map_size = self.map_size
+
+        def kernel(pos: jax.Array, radius: jax.Array, alive: jax.Array) -> jax.Array:
+            # pos [U, 2, ...], radius and alive [U, ...]: trailing batch axes
+            x, y = pos[:, 0], pos[:, 1]
+            dx = x[None, :] - x[:, None]  # [U, U, ...]: from unit i to unit j
+            dy = y[None, :] - y[:, None]
+            eye = jnp.eye(pos.shape[0]).reshape((pos.shape[0],) * 2 + (1,) * (pos.ndim - 2))
+            dist = jnp.sqrt(dx * dx + dy * dy) + eye + 1e-6
+            overlap = jax.nn.relu((radius[:, None] + radius[None, :]) / dist - 1.0)
+            overlap = jnp.where(alive[:, None] & alive[None, :], overlap, 0.0)
+            push = jnp.stack([jnp.sum(dx * overlap, axis=1), jnp.sum(dy * overlap, axis=1)], 1)
+            pushed = pos - 0.5 * push
+            return jnp.clip(jnp.where(alive[:, None], pushed, pos), 0.0, map_size)
+
+        return batch_last(kernel, min_batch_per_entity=None)  # only a batch of one: unbatched
+
+    def simulate(
+        self, key: jax.Array, state: CombatState, actions: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The world's SUBSTEPS sub-steps under `actions` [U] int32 of every unit (allies then
+        enemies, each in the agents' action layout). Returns pos [U, 2], health [U], cooldown [U].
+        """
+        unit_type = state.unit_type
+        u = unit_type.shape[0]
+        step = jnp.asarray(STATS.velocity)[unit_type][:, None] * SUBSTEP_TIME
+        reach = jnp.asarray(STATS.attack_range)[unit_type]
+        damage = jnp.asarray(STATS.damage)[unit_type]
+        base_cooldown = jnp.asarray(STATS.cooldown)[unit_type]
+        velocity = jnp.asarray(MOVE_VECTORS)[jnp.minimum(actions, STOP)] * step  # [U, 2]
+        attacking = actions >= FIRST_ATTACK
+        target = jnp.where(attacking, actions - FIRST_ATTACK + self._target_offset, 0)
+        target = jnp.clip(target, 0, u - 1)
+        jitter = jax.random.uniform(
+            key, (SUBSTEPS, u), minval=-SUBSTEP_TIME, maxval=2 * SUBSTEP_TIME
+        )
+
+        def substep(carry, jitter_t):
+            pos, health, cooldown = carry
+            alive = health > 0
+            to_target = pos[target] - pos
+            distance = jnp.sqrt(to_target[:, 0] ** 2 + to_target[:, 1] ** 2)
+            fires = attacking & alive & alive[target] & (distance < reach) & (cooldown <= 0)
+            hits = jnp.zeros((u,), health.dtype).at[target].add(jnp.where(fires, damage, 0.0))
+            health = jnp.maximum(health - hits, 0.0)
+            cooldown = jnp.where(
+                fires, base_cooldown + jitter_t, jnp.maximum(cooldown - SUBSTEP_TIME, 0.0)
+            )
+            moved = jnp.where(alive[:, None], pos + velocity, pos)
+            moved = jnp.clip(moved, 0.0, self.map_size)
+            pos = self._separate(moved, unit_type, health > 0)
+            return (pos, health, cooldown), None
+
+        carry = (state.pos, state.health, state.cooldown)
+        (pos, health, cooldown), _ = jax.lax.scan(substep, carry, jitter)
+        return pos, health, cooldown
+
+    def _side_reward(self, before: CombatState, after: CombatState, own: slice, foe: slice):
+        """[] SMAC's scaled reward of one side: damage dealt, kills, the win bonus."""
+        foe_max = jnp.sum(jnp.asarray(STATS.health)[after.unit_type[foe]])
+        damage = jnp.sum(before.health[foe] - after.health[foe])
+        kills = jnp.sum(before.alive[foe] & ~after.alive[foe])
+        # the bonus once, on the win: the foes were alive before, none is now, one of us is
+        won = jnp.any(before.alive[foe]) & ~jnp.any(after.alive[foe]) & jnp.any(after.alive[own])
+        raw = damage + KILL_REWARD * kills + WIN_REWARD * won
+        max_raw = foe_max + KILL_REWARD * after.unit_type[foe].shape[0] + WIN_REWARD
+        return raw * (REWARD_SCALE / max_raw)
+
+    def _outcome(self, before: CombatState, after: CombatState) -> tuple[jax.Array, jax.Array]:
+        """The agents' rewards [num_agents] of the transition and whether the battle is over."""
+        n, m = self.num_allies, self.num_enemies
+        allies, enemies = slice(0, n), slice(n, n + m)
+        reward = jnp.full((n,), self._side_reward(before, after, allies, enemies), jnp.float32)
+        if self.opponent == "self_play":
+            mirror = self._side_reward(before, after, enemies, allies)
+            reward = jnp.concatenate([reward, jnp.full((m,), mirror, jnp.float32)])
+        terminated = ~jnp.any(after.alive[:n]) | ~jnp.any(after.alive[n:])
+        return reward, terminated
+
+    # --- what agents see ------------------------------------------------------------------
+    def metrics(self, state: CombatState) -> dict[str, jax.Array]:
+        """The task metrics of `state` ([] float32 each), from the allies' side."""
+        n = self.num_allies
+        enemy_max = jnp.asarray(STATS.health)[state.unit_type[n:]]
+        damage = 1.0 - jnp.sum(state.health[n:]) / jnp.sum(enemy_max)
+        return {**outcome_metrics(state.alive, n), "damage_dealt": damage.astype(jnp.float32)}
+
+    def _action_features(
+        self, last_action: jax.Array, num_foes: int, mirror: bool = False
+    ) -> jax.Array:
+        """[K, 4] compact last actions: move direction, attacking flag, (target + 1) / foes."""
+        attacking = last_action >= FIRST_ATTACK
+        target = jnp.where(attacking, (last_action - STOP) / num_foes, 0.0)
+        move = jnp.asarray(MOVE_VECTORS)[jnp.minimum(last_action, STOP)]
+        if mirror:
+            move = move * jnp.array([-1.0, 1.0])
+        return jnp.concatenate([move, attacking[:, None], target[:, None]], axis=1)
+
+    def _unit_features(
+        self, pos: jax.Array, health: jax.Array, cooldown: jax.Array, unit_type: jax.Array
+    ) -> jax.Array:
+        """[U, 4 + T] health, cooldown, position, type of every unit (zeros when dead)."""
+        max_health = jnp.asarray(STATS.health)[unit_type]
+        cool = jnp.clip(cooldown / jnp.asarray(STATS.cooldown)[unit_type], 0.0, 1.0)
+        unit = jnp.concatenate(
+            [
+                jnp.stack([health / max_health, cool], axis=1),
+                pos / self.map_size,
+                jax.nn.one_hot(unit_type, NUM_UNIT_TYPES, dtype=jnp.float32),
+            ],
+            axis=1,
+        )
+        return unit * (health > 0)[:, None]
+
+    def view(self, state: CombatState, side: str = "allies") -> tuple[jax.Array, jax.Array]:
+        """One side's observations [K, obs_size(K, F)] and available actions [K, 5 + F].
+
+        "allies": the layout of the class doc; "enemies": the same with the sides swapped and
+        the map mirrored across x = W / 2 (what an ally sees on the mirrored map).
+        """
+        if side not in ("allies", "enemies"):
+            raise ValueError(f"side must be 'allies' or 'enemies', got {side!r}")
+        n, m = self.num_allies, self.num_enemies
+        mirror = side == "enemies"
+        k, f = (m, n) if mirror else (n, m)
+        arrays = (state.pos, state.health, state.cooldown, state.unit_type, state.last_action)
+        if mirror:  # own side first, x reflected
+            arrays = tuple(jnp.concatenate([x[n:], x[:n]]) for x in arrays)
+            pos = arrays[0] * jnp.array([-1.0, 1.0]) + jnp.array([self.map_size, 0.0])
+            arrays = (pos, *arrays[1:])
+        pos, health, cooldown, unit_type, last = arrays
+        u = n + m
+        alive = health > 0
+        unit = self._unit_features(pos, health, cooldown, unit_type)
+        last_action = self._action_features(last[:k], f, mirror) * alive[:k, None]
+        dx, dy, distance, sight, visible = _sight(pos, alive, unit_type, k)  # [K, U]
+        reach = jnp.asarray(STATS.attack_range)[unit_type[:k]][:, None]
+        in_range = visible & (distance < reach)
+        geometry = jnp.stack(
+            [
+                visible,
+                dx / sight,
+                dy / sight,
+                distance / sight,
+                jnp.broadcast_to(unit[:, 0], (k, u)),
+            ],
+            axis=-1,
+        )  # [K, U, 5]
+        type_onehot = jnp.broadcast_to(unit[None, :, 4:], (k, u, NUM_UNIT_TYPES))
+        mate_action = jnp.broadcast_to(last_action[None], (k, k, ACTION_FEATURES))
+        mate_parts = [geometry[:, :k], type_onehot[:, :k], mate_action]
+        foe_parts = [geometry[:, k:], in_range[:, k:, None], type_onehot[:, k:]]
+        if self.see_enemy_actions:  # SMAX's extra features, split off again below
+            cool = jnp.broadcast_to(unit[None, :, 1:2], (k, u, 1))
+            foe_action = self._action_features(last[k:], k, mirror) * alive[k:, None]
+            mate_parts.append(cool[:, :k])
+            foe_parts += [jnp.broadcast_to(foe_action[None], (k, f, ACTION_FEATURES)), cool[:, k:]]
+        mates = jnp.concatenate(mate_parts, axis=-1)
+        mates = mates * (visible[:, :k] & ~np.eye(k, dtype=bool))[..., None]
+        foes = jnp.concatenate(foe_parts, axis=-1) * visible[:, k:, None]
+        attackable = in_range[:, k:]
+        if self.nearest is None:  # every teammate and foe, in index order
+            mates = mates[np.arange(k)[:, None], self._others[int(mirror)]]
+        else:  # the nearest few, nearest first
+            mate_slot, foe_slot = self._slot_indices(distance, visible, side)
+            mates = jnp.take_along_axis(mates, mate_slot[..., None], axis=1)
+            foes = jnp.take_along_axis(foes, foe_slot[..., None], axis=1)
+            attackable = jnp.take_along_axis(attackable, foe_slot, axis=1)
+        own = jnp.concatenate([unit[:k], last_action], axis=1)
+        blocks = [own, mates[..., :ALLY_FEATURES], foes[..., :ENEMY_FEATURES]]
+        blocks += [mates[..., ALLY_FEATURES:], foes[..., ENEMY_FEATURES:]]  # empty unless seen
+        obs = jnp.concatenate([b.reshape(k, -1) for b in blocks], axis=1)
+        avail = jnp.concatenate(
+            [jnp.broadcast_to(alive[:k, None], (k, STOP)), jnp.ones((k, 1), bool), attackable],
+            axis=1,
+        )
+        return obs.astype(jnp.float32), avail
+
+    def _slot_indices(
+        self, distance: jax.Array, visible: jax.Array, side: str
+    ) -> tuple[jax.Array, jax.Array]:
+        """Local view: [K, mates] teammate and [K, foes] foe indices of each unit's slots,
+        nearest visible first (then the invisible ones, zeros in the observation), from its
+        side's own-first `distance` and `visible` [K, U]."""
+        k = distance.shape[0]
+        mates, foes = self.slots(side)
+        far = jnp.where(visible, distance, jnp.inf)
+        far = far.at[:, :k].set(jnp.where(np.eye(k, dtype=bool), jnp.inf, far[:, :k]))
+        # top_k of -distance: nearest first; ties (all the invisible) in index order
+        mate_slot = jax.lax.top_k(-far[:, :k], mates)[1] if mates else jnp.zeros((k, 0), int)
+        foe_slot = jax.lax.top_k(-far[:, k:], foes)[1]
+        return mate_slot, foe_slot
+
+    def _attack_targets(self, state: CombatState, actions: jax.Array, side: str) -> jax.Array:
+        """Local view: a side's actions with attack slots (5 + j: the j-th foe it observed at
+        the step's start) turned into foe indices (5 + foe), as the world reads them."""
+        if self.nearest is None:
+            return actions
+        n = self.num_allies
+        k = n if side == "allies" else self.num_enemies
+
+        def own_first(x: jax.Array) -> jax.Array:
+            return x if side == "allies" else jnp.concatenate([x[n:], x[:n]])
+
+        pos, alive, unit_type = (own_first(x) for x in (state.pos, state.alive, state.unit_type))
+        *_, distance, _, visible = _sight(pos, alive, unit_type, k)
+        _, foe_slot = self._slot_indices(distance, visible, side)
+        slot = jnp.clip(actions - FIRST_ATTACK, 0, foe_slot.shape[1] - 1)
+        target = jnp.take_along_axis(foe_slot, slot[:, None], axis=1)[:, 0]
+        return jnp.where(actions >= FIRST_ATTACK, FIRST_ATTACK + target, actions)
+
+    def _agent_views(self, state: CombatState) -> tuple[jax.Array, jax.Array]:
+        """Observations [num_agents, obs_dim] and available actions [num_agents, A]."""
+        obs, avail = self.view(state, "allies")
+        if self.opponent != "self_play":
+            return obs, avail
+        enemy_obs, enemy_avail = self.view(state, "enemies")
+        d, a = self.spec.obs_dim, self.spec.action_dim
+
+        def pad(x: jax.Array, width: int) -> jax.Array:
+            return jnp.pad(x, ((0, 0), (0, width - x.shape[1])))
+
+        obs = jnp.concatenate([pad(obs, d), pad(enemy_obs, d)])
+        return obs, jnp.concatenate([pad(avail, a), pad(enemy_avail, a)])
+
+    def _global_state(self, state: CombatState, t: jax.Array) -> jax.Array:
+        """[state_dim] unit features, the agents' last actions (world frame)[, t / limit]."""
+        n, m = self.num_allies, self.num_enemies
+        alive = state.alive[:, None]
+        unit = self._unit_features(state.pos, state.health, state.cooldown, state.unit_type)
+        last = self._action_features(state.last_action[:n], m) * alive[:n]
+        if self.opponent == "self_play":
+            enemy_last = self._action_features(state.last_action[n:], n) * alive[n:]
+            last = jnp.concatenate([last, enemy_last])
+        parts = [unit.reshape(-1), last.reshape(-1)]
+        if self.time_in_state:
+            parts.append((t / self.spec.episode_limit)[None])
+        return jnp.concatenate(parts).astype(jnp.float32)
+
+    def _timestep(
+        self, state: CombatState, t: jax.Array, reward: jax.Array, terminated: jax.Array
+    ) -> TimeStep:
+        obs, avail = self._agent_views(state)
+        return TimeStep(
+            obs=obs,
+            state=self._global_state(state, t),
+            avail_actions=avail,
+            reward=reward,
+            terminated=terminated,
+            truncated=jnp.zeros((), bool),
+            alive=state.alive[: self.spec.num_agents],
+            metrics=self.metrics(state),
+        )
+
+    def observe(self, state: CombatState) -> TimeStep:
+        """The TimeStep agents see in `state` (reward 0, not terminated)."""
+        zeros = jnp.zeros((self.spec.num_agents,), jnp.float32)
+        return self._timestep(state, state.t, zeros, jnp.zeros((), bool))
+
+    def neighbourhood(self, state: CombatState) -> jax.Array:
+        """Living teammates within each living agent's sight range (those it observes)."""
+        return super().neighbourhood(state) * _in_sight(state, slice(0, self.spec.num_agents))
+
+    def enemy_neighbourhood(self, state: CombatState) -> jax.Array:
+        """`[M, M]`: `neighbourhood` for the enemies (what a mean-field `enemy_policy` gets)."""
+        m = self.num_enemies
+        seen = _in_sight(state, slice(self.num_allies, self.num_allies + m))
+        return seen * (1.0 - jnp.eye(m))
+
+    def render_frame(self, state: CombatState) -> dict[str, Any]:
+        """What `viewer.py` draws: positions, radii, teams, health fractions, liveness, and
+        `target` [U] int: whom each unit attacked in the step that led to `state` (its last
+        action an attack on a unit within its reach, allowing for the target's move), else -1.
+        """
+        unit_type = np.asarray(state.unit_type)
+        pos = np.asarray(state.pos)
+        last = np.asarray(state.last_action)
+        u = unit_type.size
+        attacking = last >= FIRST_ATTACK
+        target = np.clip(last - FIRST_ATTACK + self._target_offset, 0, u - 1)
+        distance = np.linalg.norm(pos[target] - pos, axis=1)
+        slack = STATS.velocity[unit_type[target]] * SUBSTEPS * SUBSTEP_TIME
+        near = distance < STATS.attack_range[unit_type] + slack
+        return {
+            "pos": pos,
+            "radius": STATS.radius[unit_type],
+            "team": (np.arange(u) >= self.num_allies).astype(int),
+            "health": np.asarray(state.health) / STATS.health[unit_type],
+            "alive": np.asarray(state.alive),
+            "target": np.where(attacking & near, target, -1),
+            "map_size": self.map_size,
+        }
+
+
+def _in_sight(state: CombatState, units: slice) -> jax.Array:
+    """`[K, K]` float32 over the `units`: 1 where both live and the column's unit is within
+    the row's sight range."""
+    pos, alive = state.pos[units], state.health[units] > 0
+    sight = jnp.asarray(STATS.sight_range)[state.unit_type[units]][:, None]
+    d = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1)
+    return ((d < sight) & alive[:, None] & alive[None, :]).astype(jnp.float32)
+
+
+def _check_opponent(opponent: str, enemy_policy: Policy | None, enemy_shoots: bool) -> None:
+    """Reject inconsistent opponent keywords with one line naming the valid choices."""
+    if opponent not in OPPONENTS:
+        raise ValueError(f"unknown opponent {opponent!r}; valid: {', '.join(OPPONENTS)}")
+    if opponent == "policy" and enemy_policy is None:
+        raise ValueError("opponent='policy' needs enemy_policy (a marl.core.learner.Policy)")
+    if opponent != "policy" and enemy_policy is not None:
+        raise ValueError(f"enemy_policy is only used with opponent='policy', not {opponent!r}")
+    if enemy_policy is not None and not (
+        callable(getattr(enemy_policy, "act", None))
+        and callable(getattr(enemy_policy, "initial_carry", None))
+    ):
+        raise TypeError(f"enemy_policy must be a marl.core.learner.Policy, got {enemy_policy!r}")
+    if opponent != "heuristic" and not enemy_shoots:
+        raise ValueError("enemy_shoots=False only applies to opponent='heuristic'")

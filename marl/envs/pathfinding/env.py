@@ -1,0 +1,554 @@
+"""Continuous multi-agent pathfinding on grid maps (after CAMAR and POGEMA), on a leading agent
+axis, with every proximity query going through the cell index (`world.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
+from marl.core.spaces import Box, Discrete
+
+from . import maps as mapgen
+from . import world
+from .planning import UNREACHABLE, distance_field, field_at
+
+Array = jax.Array
+
+MAPS = ("random_grid", "labyrinth", "rooms", "caves", "string")
+DYNAMICS = ("holonomic", "diffdrive", "mixed")
+METRICS = (
+    "success_rate",
+    "on_goal",
+    "all_on_goal",
+    "flowtime",
+    "makespan",
+    "collisions_per_agent",
+    "coordination",
+    "goals_reached",
+)
+OBJECT_FEATURES = 6  # dx, dy, gap, radius, is_agent, present
+OWN_FEATURES = 12
+# discrete actions: holonomic (ux, uy) and differential drive (linear, angular) commands
+HOLONOMIC_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
+DIFFDRIVE_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
+
+
+class PathfindingState(struct.PyTreeNode):
+    """One environment (N agents, map H x W padded by `pad` obstacle cells on every side)."""
+
+    pos: Array  # [N, 2] centre (x, y), cells
+    vel: Array  # [N, 2] world-frame velocity, cells / s
+    heading: Array  # [N] radians (differential drive; holonomic agents keep theirs)
+    radius: Array  # [N]
+    goal: Array  # [N, 2]
+    obstacles: Array  # [H + 2 pad, W + 2 pad] bool
+    free: Array  # [H, W] bool, the reachable free cells starts and goals are drawn from
+    field: Array | None  # [N, H, W] geodesic distance to each goal (geodesic shaping only)
+    on_goal: Array  # [N] bool
+    arrival: Array  # [N] int32 step of the first arrival at the current goal, -1 before
+    collisions: Array  # [N] int32 steps in contact during this episode
+    goals_reached: Array  # [N] int32 goals reached (lifelong: each new goal counts)
+    t: Array  # [] int32
+
+
+class Pathfinding(MultiAgentEnv[PathfindingState]):
+    """Agents (discs) drive to their goals across a grid map without hitting obstacles or
+    each other. Lengths are in cells (the map is `[0, W] x [0, H]`), times in seconds.
+
+    Constructor:
+        map: "random_grid" (`density` obstacles), "labyrinth" (`extra_connections`),
+            "rooms" (`room_size`, `extra_doors`), "caves" (`fill`, `smoothing`) or "string"
+            (`map_source`: a shipped map name, a MovingAI `.map` path, or map text).
+        height, width: the generated grid (ignored by "string").
+        num_maps: generated maps are drawn per reset from a pool of this many, generated once
+            at construction with the jitted generator; None generates a fresh map every reset
+            (slower: auto-reset computes a reset every step).
+        num_agents: N.
+        dynamics: "holonomic" (acceleration, damping, max speed), "diffdrive" (commanded linear
+            and angular speeds, CAMAR's) or "mixed" (the first `round(diffdrive_fraction * N)`
+            agents differential drive, the rest holonomic).
+        agent_radius: a radius, or a (low, high) range drawn per agent per episode (<= 0.5).
+        goal_radius: an agent is on its goal within this distance of its centre.
+        discrete_actions: 5 actions (stop, +x, -x, +y, -y for holonomic; stop, forward,
+            backward, turn left, turn right for differential drive) instead of `Box(-1, 1, (2,))`.
+        dt, substeps: physics step and sub-steps per env step (a step lasts `dt * substeps`).
+        accel, damping, max_speed: holonomic `v <- (1 - damping) v + (accel u + F) dt`,
+            clipped to `max_speed`.
+        max_turn: differential drive angular speed at |u| = 1 (rad / s); linear speed
+            `max_speed * u`.
+        contact_stiffness, contact_margin: soft contacts (`world.penalty`); behind them a
+            positional guard keeps every centre half a radius out of obstacle cells, so a
+            crowd cannot squeeze an agent through a wall (`world.keep_out`). Speeds, pushes
+            included, never exceed `max_speed`.
+        obs_window: obstacles and agents are observed within this many cells (a block of
+            `(2 obs_window + 1)^2` cells around the agent's own).
+        max_obs: the k nearest objects (agents and obstacle cells) in the observation.
+        neighbours: "dense" (every other agent), "grid" (cell list, `cell_capacity` agents per
+            cell) or "auto" (grid above 64 agents).
+        on_goal_reward, all_on_goal_reward, collision_penalty: per step (CAMAR's 0.5, 0.5, 1).
+        shaping: potential-based progress reward per cell of distance gained.
+        geodesic_shaping: measure that distance on the map (wavefront field, computed at every
+            reset and on every new goal) instead of in a straight line.
+        lifelong: an agent that reaches its goal is given a new one (no termination).
+        state_map: append the flattened obstacle grid to the global state.
+        time_in_state: append t / episode_limit to the state and end episodes at the limit as
+            terminated (`EnvSpec.time_limit_terminal`); default: no time in the state, and the
+            limit truncates (learners bootstrap).
+        episode_limit: steps before truncation.
+
+    Observation [N, 12 + 6 max_obs]: goal offset / (H, W) scale (2), goal direction (2), goal
+    distance / max(H, W) (1), on goal (1), velocity / max_speed (2), heading cos and sin (2),
+    differential drive (1), radius (1); then the `max_obs` nearest objects within the window,
+    nearest first: offset / window (2, the obstacle cell's closest point or the agent's centre),
+    gap between surfaces / window (1), radius (1, 0 for cells), is agent (1), present (1).
+    State [10 N (+ 1) (+ H W)]: per agent position / size (2), velocity / max_speed (2), goal /
+    size (2), heading cos and sin (2), radius (1), on goal (1); t / limit with `time_in_state`;
+    the grid with `state_map`.
+
+    Reward [N]: `on_goal_reward * on_goal + all_on_goal_reward * all agents on goal -
+    collision_penalty * in contact + shaping * (distance before - distance after)`.
+    Terminated when all agents are on their goals at once (never in lifelong mode).
+    Metrics ([] float32, the episode so far): success_rate (agents that have reached their
+    goal), on_goal (fraction on goal now), all_on_goal, flowtime (sum over agents of the step
+    of first arrival, the limit if none; lifelong: the current goal's), makespan (the largest
+    such step), collisions_per_agent (steps in contact per agent), coordination (1 - steps in
+    contact / steps, averaged over agents; CAMAR's), goals_reached (per agent, lifelong).
+    """
+
+    def __init__(
+        self,
+        map: str = "random_grid",
+        height: int = 20,
+        width: int = 20,
+        density: float = 0.2,
+        extra_connections: float = 0.1,
+        room_size: int = 5,
+        extra_doors: float = 0.0,
+        fill: float = 0.45,
+        smoothing: int = 4,
+        map_source: str | None = None,
+        num_maps: int | None = 1024,
+        num_agents: int = 32,
+        dynamics: str = "holonomic",
+        diffdrive_fraction: float = 0.5,
+        agent_radius: float | tuple[float, float] = 0.3,
+        goal_radius: float = 0.25,
+        discrete_actions: bool = False,
+        dt: float = 0.05,
+        substeps: int = 2,
+        accel: float = 15.0,
+        damping: float = 0.1,
+        max_speed: float = 3.0,
+        max_turn: float = 4.0,
+        contact_stiffness: float = 500.0,
+        contact_margin: float = 0.01,
+        obs_window: int = 2,
+        max_obs: int = 6,
+        neighbours: str = "auto",
+        cell_capacity: int = 4,
+        on_goal_reward: float = 0.5,
+        all_on_goal_reward: float = 0.5,
+        collision_penalty: float = 1.0,
+        shaping: float = 1.0,
+        geodesic_shaping: bool = False,
+        lifelong: bool = False,
+        state_map: bool = True,
+        time_in_state: bool = False,
+        episode_limit: int = 128,
+        seed: int = 0,
+        name: str = "pathfinding/custom",
+    ):
+        _check(map in MAPS, f"unknown map {map!r}; valid: {', '.join(MAPS)}")
+        _check(dynamics in DYNAMICS, f"unknown dynamics {dynamics!r}; valid: {', '.join(DYNAMICS)}")
+        _check(neighbours in ("auto", "dense", "grid"), "neighbours must be auto, dense or grid")
+        lo, hi = (agent_radius, agent_radius) if np.isscalar(agent_radius) else agent_radius
+        _check(0 < lo <= hi <= 0.5, f"agent_radius must be in (0, 0.5], got {agent_radius}")
+        _check(num_agents >= 1, "num_agents must be >= 1")
+        _check(obs_window >= 1 and max_obs >= 1, "obs_window and max_obs must be >= 1")
+        _check(
+            max_speed * dt < lo,
+            f"max_speed * dt = {max_speed * dt:.3f} must stay below the agent radius {lo} "
+            "(otherwise agents could pass through one another within a sub-step)",
+        )
+        self.map_name = map
+        if map == "string":
+            _check(map_source is not None, "map 'string' needs map_source (name, file or text)")
+            grid = mapgen.load_map(map_source)
+            height, width = grid.shape
+            generate = mapgen.fixed(grid)
+            num_maps = 1
+        else:
+            generate = {
+                "random_grid": lambda: mapgen.random_grid(height, width, density),
+                "labyrinth": lambda: mapgen.labyrinth(height, width, extra_connections),
+                "rooms": lambda: mapgen.rooms(height, width, room_size, 1, extra_doors),
+                "caves": lambda: mapgen.caves(height, width, fill, smoothing),
+            }[map]()
+        self.height, self.width = int(height), int(width)
+        self.generate = generate
+        self.num_maps = num_maps
+        self.pad = obs_window
+        n = int(num_agents)
+        self.num_agents = n
+        self.radius_range = (float(lo), float(hi))
+        self.goal_radius = float(goal_radius)
+        self.discrete = bool(discrete_actions)
+        self.dt, self.substeps = float(dt), int(substeps)
+        self.accel, self.damping, self.max_speed = float(accel), float(damping), float(max_speed)
+        self.max_turn = float(max_turn)
+        self.stiffness, self.margin = float(contact_stiffness), float(contact_margin)
+        self.guard = 0.5  # centres keep at least half a radius from obstacle cells
+        self.window, self.max_obs = int(obs_window), int(max_obs)
+        self.dense = neighbours == "dense" or (neighbours == "auto" and n <= 64)
+        self.capacity = int(cell_capacity)
+        self.rewards = (float(on_goal_reward), float(all_on_goal_reward), float(collision_penalty))
+        self.shaping = float(shaping)
+        self.geodesic = bool(geodesic_shaping)
+        self.lifelong = bool(lifelong)
+        self.state_map = bool(state_map)
+        self.time_in_state = bool(time_in_state)
+        n_dd = {"holonomic": 0, "diffdrive": n, "mixed": int(round(diffdrive_fraction * n))}
+        self.diffdrive = np.arange(n) < n_dd[dynamics]
+        self.dynamics = dynamics
+
+        if num_maps is not None:
+            keys = jax.random.split(jax.random.key(seed), int(num_maps))
+            pool = jax.jit(jax.vmap(generate))(keys)
+            free = jax.jit(jax.vmap(mapgen.largest_component))(pool)
+            counts = np.asarray(free.sum(axis=(1, 2)))
+            _check(
+                counts.min() >= 2 * n,
+                f"{name}: a generated map has only {counts.min()} reachable free cells for {n} "
+                "agents' starts and goals (lower the density or the agent count)",
+            )
+            self.pool = (jnp.asarray(pool), jnp.asarray(free))
+        else:
+            self.pool = None
+        self.spec = self._make_spec(name, int(episode_limit))
+
+    def _make_spec(self, name: str, episode_limit: int) -> EnvSpec:
+        n = self.num_agents
+        space = (
+            Discrete(len(HOLONOMIC_ACTIONS)) if self.discrete else Box(-1.0, 1.0, (2,), jnp.float32)
+        )
+        grid = self.height * self.width if self.state_map else 0
+        state_dim = 10 * n + int(self.time_in_state) + grid
+        return EnvSpec(
+            name=name,
+            num_agents=n,
+            obs_dim=OWN_FEATURES + OBJECT_FEATURES * self.max_obs,
+            state_dim=state_dim,
+            action_space=space,
+            groups=(AgentGroup("agents", tuple(range(n))),),
+            agent_names=tuple(f"agent_{i}" for i in range(n)),
+            episode_limit=episode_limit,
+            metric_names=METRICS,
+            # episodes end when every agent is on its goal: shorter is better too
+            lower_is_better=("length", "flowtime", "makespan", "collisions_per_agent"),
+            headline_metric="success_rate",
+            state_bounded=True,  # positions and goals / map size, velocity / max, unit heading
+            time_limit_terminal=self.time_in_state,
+        )
+
+    # --- reset ---------------------------------------------------------------------------------
+
+    def _map(self, key: Array) -> tuple[Array, Array]:
+        if self.pool is None:
+            obstacles = self.generate(key)
+            return obstacles, mapgen.largest_component(obstacles)
+        i = jax.random.randint(key, (), 0, self.num_maps)
+        return self.pool[0][i], self.pool[1][i]
+
+    def _draw_cells(self, key: Array, free: Array, count: int) -> Array:
+        """`count` distinct cells of `free` (flat indices), uniformly at random."""
+        scores = jax.random.uniform(key, (self.height * self.width,))
+        scores = jnp.where(free.ravel(), scores, -1.0)
+        return jax.lax.top_k(scores, count)[1]
+
+    def _centres(self, flat: Array) -> Array:
+        r, c = flat // self.width, flat % self.width
+        return jnp.stack([c, r], axis=-1).astype(jnp.float32) + 0.5
+
+    def _field(self, obstacles: Array, goal: Array) -> Array | None:
+        if not self.geodesic:
+            return None
+        rows, cols = world.cell_of(goal, 1.0, self.height, self.width)
+        return distance_field(obstacles, rows, cols)
+
+    def reset(self, key: Array) -> tuple[PathfindingState, TimeStep]:
+        k_map, k_cells, k_rad = jax.random.split(key, 3)
+        obstacles, free = self._map(k_map)
+        n = self.num_agents
+        cells = self._centres(self._draw_cells(k_cells, free, 2 * n))  # one draw, as CAMAR:
+        pos, goal = cells[:n], cells[n:]  # no agent starts on a goal (its own or another's)
+        lo, hi = self.radius_range
+        radius = jax.random.uniform(k_rad, (n,), minval=lo, maxval=hi)
+        rel = goal - pos
+        heading = jnp.arctan2(rel[:, 1], rel[:, 0])  # facing the goal (CAMAR)
+        on_goal = jnp.linalg.norm(rel, axis=-1) < self.goal_radius
+        state = PathfindingState(
+            pos=pos,
+            vel=jnp.zeros((n, 2)),
+            heading=heading,
+            radius=radius,
+            goal=goal,
+            obstacles=jnp.pad(obstacles, self.pad, constant_values=True),
+            free=free,
+            field=self._field(obstacles, goal),
+            on_goal=on_goal,
+            arrival=jnp.where(on_goal, 0, -1).astype(jnp.int32),
+            collisions=jnp.zeros(n, jnp.int32),
+            goals_reached=on_goal.astype(jnp.int32),
+            t=jnp.zeros((), jnp.int32),
+        )
+        return state, self._timestep(state, jnp.zeros(n), jnp.zeros((), bool))
+
+    # --- step ----------------------------------------------------------------------------------
+
+    def _commands(self, actions: Array) -> Array:
+        if self.discrete:
+            table = jnp.where(
+                jnp.asarray(self.diffdrive)[:, None, None],
+                jnp.asarray(DIFFDRIVE_ACTIONS)[None],
+                jnp.asarray(HOLONOMIC_ACTIONS)[None],
+            )
+            return table[jnp.arange(self.num_agents), actions]
+        return jnp.clip(actions, -1.0, 1.0)
+
+    def _neighbours(self, pos: Array, w: int) -> tuple[Array, Array]:
+        if self.dense:
+            return world.all_candidates(self.num_agents)
+        rows, cols = world.cell_of(pos, 1.0, self.height, self.width)
+        return world.agent_candidates(rows, cols, self.width, w, self.capacity)
+
+    def _substep(self, state: PathfindingState, u: Array) -> tuple[PathfindingState, Array]:
+        pos, vel, radius = state.pos, state.vel, state.radius
+        rows, cols = world.cell_of(pos, 1.0, self.height, self.width)
+        lo, occupied = world.nearby_cells(state.obstacles, rows, cols, 1, self.pad, 1.0)
+        f_obs, touch_obs = world.obstacle_force(
+            pos, radius, lo, occupied, 1.0, self.stiffness, self.margin
+        )
+        idx, valid = self._neighbours(pos, 1)
+        f_agents, touch_agents, _, _ = world.agent_force(
+            pos, radius, idx, valid, self.stiffness, self.margin
+        )
+        force = f_obs + f_agents
+        dt = self.dt
+        # holonomic: damped, force-driven, speed-limited (CAMAR's HolonomicDynamic)
+        v_h = (1.0 - self.damping) * vel + (self.accel * u + force) * dt
+        speed = jnp.linalg.norm(v_h, axis=-1, keepdims=True)
+        v_h = v_h * jnp.minimum(1.0, self.max_speed / jnp.maximum(speed, 1e-9))
+        # differential drive: commanded speeds along the heading, contacts push (CAMAR's)
+        heading = state.heading + jnp.where(self.diffdrive, self.max_turn * u[:, 1] * dt, 0.0)
+        heading = jnp.remainder(heading + jnp.pi, 2 * jnp.pi) - jnp.pi
+        along = jnp.stack([jnp.cos(heading), jnp.sin(heading)], axis=-1)
+        v_d = self.max_speed * u[:, :1] * along + force * dt
+        vel = jnp.where(jnp.asarray(self.diffdrive)[:, None], v_d, v_h)
+        speed = jnp.linalg.norm(vel, axis=-1, keepdims=True)
+        vel = vel * jnp.minimum(1.0, self.max_speed / jnp.maximum(speed, 1e-9))
+        pos, vel = world.keep_out(pos + vel * dt, vel, self.guard * radius, lo, occupied, 1.0)
+        state = state.replace(pos=pos, vel=vel, heading=heading)
+        return state, touch_obs | touch_agents
+
+    def step_env(
+        self, key: Array, state: PathfindingState, actions: Array
+    ) -> tuple[PathfindingState, TimeStep]:
+        u = self._commands(actions)
+        before = self._goal_distance(state)
+        touched = jnp.zeros(self.num_agents, bool)
+        for _ in range(self.substeps):
+            state, touch = self._substep(state, u)
+            touched = touched | touch
+        t = state.t + 1
+        dist = jnp.linalg.norm(state.goal - state.pos, axis=-1)
+        on_goal = dist < self.goal_radius
+        first = on_goal & (state.arrival < 0)
+        arrival = jnp.where(first, t, state.arrival)
+        state = state.replace(
+            on_goal=on_goal,
+            arrival=arrival,
+            collisions=state.collisions + touched.astype(jnp.int32),
+            goals_reached=state.goals_reached + first.astype(jnp.int32),
+        )
+        progress = before - self._goal_distance(state)
+        all_on = jnp.all(on_goal)
+        r_goal, r_all, r_coll = self.rewards
+        reward = (
+            r_goal * on_goal + r_all * all_on - r_coll * touched + self.shaping * progress
+        ).astype(jnp.float32)
+        if self.lifelong:
+            state = self._new_goals(key, state, on_goal)
+            terminated = jnp.zeros((), bool)
+        else:
+            terminated = all_on
+        # `t` is advanced by `MultiAgentEnv.step`; metrics count this step
+        return state, self._timestep(state, reward, terminated, steps=t)
+
+    def _goal_distance(self, state: PathfindingState) -> Array:
+        euclid = jnp.linalg.norm(state.goal - state.pos, axis=-1)
+        if state.field is None:
+            return euclid
+        rows, cols = world.cell_of(state.pos, 1.0, self.height, self.width)
+        geo = field_at(state.field, rows, cols)
+        # the wavefront is in whole cells; inside the goal's cell use the straight line
+        return jnp.where(geo < 0.5, euclid, jnp.minimum(geo, UNREACHABLE))
+
+    def _new_goals(self, key: Array, state: PathfindingState, reached: Array) -> PathfindingState:
+        n = self.num_agents
+        scores = jax.random.uniform(key, (n, self.height * self.width))
+        scores = jnp.where(state.free.ravel()[None], scores, -1.0)
+        goal = jnp.where(reached[:, None], self._centres(jnp.argmax(scores, axis=1)), state.goal)
+        state = state.replace(
+            goal=goal,
+            on_goal=state.on_goal & ~reached,
+            arrival=jnp.where(reached, -1, state.arrival),
+        )
+        if self.geodesic:
+            inner = state.obstacles[self.pad : -self.pad, self.pad : -self.pad]
+            state = state.replace(
+                field=jax.lax.cond(
+                    jnp.any(reached), lambda: self._field(inner, goal), lambda: state.field
+                )
+            )
+        return state
+
+    # --- observation ---------------------------------------------------------------------------
+
+    def _timestep(
+        self, state: PathfindingState, reward: Array, terminated: Array, steps: Array | None = None
+    ) -> TimeStep:
+        n = self.num_agents
+        steps = state.t if steps is None else steps
+        limit = self.spec.episode_limit
+        reached = state.goals_reached > 0
+        arrival = jnp.where(state.arrival >= 0, state.arrival, limit)
+        contact = state.collisions.astype(jnp.float32)
+        metrics = {
+            "success_rate": jnp.mean(reached),
+            "on_goal": jnp.mean(state.on_goal),
+            "all_on_goal": jnp.all(state.on_goal),
+            "flowtime": jnp.sum(arrival),
+            "makespan": jnp.max(arrival),
+            "collisions_per_agent": jnp.mean(contact),
+            "coordination": 1.0 - jnp.mean(contact / jnp.maximum(steps, 1)),
+            "goals_reached": jnp.mean(state.goals_reached),
+        }
+        return TimeStep(
+            obs=self._observe(state),
+            state=self._global_state(state, steps),
+            avail_actions=jnp.ones((n, self.spec.action_dim), bool),
+            reward=reward,
+            terminated=terminated,
+            truncated=jnp.zeros((), bool),
+            alive=jnp.ones(n, bool),
+            metrics={k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()},
+        )
+
+    def _observe(self, state: PathfindingState) -> Array:
+        n, w, k = self.num_agents, self.window, self.max_obs
+        pos, radius = state.pos, state.radius
+        size = jnp.array([self.width, self.height], jnp.float32)
+        rel = state.goal - pos
+        dist = jnp.linalg.norm(rel, axis=-1, keepdims=True)
+        heading = jnp.stack([jnp.cos(state.heading), jnp.sin(state.heading)], -1)
+        own = jnp.concatenate(
+            [
+                rel / size,
+                rel / jnp.maximum(dist, 1e-6),
+                dist / max(self.height, self.width),
+                state.on_goal[:, None],
+                state.vel / self.max_speed,
+                heading,
+                jnp.asarray(self.diffdrive, jnp.float32)[:, None] * jnp.ones((n, 1)),
+                radius[:, None],
+            ],
+            axis=-1,
+        )
+        reach = float(w)  # every point this close to the agent lies inside its block
+        # candidates: the block's obstacle cells (offset to their closest point) and agents
+        # (dense or from the cell list); the k nearest by gap between surfaces are kept, and
+        # only their features are built
+        rows, cols = world.cell_of(pos, 1.0, self.height, self.width)
+        lo, occupied = world.nearby_cells(state.obstacles, rows, cols, w, self.pad, 1.0)
+        delta, d_obs = world.closest_on_boxes(pos, lo, 1.0)
+        idx, valid = self._neighbours(pos, w)
+        d_rel = pos[idx] - pos[:, None, :]
+        d_ag = jnp.sqrt(jnp.sum(d_rel**2, axis=-1) + 1e-12)
+        offsets = jnp.concatenate([-delta, d_rel], axis=1)  # [N, C, 2]
+        radii = jnp.concatenate([jnp.zeros_like(d_obs), radius[idx]], axis=1)
+        gaps = jnp.concatenate([d_obs, d_ag], axis=1) - radius[:, None] - radii
+        ok = jnp.concatenate([occupied & (d_obs < reach), valid & (d_ag < reach)], axis=1)
+        kk = min(k, ok.shape[1])
+        _, nearest = jax.lax.top_k(jnp.where(ok, -gaps, -jnp.inf), kk)
+
+        def pick(x):
+            return jnp.take_along_axis(x, nearest, axis=1)
+
+        present = pick(ok)
+        is_agent = nearest >= d_obs.shape[1]
+        objects = jnp.concatenate(
+            [
+                jnp.take_along_axis(offsets, nearest[..., None], axis=1) / reach,
+                (pick(gaps) / reach)[..., None],
+                pick(radii)[..., None],
+                is_agent[..., None],
+                present[..., None],
+            ],
+            axis=-1,
+        )
+        objects = jnp.where(present[..., None], objects, 0.0)
+        if kk < k:
+            objects = jnp.pad(objects, ((0, 0), (0, k - kk), (0, 0)))
+        return jnp.concatenate([own, objects.reshape(n, -1)], axis=-1).astype(jnp.float32)
+
+    def _global_state(self, state: PathfindingState, steps: Array) -> Array:
+        size = jnp.array([self.width, self.height], jnp.float32)
+        per_agent = jnp.concatenate(
+            [
+                state.pos / size,
+                state.vel / self.max_speed,
+                state.goal / size,
+                jnp.cos(state.heading)[:, None],
+                jnp.sin(state.heading)[:, None],
+                state.radius[:, None],
+                state.on_goal[:, None],
+            ],
+            axis=-1,
+        )
+        parts = [per_agent.ravel()]
+        if self.time_in_state:
+            parts.append((steps / self.spec.episode_limit)[None])
+        if self.state_map:
+            p = self.pad
+            parts.append(state.obstacles[p:-p, p:-p].ravel())
+        return jnp.concatenate([x.astype(jnp.float32) for x in parts])
+
+    def neighbourhood(self, state: PathfindingState) -> Array:
+        """Agents within the observation window (`obs_window` cells) of each other."""
+        d = jnp.linalg.norm(state.pos[:, None] - state.pos[None], axis=-1)
+        return (super().neighbourhood(state) * (d < self.window)).astype(jnp.float32)
+
+    # --- rendering -----------------------------------------------------------------------------
+
+    def render_frame(self, state: PathfindingState) -> dict[str, Any]:
+        p = self.pad
+        return {
+            "obstacles": np.asarray(state.obstacles[p:-p, p:-p]),
+            "pos": np.asarray(state.pos),
+            "radius": np.asarray(state.radius),
+            "goal": np.asarray(state.goal),
+            "goal_radius": self.goal_radius,
+            "heading": np.asarray(state.heading),
+            "diffdrive": self.diffdrive,
+            "on_goal": np.asarray(state.on_goal),
+        }
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)

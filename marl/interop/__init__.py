@@ -1,0 +1,1 @@
+"""Adapters to and from peer libraries (JaxMARL), both ways."""

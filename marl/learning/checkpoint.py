@@ -1,0 +1,162 @@
+"""Segment checkpoints: a killed run resumes at its last finished segment (orbax-checkpoint).
+
+`marl.learning.training.run` saves, after every segment's evaluation, the training state of
+every seed, each seed's best evaluated parameters and the run's history (evaluation steps and
+results, training metrics, best scores, training time) into `<run dir>/checkpoint/<segment>/`,
+keeping only the newest. Saving is synchronous: it finishes before the next segment donates the
+state's buffers. Restoring needs a state of the same structure (the freshly initialised one), so a
+resumed run compiles the same programs and continues bit for bit: its record equals the one an
+uninterrupted run writes.
+
+Typed PRNG keys are stored as their raw key data and rewrapped with the template's key
+implementation on restore; empty arrays (which orbax cannot store) are rebuilt from the template.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+History = dict[str, Any]
+
+# orbax looks for per-process OCDBT files to merge after every save and warns when it finds none,
+# which is always, since these checkpoints do not use OCDBT (see SegmentCheckpoints)
+_NO_MERGE = "Skipping merge of OCDBT checkpoints"
+
+
+class _DropNoMergeWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _NO_MERGE not in str(record.msg)
+
+
+def _quiet_orbax() -> None:
+    """Drop orbax's per-save 'no OCDBT files to merge' warning from the absl logger (once)."""
+    logger = logging.getLogger("absl")
+    if not any(isinstance(f, _DropNoMergeWarning) for f in logger.filters):
+        logger.addFilter(_DropNoMergeWarning())
+
+
+def _is_key(x: Any) -> bool:
+    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _pack(tree: Any) -> dict[str, Any]:
+    """The tree's leaves by flat index: typed keys as their key data, empty arrays left out
+    (orbax cannot store them; `_unpack` rebuilds them from the template)."""
+    out = {}
+    for i, x in enumerate(jax.tree.leaves(tree)):
+        x = jax.random.key_data(x) if _is_key(x) else x
+        if x.size:
+            out[str(i)] = x
+    return out
+
+
+def _unpack(packed: dict[str, Any], like: Any) -> Any:
+    """The tree of `like` with `_pack`'s leaves put back (keys rewrapped as `like`'s)."""
+    leaves, treedef = jax.tree.flatten(like)
+    out = []
+    for i, template in enumerate(leaves):
+        if str(i) not in packed:
+            out.append(jnp.zeros(template.shape, template.dtype))
+        elif _is_key(template):
+            out.append(jax.random.wrap_key_data(packed[str(i)], impl=jax.random.key_impl(template)))
+        else:
+            out.append(packed[str(i)])
+    return jax.tree.unflatten(treedef, out)
+
+
+def stack_history(
+    steps: list[int],
+    evaluations: list[dict[str, np.ndarray]],
+    train_metrics: list[dict[str, np.ndarray]],
+    **extra: Any,
+) -> History:
+    """Lists of per-segment dicts as stacked arrays (what `SegmentCheckpoints.save` stores)."""
+
+    def stack(rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        return {k: np.stack([np.asarray(r[k]) for r in rows]) for k in rows[0]} if rows else {}
+
+    out = {
+        "steps": np.asarray(steps, np.int64),
+        "evaluations": stack(evaluations),
+        "train_metrics": stack(train_metrics),
+    }
+    return {**out, **{k: np.asarray(v) for k, v in extra.items()}}
+
+
+def unstack(stacked: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """The inverse of `stack_history`'s stacking: one dict per leading index."""
+    if not stacked:
+        return []
+    n = len(next(iter(stacked.values())))
+    return [{k: np.asarray(v[i]) for k, v in stacked.items()} for i in range(n)]
+
+
+class SegmentCheckpoints:
+    """The newest segment checkpoint of one run, in `directory`."""
+
+    def __init__(self, directory: str | Path):
+        import orbax.checkpoint as ocp
+
+        _quiet_orbax()
+        self.directory = Path(directory).absolute()
+        self._ocp = ocp
+        # one zarr array per leaf, not orbax's default OCDBT store: OCDBT finds its per-process
+        # files with a glob, which fails on a run directory named after env keywords
+        # ("3m[see_enemy_actions=true]"), and such a checkpoint did not restore
+        arrays = ocp.StandardCheckpointHandler(use_ocdbt=False)
+        history = ocp.PyTreeCheckpointHandler(use_ocdbt=False)
+        registry = ocp.handlers.DefaultCheckpointHandlerRegistry()
+        registry.add("arrays", ocp.args.StandardSave, arrays)
+        registry.add("arrays", ocp.args.StandardRestore, arrays)
+        registry.add("history", ocp.args.PyTreeSave, history)
+        registry.add("history", ocp.args.PyTreeRestore, history)
+        self._manager = ocp.CheckpointManager(
+            self.directory,
+            options=ocp.CheckpointManagerOptions(
+                max_to_keep=1, create=True, enable_async_checkpointing=False
+            ),
+            handler_registry=registry,
+        )
+
+    def latest(self) -> int | None:
+        """The newest saved segment, or None."""
+        return self._manager.latest_step()
+
+    def save(self, segment: int, state: Any, best: Any, history: History) -> None:
+        """Store segment `segment`: the training state, the best parameters, the history."""
+        ocp = self._ocp
+        arrays = _pack({"state": state, "best": best})
+        self._manager.save(
+            segment,
+            args=ocp.args.Composite(
+                arrays=ocp.args.StandardSave(arrays), history=ocp.args.PyTreeSave(history)
+            ),
+        )
+        self._manager.wait_until_finished()
+
+    def restore(self, segment: int, state_like: Any, best_like: Any) -> tuple[Any, Any, History]:
+        """(state, best, history) of `segment`, the arrays shaped and typed as the templates."""
+        ocp = self._ocp
+        like = {"state": state_like, "best": best_like}
+        abstract = jax.eval_shape(_pack, like)
+        out = self._manager.restore(
+            segment,
+            args=ocp.args.Composite(
+                arrays=ocp.args.StandardRestore(abstract), history=ocp.args.PyTreeRestore()
+            ),
+        )
+        arrays = _unpack(dict(out.arrays), like)
+        history = jax.tree.map(np.asarray, dict(out.history))
+        return arrays["state"], arrays["best"], history
+
+    def clear(self) -> None:
+        """Delete the checkpoints (a finished run keeps only its record and parameters)."""
+        self._manager.close()
+        shutil.rmtree(self.directory, ignore_errors=True)

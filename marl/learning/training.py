@@ -1,0 +1,361 @@
+"""The run loop: seeds vmapped in one program, updates scanned in segments, evaluation between.
+
+```
+init:     jit(lax.map(train.init))(seed keys)                    once
+segment:  jit(scan(vmap(train.step, axis_name=SEED_AXIS)))  `updates_per_segment` updates, donated
+evaluate: jit(vmap(evaluate))(params)  greedy episodes on fixed keys, after every segment
+select:   jit(where(score > best, params, best))   each seed's best evaluated parameters
+absolute: jit(vmap(evaluate))(best params)   `absolute_episodes` episodes on other fixed keys
+```
+
+No Python loop runs per update, and each function compiles once for a given (env, learner,
+shapes). Between segments the host only logs progress and stores evaluation results.
+
+The absolute metric (Gorsane et al. 2022) re-evaluates each seed's best evaluated parameters
+(highest mean of `settings.metric` over the evaluation episodes; the earliest on ties) on
+`absolute_episodes` fresh episodes, on keys disjoint from both the training and the periodic
+evaluation keys, so the selection does not bias the score it reports.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import SEED_AXIS, Train
+from marl.learning.checkpoint import SegmentCheckpoints, stack_history, unstack
+from marl.learning.evaluation import evaluate
+from marl.learning.xla import warn_if_unsafe
+
+Array = jax.Array
+
+EVAL_SALT = 0xE7A1  # evaluation keys: fold_in(root, EVAL_SALT), disjoint from training keys
+ABSOLUTE_SALT = 0xAB50  # absolute-metric keys: fold_in(root, ABSOLUTE_SALT)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How long to train and how to evaluate (the protocol's numbers)."""
+
+    seeds: int = 10
+    budget: int = 2_000_000  # environment steps per seed
+    eval_interval: int | None = None  # env steps between evaluations (None: see below)
+    num_evaluations: int = 20  # evaluations after step 0 when eval_interval is None
+    eval_episodes: int = 32
+    seed: int = 0  # root seed; seed k trains from split(key(seed), seeds)[k]
+    absolute_episodes: int = 320  # episodes re-evaluating each seed's best parameters (0: off)
+    metric: str = "return"  # evaluation metric that selects the best parameters
+
+    def interval(self) -> int:
+        return int(self.eval_interval or max(1, self.budget // self.num_evaluations))
+
+    def schedule(self, steps_per_update: int) -> tuple[int, int]:
+        """(updates per segment, segments): evaluation every `interval()` env steps rounded to
+        whole updates; the budget rounded up to whole segments."""
+        per_segment = max(1, round(self.interval() / steps_per_update))
+        num_segments = max(1, math.ceil(self.budget / (per_segment * steps_per_update)))
+        return per_segment, num_segments
+
+    def total_updates(self, steps_per_update: int) -> int:
+        """Updates per seed over the whole run: what `make_train(env, cfg, total_updates)`
+        anneals learning rates over (as `marl train` passes it)."""
+        per_segment, num_segments = self.schedule(steps_per_update)
+        return per_segment * num_segments
+
+
+def segment_means(metrics: dict[str, Array]) -> dict[str, Array]:
+    """One value per seed from a segment's `[updates, seeds]` training metrics.
+
+    Episode statistics (`train/<name>` from `marl.core.wrappers.episode_metrics`, which are already
+    averages over the episodes that ended in one update) are averaged over the segment's
+    episodes, weighted by `train/episodes`: a plain mean over updates would count the updates
+    in which no episode ended as zeros (with 64-step updates and 25-step episodes, a return
+    reported at a third of its value); NaN for a seed none of whose episodes ended in the
+    segment (there is no such statistic to report). `train/episodes` and every other metric:
+    mean over updates.
+    """
+    episodes = metrics.get("train/episodes")
+    total = None if episodes is None else jnp.sum(episodes, axis=0)
+    out = {}
+    for name, x in metrics.items():
+        if total is not None and name.startswith("train/") and name != "train/episodes":
+            mean = jnp.sum(x * episodes, axis=0) / jnp.maximum(total, 1)
+            out[name] = jnp.where(total > 0, mean, jnp.nan)
+        else:
+            out[name] = jnp.mean(x, axis=0)
+    return out
+
+
+@dataclass
+class RunResult:
+    """What a run produced (host numpy arrays, seeds on the leading axis)."""
+
+    steps: list[int] = field(default_factory=list)  # env steps per seed at each evaluation
+    evaluations: list[dict[str, np.ndarray]] = field(default_factory=list)  # [seeds, episodes]
+    train_metrics: list[dict[str, np.ndarray]] = field(default_factory=list)  # [seeds]
+    final_state: Any = None
+    params: Any = None  # acting parameters at the end, [seeds, ...]
+    wall_time: float = 0.0
+    compile_time: float = 0.0  # start-up: init, first evaluation and segment compilation
+    steps_per_second: float = 0.0  # env steps per second over all seeds, excluding compile
+    best_step: np.ndarray | None = None  # [seeds] env steps of each seed's best evaluation
+    best_score: np.ndarray | None = None  # [seeds] its mean `settings.metric`
+    best_params: Any = None  # [seeds, ...] the parameters evaluated there
+    absolute: dict[str, np.ndarray] | None = None  # [seeds, absolute_episodes] per metric
+
+    def curve(self, metric: str = "return") -> np.ndarray:
+        """[evaluations, seeds] mean over episodes of `metric` at each evaluation."""
+        return np.stack([e[metric].mean(axis=-1) for e in self.evaluations])
+
+
+def seed_sharding(
+    seeds: int, devices: Sequence[jax.Device] | None = None, log: Callable[[str], None] = print
+) -> Callable[[Any], Any]:
+    """A function placing a pytree with seeds on its leading axis: split over `devices`
+    (default: every device of the run, all hosts' in a multi-host run) when there are several
+    and they divide `seeds`, else left where it is. Programs called on sharded inputs run
+    partitioned (jit follows the input sharding), each device computing its seeds."""
+    devices = list(_run_devices() if devices is None else devices)
+    if len(devices) < 2:
+        return lambda tree: tree
+    if seeds % len(devices):
+        log(f"{seeds} seeds do not divide over {len(devices)} devices: running on one")
+        return lambda tree: tree
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.array(devices), (SEED_AXIS,))
+    split, whole = (
+        NamedSharding(mesh, PartitionSpec(SEED_AXIS)),
+        NamedSharding(mesh, PartitionSpec()),
+    )
+    log(f"{seeds} seeds sharded over {len(devices)} devices ({devices[0].platform})")
+
+    def place(tree: Any) -> Any:
+        # empty arrays stay replicated, as XLA returns them; a jitted identity with output
+        # shardings also builds global arrays across hosts, where device_put cannot
+        shardings = jax.tree.map(lambda x: split if x.size else whole, tree)
+        return jax.jit(lambda t: t, out_shardings=shardings)(tree)
+
+    return place
+
+
+def _run_devices() -> list[jax.Device]:
+    """The devices a run spreads its seeds over: this host's, or every host's once
+    `jax.distributed` is initialised (`distributed=true`)."""
+    return jax.devices() if jax.process_count() > 1 else jax.local_devices()
+
+
+def fetch(tree: Any) -> Any:
+    """Device arrays to host numpy: `device_get`, or an all-gather across hosts."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.process_allgather(tree, tiled=True)
+    return jax.device_get(tree)
+
+
+def _fmt_time(sec: float) -> str:
+    sec = int(max(sec, 0))
+    return f"{sec // 3600}:{sec % 3600 // 60:02d}:{sec % 60:02d}"
+
+
+def learner_for(
+    make_train: Callable[..., Train],
+    env: MultiAgentEnv,
+    cfg: Any,
+    settings: RunSettings,
+) -> Train:
+    """`make_train(env, cfg, total_updates)` with `settings`' total updates, as `marl train`
+    builds it: an annealed learning rate reaches 0 at the run's end."""
+    steps = probe_learner(make_train, env, cfg).steps_per_update
+    return make_train(env, cfg, settings.total_updates(steps))
+
+
+def probe_learner(make_train: Callable[..., Train], env: MultiAgentEnv, cfg: Any) -> Train:
+    """`make_train(env, cfg)` built only to read its shapes and `steps_per_update` (nothing is
+    compiled; its warning that annealing cannot act without the run's length is muted)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make_train(env, cfg)
+
+
+def run(
+    env: MultiAgentEnv,
+    train: Train,
+    settings: RunSettings,
+    log: Callable[[str], None] | None = print,
+    on_evaluation: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+    checkpoints: SegmentCheckpoints | None = None,
+    on_train_metrics: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+    devices: Sequence[jax.Device] | None = None,
+    init_inputs: Any = None,
+) -> RunResult:
+    """Train `settings.seeds` seeds of `train` on `env` for `settings.budget` env steps each.
+
+    Evaluates the greedy policy at step 0 and every `settings.interval()` env steps (rounded
+    to whole updates; the budget is rounded up to whole segments). With `checkpoints`, every
+    segment is saved there and a run that finds a saved segment continues after it (its
+    evaluations so far are replayed through `on_evaluation`), giving the same result as an
+    uninterrupted run. `on_train_metrics(step, metrics)` gets each segment's training metrics
+    (per seed, means over its updates) just before that segment's `on_evaluation`.
+
+    The seeds are sharded over `devices` (default: all local devices) when there are several
+    and they divide the number of seeds; each device then trains and evaluates its share of
+    the seeds, with the same results as on one device (`seed_sharding`). `init_inputs`
+    replaces the seed keys given to `train.init` (leaves `[settings.seeds, ...]`; a vectorised
+    hyperparameter sweep passes keys and values, `marl.learning.hyper`).
+    """
+    warn_if_unsafe()
+    spu = train.steps_per_update
+    per_segment, num_segments = settings.schedule(spu)
+    say = log or (lambda _: None)
+    root = jax.random.key(settings.seed)
+    init_keys = jax.random.split(root, settings.seeds)
+    eval_key = jax.random.fold_in(root, EVAL_SALT)
+
+    def segment(state):
+        def body(s, _):
+            s, m = jax.vmap(train.step, axis_name=SEED_AXIS)(s)
+            return s, m
+
+        state, metrics = jax.lax.scan(body, state, None, length=per_segment)
+        return state, segment_means(metrics)
+
+    def evaluate_all(state):
+        params = train.params(state)
+        return jax.vmap(lambda p: evaluate(env, train.policy, p, eval_key, settings.eval_episodes))(
+            params
+        )
+
+    def select(best, state, better):
+        def pick(new, old):
+            return jnp.where(better.reshape(better.shape + (1,) * (new.ndim - 1)), new, old)
+
+        return jax.tree.map(pick, train.params(state), best)
+
+    def absolute_all(params):
+        key = jax.random.fold_in(root, ABSOLUTE_SALT)
+        n = settings.absolute_episodes
+        return jax.vmap(lambda p: evaluate(env, train.policy, p, key, n))(params)
+
+    segment_j = jax.jit(segment, donate_argnums=0)
+    evaluate_j = jax.jit(evaluate_all)
+    select_j = jax.jit(select, donate_argnums=0)
+    result = RunResult()
+    best = best_score = best_step = None
+    lower = settings.metric in env.spec.lower_is_better  # e.g. pathfinding's flowtime
+
+    def track(steps: int, evals: dict[str, np.ndarray]) -> None:
+        nonlocal best, best_score, best_step
+        if settings.metric not in evals:
+            valid = ", ".join(sorted(evals))
+            raise ValueError(
+                f"protocol metric {settings.metric!r} is not evaluated; valid: {valid}"
+            )
+        score = np.asarray(evals[settings.metric]).mean(axis=-1)
+        if best is None:  # zeros, not the state's own buffers: the state is donated later
+            best = jax.tree.map(jnp.zeros_like, train.params(state))
+            best_score = np.full_like(score, np.inf if lower else -np.inf)
+            best_step = np.zeros(score.shape, np.int64)
+        better = score < best_score if lower else score > best_score
+        best = select_j(best, state, jnp.asarray(better))
+        best_score = np.where(better, score, best_score)
+        best_step = np.where(better, steps, best_step)
+
+    t0 = time.perf_counter()
+    # Seeds are initialised with lax.map, not vmap: batched QR (orthogonal init) can deadlock
+    # on XLA's CPU backend. Wait for init before dispatching anything that reads its result.
+    place = seed_sharding(settings.seeds, devices, say)
+    inputs = init_keys if init_inputs is None else init_inputs
+    state = jax.jit(lambda k: jax.lax.map(train.init, k))(inputs)
+    state = jax.block_until_ready(place(state))
+    done = None if checkpoints is None else checkpoints.latest()
+    train_time = 0.0
+    if done is None:
+        first = fetch(evaluate_j(state))
+        track(0, first)
+        result.steps.append(0)
+        result.evaluations.append(first)
+        if on_evaluation:
+            on_evaluation(0, first)
+        done = 0
+    else:  # continue after the saved segment
+        best_like = jax.eval_shape(train.params, state)
+        state, best, saved = checkpoints.restore(done, state, best_like)
+        state, best = place(state), place(best)
+        result.steps = [int(x) for x in saved["steps"]]
+        result.evaluations = unstack(saved["evaluations"])
+        result.train_metrics = unstack(saved["train_metrics"])
+        best_score, best_step = saved["best_score"], saved["best_step"]
+        train_time = float(saved["train_time"])
+        if on_evaluation:
+            for step, evals in zip(result.steps, result.evaluations, strict=True):
+                on_evaluation(step, evals)
+    compiled = segment_j.lower(state).compile()
+    result.compile_time = time.perf_counter() - t0  # init, first evaluation, segment
+    resumed = f"; resumed after segment {done}" if done else ""
+    say(
+        f"{env.spec.name}: {settings.seeds} seeds x {num_segments * per_segment * spu:,} steps, "
+        f"{num_segments} segments of {per_segment} updates x {spu} steps "
+        f"(compiled in {result.compile_time:.1f}s); eval return at 0: "
+        f"{result.evaluations[0]['return'].mean():.3f}{resumed}"
+    )
+    loop_start = time.perf_counter()
+    for k in range(done + 1, num_segments + 1):
+        start = time.perf_counter()
+        state, metrics = compiled(state)
+        metrics = fetch(metrics)
+        train_time += time.perf_counter() - start
+        evals = fetch(evaluate_j(state))
+        steps = k * per_segment * spu
+        track(steps, evals)
+        result.steps.append(steps)
+        result.evaluations.append(evals)
+        result.train_metrics.append(metrics)
+        if on_train_metrics:
+            on_train_metrics(steps, metrics)
+        if on_evaluation:
+            on_evaluation(steps, evals)
+        if checkpoints is not None:
+            history = stack_history(
+                result.steps,
+                result.evaluations,
+                result.train_metrics,
+                best_score=best_score,
+                best_step=best_step,
+                train_time=train_time,
+            )
+            checkpoints.save(k, state, best, history)
+        sps = steps * settings.seeds / max(train_time, 1e-9)
+        eta = (num_segments - k) * (time.perf_counter() - loop_start) / (k - done)
+        ret = evals["return"].mean(axis=-1)
+        say(
+            f"[{k:>3}/{num_segments}] {steps:>11,} steps  {sps:>10,.0f} steps/s  "
+            f"ETA {_fmt_time(eta)}  eval return {ret.mean():9.3f} (seeds {ret.min():.2f}"
+            f"..{ret.max():.2f})"
+        )
+    result.final_state = state
+    result.params = fetch(train.params(state))
+    result.best_step, result.best_score = best_step, best_score
+    result.best_params = fetch(best)
+    if settings.absolute_episodes > 0:
+        result.absolute = fetch(jax.jit(absolute_all)(best))
+        absolute = result.absolute[settings.metric].mean(axis=-1)
+        say(
+            f"absolute {settings.metric} (best evaluated parameters, "
+            f"{settings.absolute_episodes} episodes): {absolute.mean():.3f} (seeds "
+            f"{absolute.min():.2f}..{absolute.max():.2f}; best at steps "
+            f"{', '.join(f'{s:,}' for s in best_step)})"
+        )
+    result.wall_time = time.perf_counter() - t0
+    result.steps_per_second = result.steps[-1] * settings.seeds / max(train_time, 1e-9)
+    return result

@@ -1,0 +1,227 @@
+"""Versioned benchmark definitions (`marl/conf/benchmark/<name>.yaml`): the cells (task x
+learner, with seeds, budget, protocol and overrides) behind the leaderboard, their state in a
+records folder, their cost on this machine, and running the ones left.
+
+```
+definition yaml -> cells(tier, only) -> Cell.overrides -> marl train (one run per cell)
+                                     -> status: finished / unfinished / missing, hours left
+```
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFINITIONS = Path(__file__).parents[1] / "conf" / "benchmark"
+COSTS = "costs.json"  # in the records folder: measured seconds per update of each cell
+
+
+class BenchmarkError(ValueError):
+    """An unknown benchmark, tier, task or learner; one line naming the choices."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One `marl train` run of a benchmark: a learner on a task."""
+
+    benchmark: str
+    tier: str
+    family: str  # the definition's group (a family, or e.g. many-agent)
+    task: str  # env id, with `[key=value,...]` keywords where it is a variant
+    algo: str
+    seeds: int
+    budget: float
+    protocol: str
+    extra: tuple[str, ...]
+    records: Path
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}/{self.algo}"
+
+    @property
+    def env_overrides(self) -> list[str]:
+        """`env=<id>` and `env.kwargs.K=V` for each keyword of a variant task name."""
+        m = re.fullmatch(r"([^\[]+)(?:\[(.*)\])?", self.task)
+        if m is None:
+            raise BenchmarkError(f"task {self.task!r}: expected family/name[key=value,...]")
+        out = [f"env={m.group(1)}"]
+        for item in filter(None, (m.group(2) or "").split(",")):
+            out.append(f"env.kwargs.{item}")
+        return out
+
+    def overrides(self) -> list[str]:
+        """The `marl train` overrides of this cell."""
+        return [
+            *self.env_overrides,
+            f"algo={self.algo}",
+            f"protocol={self.protocol}",
+            f"seeds={self.seeds}",
+            f"budget={self.budget:g}",
+            f"out={self.records}",
+            f"name={self.benchmark}",
+            *self.extra,
+        ]
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in DEFINITIONS.glob("*.yaml"))
+
+
+def load(name: str) -> dict[str, Any]:
+    """The definition `name` (a shipped one, or a path to a yaml file)."""
+    path = Path(name) if name.endswith((".yaml", ".yml")) else DEFINITIONS / f"{name}.yaml"
+    if not path.is_file():
+        raise BenchmarkError(f"benchmark {name!r} unknown; valid: {', '.join(names())}")
+    return yaml.safe_load(path.read_text())
+
+
+def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = ()) -> list[Cell]:
+    """The cells of `tier` (or all tiers) whose `task/algo` matches one of the `only` globs."""
+    tiers = definition["tiers"]
+    if tier != "all" and tier not in tiers:
+        raise BenchmarkError(f"tier {tier!r} unknown; valid: all, {', '.join(tiers)}")
+    out = []
+    for tier_name, families in tiers.items():
+        if tier not in ("all", tier_name):
+            continue
+        for family, spec in families.items():
+            extra = spec.get("overrides") or {}
+            for task in spec["tasks"]:
+                for algo in spec["algos"]:
+                    out.append(
+                        Cell(
+                            benchmark=definition["name"],
+                            tier=tier_name,
+                            family=family,
+                            task=task,
+                            algo=algo,
+                            seeds=int(spec["seeds"]),
+                            budget=float(spec["budget"]),
+                            protocol=spec.get("protocol", definition.get("protocol", "default")),
+                            extra=tuple([*extra.get("all", []), *extra.get(algo, [])]),
+                            records=Path(definition["records"]),
+                        )
+                    )
+    if only:
+        known_tasks = sorted({c.task for c in out})
+        known_algos = sorted({c.algo for c in out})
+        for pattern in only:
+            if not any(fnmatch.fnmatchcase(c.key, pattern) for c in out):
+                raise BenchmarkError(
+                    f"--only {pattern!r} matches no cell (task/learner globs, e.g. "
+                    f"'combat/*/qmix'); tasks: {', '.join(known_tasks)}; learners: "
+                    f"{', '.join(known_algos)}"
+                )
+        out = [c for c in out if any(fnmatch.fnmatchcase(c.key, p) for p in only)]
+    return out
+
+
+def resolve(cell: Cell) -> Any:
+    """The cell's validated `marl.run.config.RunConfig` (nothing compiled)."""
+    from marl.run import config
+
+    try:
+        return config.resolve(config.compose(cell.overrides()), command=cell.overrides())
+    except config.ConfigError as e:
+        raise BenchmarkError(f"{cell.key}: {e}") from None
+
+
+def state(run: Any) -> tuple[str, dict[str, Any]]:
+    """("finished" | "unfinished" | "missing", the run's meta.json or {})."""
+    from marl.results.protocol import META
+    from marl.run.rundir import run_parent
+
+    path = run_parent(run) / str(run.name) / META
+    if not path.exists():
+        return "missing", {}
+    meta = json.loads(path.read_text())
+    return ("finished" if meta.get("finished") else "unfinished"), meta
+
+
+def measure(run: Any, updates: int = 3) -> dict[str, float]:
+    """Seconds per update of a run's vmapped seeds on this machine, training only (after one
+    compile of `updates` updates in a scan), and the compile time."""
+    import jax
+
+    from marl.run import config
+
+    env, train = config.build(run)
+    keys = jax.random.split(jax.random.key(0), run.settings.seeds)
+    init = jax.jit(jax.vmap(train.init))
+
+    def many(state: Any) -> Any:
+        step = jax.vmap(lambda s: train.step(s)[0])
+        return jax.lax.scan(lambda s, _: (step(s), None), state, None, length=updates)[0]
+
+    start = time.perf_counter()
+    state0 = jax.block_until_ready(init(keys))
+    program = jax.jit(many).lower(state0).compile()
+    compiled = time.perf_counter() - start
+    jax.block_until_ready(program(state0))  # warm
+    start = time.perf_counter()
+    jax.block_until_ready(program(state0))
+    per_update = (time.perf_counter() - start) / updates
+    return {"s_per_update": per_update, "compile_s": compiled}
+
+
+def estimate_s(run: Any, cost: dict[str, float] | None) -> float | None:
+    """Training seconds a whole cell takes on the measuring machine (evaluations extra)."""
+    if cost is None:
+        return None
+    return cost["s_per_update"] * run.total_updates + cost["compile_s"]
+
+
+def read_costs(records: Path) -> dict[str, dict[str, float]]:
+    path = records / COSTS
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_costs(records: Path, costs: dict[str, dict[str, float]]) -> None:
+    from marl.run.rundir import write_json
+
+    records.mkdir(parents=True, exist_ok=True)
+    write_json(records / COSTS, dict(sorted(costs.items())))
+
+
+def hours(seconds: float | None) -> str:
+    return "unmeasured" if seconds is None else f"{seconds / 3600:.1f} h"
+
+
+def run_cells(
+    todo: Sequence[tuple[Cell, Any]],
+    train: Callable[[Any], Any],
+    log: Callable[[str], None] = print,
+) -> list[tuple[Cell, str]]:
+    """Train each cell (`train(run)`: marl train's runner; an unfinished run resumes); a
+    cell that raises is reported and the others go on. -> [(cell, error)] of failed cells."""
+    import dataclasses
+    import traceback
+
+    failed = []
+    for k, (cell, run) in enumerate(todo, 1):
+        status, _ = state(run)
+        log(f"[{k}/{len(todo)}] {cell.key} ({status}): marl train {' '.join(cell.overrides())}")
+        if status == "finished":
+            continue
+        try:
+            done = train(dataclasses.replace(run, resume=status == "unfinished"))
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 - one broken cell must not stop the others
+            traceback.print_exc()
+            failed.append((cell, f"{type(e).__name__}: {e}"))
+            log(f"{cell.key} failed: {type(e).__name__}: {e}; going on")
+            continue
+        if done is None:
+            raise KeyboardInterrupt
+    return failed

@@ -1,0 +1,528 @@
+"""Run configuration: compose the Hydra config tree, then resolve it into a frozen `RunConfig`.
+
+```python
+cfg = compose(["env=particle/spread", "algo=mappo", "budget=2e6", "algo.lr=1e-3"])
+run = resolve(cfg)              # validated: env, keywords, learner, keys, budget; nothing compiled
+env, train = build(run)         # the environment and the learner, ready for `training.run`
+```
+
+The tree lives in `marl/conf/` (installed with the package): `config.yaml` holds the defaults
+list (env, algo, protocol) and the top-level keys. Keys under `env.kwargs` and `algo` are open:
+an override of a key not in the yaml is passed on (`++`), so the registry and the learner, which
+know the valid names, reject it with one line naming them. Derived values (updates per segment,
+total updates) go into the frozen `RunConfig`, never back into the config.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from marl.learning.training import RunSettings, probe_learner
+from marl.results.protocol import PROTOCOL_VERSION
+from marl.run.transfer import TransferError, TransferTarget, build_targets, parse_targets
+
+if TYPE_CHECKING:
+    from marl.core.env import EnvSpec, MultiAgentEnv
+    from marl.core.learner import Train
+
+CONFIG_MODULE = "marl.conf"
+CONFIG_NAME = "config"
+GROUPS = ("env", "algo", "protocol")
+ACTION_KINDS = ("discrete", "continuous")
+_OPEN_KEY = re.compile(r"^(env\.kwargs|algo)\.[A-Za-z_]")  # validated downstream, not by Hydra
+_GROUP_CHOICE = re.compile(r"^(env|algo|protocol)=(.*)$")
+_COMMENTED_KEY = re.compile(r"^(\w+):\s*(.*?)\s+#\s*(.*)$")
+
+
+class ConfigError(ValueError):
+    """A mistake in the run config; the message is one line naming the valid choices."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A validated run: what to build, how long to train, where to write, and derived values."""
+
+    env_id: str
+    env_kwargs: dict[str, Any]  # constructor keywords given (unset ones: constructor defaults)
+    algo: str  # learner name in the registry
+    algo_cfg: dict[str, Any]  # learner hyperparameters (the algo group without `name`)
+    settings: RunSettings
+    out: Path  # root of run directories
+    name: str | None  # run directory name (None: a timestamp)
+    steps_per_update: int  # env steps per seed consumed by one update
+    updates_per_segment: int  # updates between evaluations
+    num_segments: int  # evaluations after the one at step 0
+    command: tuple[str, ...] = field(default=())  # the overrides it was composed from
+    protocol_version: str = PROTOCOL_VERSION  # `protocol.version` of the config
+    transfer: tuple[TransferTarget, ...] = ()  # other envs the trained policy is played on
+    resume: bool = False  # continue an unfinished run of this config from its last checkpoint
+    logger: str | None = None  # external logger (`marl.run.loggers`): None, "wandb", "tensorboard"
+    checkpoint: bool = (
+        True  # save every segment (`marl.learning.checkpoint`) so resume=true can continue
+    )
+    label: str | None = None  # the algorithm's name in the run record (None: the learner's)
+
+    @property
+    def record_algo(self) -> str:
+        """The algorithm as records, reports and the leaderboard name it: `label` or the
+        learner's name."""
+        return self.label or self.algo
+
+    @property
+    def total_updates(self) -> int:
+        """Updates per seed over the whole run (what `make_train` anneals over)."""
+        return self.updates_per_segment * self.num_segments
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps per seed the run will take (the budget rounded up to whole segments)."""
+        return self.total_updates * self.steps_per_update
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved config, in the shape of the Hydra tree, plus the derived values."""
+        s = self.settings
+        return {
+            "env": {"id": self.env_id, "kwargs": dict(self.env_kwargs)},
+            "algo": {"name": self.algo, **self.algo_cfg},
+            "protocol": {
+                "version": self.protocol_version,
+                "eval_interval": s.eval_interval,
+                "num_evaluations": s.num_evaluations,
+                "eval_episodes": s.eval_episodes,
+                "absolute_episodes": s.absolute_episodes,
+                "metric": s.metric,
+                "transfer": [t.to_dict() for t in self.transfer],
+            },
+            "seeds": s.seeds,
+            "budget": s.budget,
+            "seed": s.seed,
+            "out": str(self.out),
+            "name": self.name,
+            "label": self.label,
+            "derived": {
+                "steps_per_update": self.steps_per_update,
+                "updates_per_segment": self.updates_per_segment,
+                "eval_interval": self.updates_per_segment * self.steps_per_update,
+                "evaluations": self.num_segments + 1,
+                "total_updates": self.total_updates,
+                "env_steps": self.env_steps,
+            },
+        }
+
+
+# --- the config tree --------------------------------------------------------------------------
+def _conf_dir() -> Any:
+    return resources.files(CONFIG_MODULE)
+
+
+def group_options(group: str) -> list[str]:
+    """Options of a config group shipped as yaml, e.g. `["particle/spread", ...]` for env."""
+    found: list[str] = []
+
+    def walk(node: Any, prefix: str) -> None:
+        for child in node.iterdir():
+            if child.is_dir():
+                walk(child, f"{prefix}{child.name}/")
+            elif child.name.endswith(".yaml"):
+                found.append(prefix + child.name.removesuffix(".yaml"))
+
+    root = _conf_dir() / group
+    if root.is_dir():
+        walk(root, "")
+    return sorted(found)
+
+
+def _store_unshipped() -> None:
+    """Registered envs and learners without a yaml get a minimal config node (their defaults)."""
+    from hydra.core.config_store import ConfigStore
+
+    from marl.core.registry import list_algorithms, list_envs
+
+    store = ConfigStore.instance()
+    shipped_envs, shipped_algos = set(group_options("env")), set(group_options("algo"))
+    for env_id in list_envs():
+        if env_id not in shipped_envs:
+            family, scenario = env_id.split("/")
+            store.store(group=f"env/{family}", name=scenario, node={"id": env_id, "kwargs": {}})
+    for name in list_algorithms():
+        if name not in shipped_algos:
+            store.store(group="algo", name=name, node={"name": name})
+
+
+def _check_choices(overrides: Sequence[str]) -> None:
+    """Unknown `env=` / `algo=` / `protocol=` choices, with the registry's one-line errors."""
+    from marl.core.registry import RegistryError, algorithm, env_factory
+
+    for item in overrides:
+        match = _GROUP_CHOICE.match(item.strip())
+        if not match:
+            continue
+        group, choice = match.groups()
+        try:
+            if group == "env":
+                env_factory(choice)
+            elif group == "algo":
+                algorithm(choice)
+        except RegistryError as e:
+            raise ConfigError(str(e)) from None
+        except ImportError as e:
+            raise ConfigError(f"{choice} is registered but cannot be imported: {e}") from None
+        if group == "protocol" and choice not in group_options("protocol"):
+            valid = ", ".join(group_options("protocol"))
+            raise ConfigError(f"unknown protocol {choice!r}; valid: {valid}")
+
+
+def open_keys(overrides: Sequence[str]) -> list[str]:
+    """`algo.x=1` -> `++algo.x=1`: add-or-override, so unknown keys reach their validator."""
+    return [f"++{o}" if _OPEN_KEY.match(o) else o for o in overrides]
+
+
+def _compose(overrides: Sequence[str]) -> DictConfig:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+
+    with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
+        return hydra_compose(CONFIG_NAME, overrides=list(overrides))
+
+
+def _valid_keys(full_key: str, overrides: Sequence[str]) -> str:
+    """The keys next to `full_key` in the config the group choices of `overrides` select."""
+    choices = [o for o in overrides if _GROUP_CHOICE.match(o.strip())]
+    parent, _, _ = full_key.rpartition(".")
+    try:
+        node = _compose(choices)
+        node = OmegaConf.select(node, parent) if parent else node
+    except Exception:  # the valid keys are a courtesy; the error stands without them
+        return ""
+    if not isinstance(node, DictConfig):
+        return ""
+    if parent:
+        keys = [f"{parent}.{k}" for k in node]
+    else:
+        keys = [str(k) for k in node if k not in GROUPS]
+        keys += [f"{g}=OPTION" for g in GROUPS] + ["env.kwargs.KEYWORD", "algo.KEY"]
+    return f"; valid: {', '.join(keys)}"
+
+
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """The composed config (`config.yaml` + groups) with Hydra command-line overrides applied."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    overrides = [str(o) for o in overrides]
+    _check_choices(overrides)
+    _store_unshipped()
+    try:
+        return _compose(open_keys(overrides))
+    except (HydraException, OmegaConfBaseException) as e:
+        message = str(e)
+        unknown = re.match(r"Could not override '([^']+)'", message)
+        if unknown:
+            key = unknown.group(1)
+            raise ConfigError(f"unknown config key {key!r}{_valid_keys(key, overrides)}") from None
+        raise ConfigError((message.strip().splitlines() or [type(e).__name__])[0]) from None
+
+
+# --- validation -------------------------------------------------------------------------------
+def _int(key: str, value: Any, minimum: int) -> int:
+    """An integer >= `minimum`; whole floats (2e6) are accepted and cast."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ConfigError(f"{key} must be {kind}, got {value!r}")
+    return value
+
+
+def _settings(data: dict[str, Any]) -> RunSettings:
+    protocol = data.get("protocol") or {}
+    interval = protocol.get("eval_interval")
+    metric = protocol.get("metric", "return")
+    if not isinstance(metric, str) or not metric:
+        raise ConfigError(f"protocol.metric must be a metric name, got {metric!r}")
+    return RunSettings(
+        seeds=_int("seeds", data.get("seeds"), 1),
+        budget=_int("budget", data.get("budget"), 1),
+        eval_interval=None if interval is None else _int("protocol.eval_interval", interval, 1),
+        eval_episodes=_int("protocol.eval_episodes", protocol.get("eval_episodes"), 1),
+        seed=_int("seed", data.get("seed"), 0),
+        num_evaluations=_int("protocol.num_evaluations", protocol.get("num_evaluations", 20), 1),
+        absolute_episodes=_int(
+            "protocol.absolute_episodes", protocol.get("absolute_episodes", 320), 0
+        ),
+        metric=metric,
+    )
+
+
+def evaluation_metrics(spec: EnvSpec) -> list[str]:
+    """Names `marl.learning.evaluation.evaluate` returns for an env with this spec."""
+    names = ["return", "length"]
+    if len(spec.groups) > 1:
+        names += [f"return/{g.name}" for g in spec.groups]
+    return names + list(spec.metric_names)
+
+
+def start_distributed(cfg: DictConfig, join: bool = True) -> bool:
+    """`distributed=true`: join the multi-host run (`jax.distributed.initialize()`, which reads
+    the coordinator from the cluster's environment: Slurm, Open MPI, Cloud TPU, or the
+    JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID variables). Must run before
+    JAX computes anything, so before `resolve`; returns whether it did (`join=False`: only
+    check the settings)."""
+    value = cfg.get("distributed", False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"distributed must be true or false, got {value!r}")
+    if value and cfg.get("resume", False) is True:
+        from marl.run.runtime import RESUME_SINGLE_HOST
+
+        raise ConfigError(RESUME_SINGLE_HOST)
+    if value and join:
+        from marl.run.runtime import DistributedError, join_distributed
+
+        try:
+            join_distributed()
+        except DistributedError as e:
+            raise ConfigError(str(e)) from None
+    return value and join
+
+
+def _logger(value: Any) -> str | None:
+    from marl.run.loggers import check_logger
+
+    try:
+        return check_logger(None if value is None else str(value))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _flag(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return value
+
+
+def _run_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    name = str(value)
+    if not name or name in (".", "..") or "/" in name or "\\" in name:
+        raise ConfigError(f"name must be one directory name (no '/'), got {name!r}")
+    return name
+
+
+def _label(value: Any) -> str | None:
+    if value is None:
+        return None
+    label = str(value)
+    if not label.strip() or "," in label or "/" in label:
+        raise ConfigError(f"label must be a non-empty name without ',' or '/', got {label!r}")
+    return label
+
+
+def schedule(settings: RunSettings, steps_per_update: int) -> tuple[int, int]:
+    """(updates per segment, segments), as `marl.learning.training.run` computes them."""
+    return settings.schedule(steps_per_update)
+
+
+def make_env(env_id: str, kwargs: dict[str, Any]) -> MultiAgentEnv:
+    """`marl.make` with every failure a one-line ConfigError."""
+    from marl.core.registry import RegistryError, make
+
+    try:
+        return make(env_id, **kwargs)
+    except RegistryError as e:
+        raise ConfigError(str(e)) from None
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{env_id}: {e}") from None
+    except ImportError as e:
+        raise ConfigError(f"{env_id} is registered but cannot be imported: {e}") from None
+
+
+def _make_train_fn(name: str) -> Callable[..., Train]:
+    from marl.core.registry import RegistryError, algorithm
+
+    try:
+        return algorithm(name)
+    except RegistryError as e:
+        raise ConfigError(str(e)) from None
+    except ImportError as e:
+        raise ConfigError(f"algorithm {name!r} is registered but cannot be imported: {e}") from None
+
+
+def action_kinds(make_train: Callable[..., Any]) -> tuple[str, ...]:
+    """Action spaces a learner supports: its module's `ACTION_KINDS` (default: both).
+
+    Value-based learners (IQL, VDN, QMIX) declare `ACTION_KINDS = ("discrete",)`.
+    """
+    module = sys.modules.get(getattr(make_train, "__module__", ""), None)
+    return tuple(getattr(module, "ACTION_KINDS", ACTION_KINDS))
+
+
+def check_compatible(algo: str, make_train: Callable[..., Any], env_id: str, spec: EnvSpec) -> None:
+    """Refuse a learner on an action space it cannot act in (e.g. value-based, continuous)."""
+    kind = "discrete" if spec.discrete else "continuous"
+    supported = action_kinds(make_train)
+    if kind not in supported:
+        raise ConfigError(
+            f"{algo} acts only in {' or '.join(supported)} action spaces; {env_id} has {kind} "
+            f"actions (learners for {kind} actions: {', '.join(_learners_for(kind)) or 'none'})"
+        )
+
+
+def _learners_for(kind: str) -> list[str]:
+    from marl.core.registry import algorithm, list_algorithms
+
+    out = []
+    for name in list_algorithms():
+        try:
+            if kind in action_kinds(algorithm(name)):
+                out.append(name)
+        except Exception:  # an unimportable learner is simply not suggested
+            continue
+    return out
+
+
+def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
+    """Validate a composed config and derive the run's numbers; nothing is compiled.
+
+    Builds the environment and the learner once (cheap: no tracing) so that every mistake the
+    registry or the learner can name (unknown env keyword, unknown hyperparameter, bad value)
+    surfaces here as a `ConfigError`, before minutes of compilation.
+    """
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        data = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as e:
+        raise ConfigError(str(e).strip().splitlines()[0]) from None
+    assert isinstance(data, dict)
+    settings = _settings(data)
+    env_cfg, algo_cfg = dict(data.get("env") or {}), dict(data.get("algo") or {})
+    env_id = env_cfg.get("id")
+    if not isinstance(env_id, str):
+        raise ConfigError(f"env.id must be an environment id, got {env_id!r}")
+    env_kwargs = dict(env_cfg.get("kwargs") or {})
+    algo = algo_cfg.pop("name", None)
+    if not isinstance(algo, str):
+        raise ConfigError(f"algo.name must be a learner name, got {algo!r}")
+
+    env = make_env(env_id, env_kwargs)
+    if settings.metric not in evaluation_metrics(env.spec):
+        valid = ", ".join(evaluation_metrics(env.spec))
+        raise ConfigError(
+            f"protocol.metric {settings.metric!r} is not a metric of {env_id}; valid: {valid}"
+        )
+    make_train = _make_train_fn(algo)
+    check_compatible(algo, make_train, env_id, env.spec)
+    try:
+        probe = probe_learner(make_train, env, dict(algo_cfg))
+    except (TypeError, ValueError, KeyError) as e:
+        raise ConfigError(f"algo {algo}: {e}") from None
+    steps_per_update = int(probe.steps_per_update)
+    per_segment, num_segments = schedule(settings, steps_per_update)
+    try:
+        transfer = parse_targets((data.get("protocol") or {}).get("transfer"))
+    except TransferError as e:
+        raise ConfigError(str(e)) from None
+    run = RunConfig(
+        env_id=env_id,
+        env_kwargs=env_kwargs,
+        algo=algo,
+        algo_cfg=algo_cfg,
+        settings=settings,
+        out=Path(str(data.get("out") or ".")),
+        name=_run_name(data.get("name")),
+        label=_label(data.get("label")),
+        resume=_flag("resume", data.get("resume", False)),
+        checkpoint=_flag("checkpoint", data.get("checkpoint", True)),
+        logger=_logger(data.get("logger")),
+        steps_per_update=steps_per_update,
+        updates_per_segment=per_segment,
+        num_segments=num_segments,
+        command=tuple(command),
+        protocol_version=str((data.get("protocol") or {}).get("version", PROTOCOL_VERSION)),
+        transfer=transfer,
+    )
+    if run.resume and not run.checkpoint:
+        raise ConfigError("resume=true needs checkpoint=true (the segments to continue from)")
+    if transfer:  # every target must take the trained parameters (shapes only, no compile)
+        try:
+            build_targets(run, probe)
+        except TransferError as e:
+            raise ConfigError(str(e)) from None
+    return run
+
+
+def build(run: RunConfig) -> tuple[MultiAgentEnv, Train]:
+    """The environment and the learner of a resolved run (`total_updates` set for annealing)."""
+    env = make_env(run.env_id, dict(run.env_kwargs))
+    train = _make_train_fn(run.algo)(env, dict(run.algo_cfg), run.total_updates)
+    return env, train
+
+
+# --- help -------------------------------------------------------------------------------------
+def _commented_keys(relative: str) -> list[tuple[str, str, str]]:
+    """`(key, value, comment)` of the top-level `key: value  # comment` lines of a yaml file."""
+    text = (_conf_dir() / relative).read_text()
+    return [m.groups() for line in text.splitlines() if (m := _COMMENTED_KEY.match(line))]
+
+
+def _wrap(items: Sequence[str], indent: int, width: int = 100) -> str:
+    lines, line = [], ""
+    for item in items:
+        if line and len(line) + len(item) + 3 > width - indent:
+            lines.append(line + ",")
+            line = item
+        else:
+            line = f"{line}, {item}" if line else item
+    lines.append(line)
+    return ("\n" + " " * indent).join(lines)
+
+
+def _row(head: str, text: str, pad: int) -> str:
+    """`head` then `text` at column `pad` (on the next line when `head` is too long)."""
+    if len(head) <= pad - 2:
+        return head.ljust(pad) + text
+    return f"{head}\n{' ' * pad}{text}"
+
+
+def describe() -> str:
+    """Text of `marl train --help`: config groups with their options, and the keys."""
+    from marl.core.registry import list_algorithms, list_envs
+
+    defaults = {"env": "particle/spread", "algo": "mappo", "protocol": "default"}
+    for line in (_conf_dir() / f"{CONFIG_NAME}.yaml").read_text().splitlines():
+        match = re.match(r"^\s*-\s*(env|algo|protocol):\s*(\S+)", line)
+        if match:
+            defaults[match.group(1)] = match.group(2)
+    options = {
+        "env": sorted(set(group_options("env")) | set(list_envs())),
+        "algo": sorted(set(group_options("algo")) | set(list_algorithms())),
+        "protocol": group_options("protocol"),
+    }
+    pad = 30
+    out = ["config groups (GROUP=OPTION; the default shown):"]
+    for group in GROUPS:
+        out.append(_row(f"  {group}={defaults[group]}", _wrap(options[group], pad), pad))
+    out.append("")
+    out.append("keys (KEY=VALUE; the default shown):")
+    for key, value, comment in _commented_keys(f"{CONFIG_NAME}.yaml"):
+        out.append(_row(f"  {key}={value}", comment, pad))
+    for key, value, comment in _commented_keys(f"protocol/{defaults['protocol']}.yaml"):
+        out.append(_row(f"  protocol.{key}={value}", comment, pad))
+    out.append(_row("  env.kwargs.KEYWORD=VALUE", "constructor keyword (see the env's yaml)", pad))
+    algo_keys = [k for k, _, _ in _commented_keys(f"algo/{defaults['algo']}.yaml") if k != "name"]
+    out.append(_row("  algo.KEY=VALUE", "learner hyperparameter, one of:", pad))
+    out.append(" " * pad + _wrap(algo_keys, pad))
+    out.append("")
+    out.append("example:")
+    out.append("  marl train env=particle/spread algo=mappo seeds=10 budget=2e6 algo.lr=1e-3")
+    return "\n".join(out)

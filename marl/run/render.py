@@ -1,0 +1,103 @@
+"""Play an episode and save it as a GIF with the environment family's viewer.
+
+`render_episode` is generic; `save_gif` dispatches to `marl.envs.<family>.viewer` (the
+families in `VIEWERS`): the viewer's own `save_gif` if it has one, else its `draw_frame`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from marl.core.animation import write_gif
+from marl.core.env import MultiAgentEnv, TimeStep
+from marl.core.spaces import sample_actions
+
+__all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer", "write_gif"]
+
+# (key, timestep) -> joint action (int32 [N] or float32 [N, d])
+Policy = Callable[[jax.Array, TimeStep], jax.Array]
+
+VIEWERS = {
+    "particle": "marl.envs.particle.viewer",
+    "combat": "marl.envs.combat.viewer",
+    "pathfinding": "marl.envs.pathfinding.viewer",
+    "cleanup": "marl.envs.cleanup.viewer",
+}
+
+
+def random_policy(env: MultiAgentEnv) -> Policy:
+    """Uniformly random valid actions."""
+    space = env.spec.action_space
+    return lambda key, ts: sample_actions(key, space, ts.avail_actions)
+
+
+def render_episode(
+    env: MultiAgentEnv,
+    key: jax.Array,
+    policy: Policy | None = None,
+    steps: int | None = None,
+    trained: tuple[Any, Any] | None = None,
+) -> list[Any]:
+    """States of one episode: the reset state, then one per step.
+
+    Plays `steps` steps (default `spec.episode_limit`) or until the episode ends, whichever
+    comes first, with `policy` (default: random valid actions) or, given `trained` = (a
+    `marl.core.learner.Policy`, its parameters for one seed), that policy acting greedily.
+    """
+    policy = random_policy(env) if policy is None else policy
+    steps = env.spec.episode_limit if steps is None else steps
+
+    def act(key, state, ts, carry, start):
+        if trained is None:
+            return policy(key, ts), carry
+        learner, params = trained
+        seen = state if learner.privileged else ts.obs
+        extra = {"neighbours": env.neighbourhood(state)} if learner.neighbourhood else {}
+        return learner.act(params, seen, ts.avail_actions, carry, start, key, True, **extra)
+
+    @jax.jit
+    def step(key, state, ts, carry, start):
+        key_act, key_step = jax.random.split(key)
+        actions, carry = act(key_act, state, ts, carry, start)
+        return env.step(key_step, state, actions), carry
+
+    key, key_reset = jax.random.split(key)
+    state, ts = jax.jit(env.reset)(key_reset)
+    carry = None if trained is None else trained[0].initial_carry()
+    states = [state]
+    for t in range(steps):
+        key, key_step = jax.random.split(key)
+        (state, ts), carry = step(key_step, state, ts, carry, jax.numpy.asarray(t == 0))
+        states.append(state)
+        if bool(ts.done):
+            break
+    return states
+
+
+def viewer(env: MultiAgentEnv) -> Any:
+    """The viewer module of `env`'s family."""
+    from marl.envs.particle import ParticleEnv
+
+    family = "particle" if isinstance(env, ParticleEnv) else env.spec.name.split("/")[0]
+    if family not in VIEWERS:
+        raise NotImplementedError(
+            f"no viewer for {env.spec.name!r}; rendering supports: {', '.join(sorted(VIEWERS))}"
+        )
+    return importlib.import_module(VIEWERS[family])
+
+
+def save_gif(env: MultiAgentEnv, states: list[Any], path: str | Path, fps: int = 10) -> Path:
+    """Draw `states` (e.g. from `render_episode`) with the family viewer into a GIF at `path`
+    (its directory is created)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    view = viewer(env)
+    frames = [env.render_frame(s) for s in states]
+    titles = [f"{env.spec.name}  t={k}" for k in range(len(states))]
+    if hasattr(view, "save_gif"):  # a viewer with its own framing (e.g. combat's view box)
+        return view.save_gif(frames, path, fps=fps, titles=titles)
+    return write_gif(frames, path, view.draw_frame, fps=fps, titles=titles)

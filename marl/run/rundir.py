@@ -1,0 +1,420 @@
+"""Run directories: `<out>/<family>/<task>/<algo>/<name or timestamp>/`, where the task is the
+scenario plus its non-default env keywords (`particle/spread[continuous_actions=true]/...`).
+
+```
+config.yaml          the resolved config (`RunConfig.to_dict`), written before training starts
+record.json          the run record in marl-eval's schema (`marl.results.protocol`): evaluations'
+                     per-episode values per seed, and at the end the absolute metric
+meta.json            its sidecar: protocol, resolved config, anchors, versions, device, wall
+                     time, steps per second, training metrics per segment; `finished`
+final.json           summary: last evaluation and absolute metric per seed, mean and std over
+                     seeds, the step of each seed's best evaluation, timings
+params.msgpack       final acting parameters of every seed, `flax.serialization.to_bytes`
+                     (leaves [seeds, ...]; read back with `flax.serialization.msgpack_restore`)
+best_params.msgpack  each seed's best evaluated parameters (those the absolute metric scores)
+metrics.jsonl        one line per evaluation: step, wall seconds, the evaluation's and the
+                     segment's training metrics (per seed, means over episodes / updates)
+checkpoint/          while unfinished: the newest segment (`marl.learning.checkpoint`): resume=true
+```
+
+Every file is written atomically (a temporary file in the same directory, then `os.replace`),
+so a reader never sees half a file; `record.json` is rewritten after each evaluation and
+`meta.json` says `"finished": false` until the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from marl.core.env import EnvSpec
+from marl.learning.training import RunResult
+from marl.results.protocol import META, RECORD, record_metric, run_record, task_name
+from marl.run.config import RunConfig
+
+STAMP = "%Y%m%d-%H%M%S"
+METRICS = "metrics.jsonl"  # one JSON line per evaluation
+CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
+VERSIONED = (
+    "marl",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "distrax",
+    "chex",
+    "gymnax",
+    "numpy",
+    "hydra-core",
+)
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write `data` to `path` through a temporary file and `os.replace`."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: Path, obj: Any, indent: int | None = 1) -> None:
+    """Atomic JSON (NaN/inf written as JSON's non-standard NaN/Infinity)."""
+    atomic_write(path, json.dumps(obj, indent=indent) + "\n")
+
+
+def _claim(parent: Path, name: str | None, now: datetime) -> Path:
+    """Create the run directory; a given name must be new, a timestamp gets a -2, -3 suffix."""
+    parent.mkdir(parents=True, exist_ok=True)
+    if name is not None:
+        path = parent / name
+        path.mkdir()  # FileExistsError: never mix two runs in one directory
+        return path
+    stamp = now.strftime(STAMP)
+    for k in range(1, 1000):
+        path = parent / (stamp if k == 1 else f"{stamp}-{k}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free run directory under {parent} for {stamp}")
+
+
+PLANNED = (
+    "env",
+    "algo",
+    "label",
+    "protocol",
+    "seeds",
+    "budget",
+    "seed",
+)  # what makes two runs the same
+
+
+def config_differences(before: Any, planned: Any) -> list[str]:
+    """The top-level keys of `PLANNED` whose values `planned` changes from `before` (keys
+    added to the config since `before` was written are ignored: their defaults keep the old
+    behaviour)."""
+
+    def differs(a: Any, b: Any) -> bool:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return any(k in b and differs(v, b[k]) for k, v in a.items())
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return list(a) != list(b)
+        return a != b
+
+    return [k for k in PLANNED if differs((before or {}).get(k), planned.get(k))]
+
+
+def unfinished_run(run: RunConfig) -> Path | None:
+    """The run directory `resume=true` continues: `name=`'s if given (an error when it is
+    finished or holds another config), else the newest unfinished one with this config;
+    None when there is none (the run starts afresh)."""
+    parent = run_parent(run)
+    planned = run.to_dict()
+    if run.name is not None:
+        path = parent / run.name
+        if not (path / META).exists():
+            return None
+        meta = json.loads((path / META).read_text())
+        if meta.get("finished"):
+            raise FileExistsError(f"{path} is finished; nothing to resume")
+        diff = config_differences(meta.get("config"), planned)
+        if diff:
+            raise ValueError(f"{path} holds a run with a different {', '.join(diff)}")
+        return path
+    found = []
+    for meta_path in parent.glob(f"*/{META}"):
+        meta = json.loads(meta_path.read_text())
+        if not meta.get("finished") and not config_differences(meta.get("config"), planned):
+            found.append((meta.get("created", ""), meta_path.parent))
+    return max(found)[1] if found else None
+
+
+def run_task(run: RunConfig) -> str:
+    """The run's task name: the scenario plus its non-default env keywords (`task_name`)."""
+    from marl.core.registry import env_kwargs
+
+    return task_name(run.env_id, dict(run.env_kwargs), env_kwargs(run.env_id))
+
+
+def run_parent(run: RunConfig) -> Path:
+    """`<out>/<family>/<task>/<algo>`: runs of different env settings never share a folder."""
+    family = run.env_id.split("/")[0]
+    return run.out / family / run_task(run) / run.algo
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages results depend on, and of Python."""
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def device() -> dict[str, Any]:
+    """The default JAX backend: platform, device kind and count."""
+    import jax
+
+    devices = jax.devices()
+    return {
+        "platform": devices[0].platform,
+        "kind": devices[0].device_kind,
+        "count": len(devices),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def _floats(x: Any) -> Any:
+    """JSON numbers (NaN, a statistic with nothing to average, as null)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(np.isnan(x), None, x).tolist()
+
+
+class RunDir:
+    """A run directory being filled: config first, the curve as it grows, final files last."""
+
+    def __init__(self, run: RunConfig, now: datetime | None = None, path: Path | None = None):
+        """Claim a new directory for `run`, or reopen the unfinished run at `path` (its config
+        and creation time kept; its evaluations are replayed through `on_evaluation`)."""
+        self.run = run
+        self.task = run_task(run)
+        self.steps: list[int] = []
+        self.evaluations: list[dict[str, np.ndarray]] = []
+        self.loggers: list[Any] = []  # marl.run.loggers: each gets log(step, scalars)
+        self._train_metrics: dict[str, np.ndarray] = {}
+        self._logged: set[int] | None = None  # steps already in metrics.jsonl (read once)
+        self._started = datetime.now()
+        if path is not None:
+            self.path = Path(path)
+            created = json.loads((self.path / META).read_text()).get("created")
+            self.created = datetime.fromisoformat(created) if created else datetime.now()
+            lines = self._logged_lines()  # read once: the steps logged and the clock so far
+            self._logged = {int(line["step"]) for line in lines}
+            # `time` in metrics.jsonl goes on from the last line logged before the interruption
+            self._started -= timedelta(seconds=float(lines[-1].get("time", 0.0)) if lines else 0)
+            return
+        self.created = now or datetime.now()
+        self.path = _claim(run_parent(run), run.name, self.created)
+        self.write_config()
+        # unfinished from the start: a run stopped before its first evaluation can resume
+        write_json(self.path / META, self.meta())
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        """Where `marl.learning.checkpoint.SegmentCheckpoints` keeps the run's newest segment."""
+        return self.path / CHECKPOINT
+
+    def write_config(self) -> None:
+        from omegaconf import OmegaConf
+
+        head = "# resolved config of this run"
+        if self.run.command:
+            head += "; command: marl train " + " ".join(self.run.command)
+        text = OmegaConf.to_yaml(OmegaConf.create(self.run.to_dict()))
+        atomic_write(self.path / "config.yaml", f"{head}\n{text}")
+
+    def meta(
+        self,
+        result: RunResult | None = None,
+        anchors: dict | None = None,
+        lower_is_better: Sequence[str] = (),
+        headline_metric: str = "return",
+    ) -> dict[str, Any]:
+        """The sidecar of `record.json` (`finished` once `result` is given); a finished one
+        names the env's lower-is-better metrics (`EnvSpec.lower_is_better`) and its metric in
+        the task's natural unit (`EnvSpec.headline_metric`), record names, so reports rank and
+        show them without building the env."""
+        run = self.run
+        cfg = run.to_dict()
+        out: dict[str, Any] = {
+            "env": run.env_id,
+            "task": self.task,
+            "algo": run.algo,
+            "seeds": run.settings.seeds,
+            "budget": run.settings.budget,
+            "env_steps": run.env_steps,
+            "protocol": {"name": "default", **cfg["protocol"]},
+            "config": cfg,
+            "created": self.created.isoformat(timespec="seconds"),
+            "finished": result is not None,
+            "versions": versions(),
+            "device": device(),
+        }
+        if result is not None:
+            out.update(
+                wall_time=float(result.wall_time),
+                compile_time=float(result.compile_time),
+                steps_per_second=float(result.steps_per_second),
+                best_step=[int(s) for s in result.best_step],
+                lower_is_better=sorted(record_metric(m) for m in lower_is_better),
+                headline_metric=record_metric(headline_metric),
+                train_metrics=[
+                    {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
+                    for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
+                ],
+            )
+        if anchors is not None:
+            out["anchors"] = {
+                "metric": record_metric(run.settings.metric),
+                "episodes": anchors.get("episodes"),
+                "random": anchors.get("random"),
+                "reference": anchors.get("scripted"),
+                "reference_policy": "scripted" if anchors.get("scripted") is not None else None,
+            }
+        return out
+
+    def on_train_metrics(self, step: int, metrics: dict[str, np.ndarray]) -> None:
+        """Keep a segment's training metrics for the next evaluation's log line."""
+        self._train_metrics = {k: np.asarray(v) for k, v in metrics.items()}
+
+    def on_evaluation(self, step: int, evals: dict[str, np.ndarray]) -> None:
+        """Add one evaluation to `record.json` and `metrics.jsonl` (pass as `training.run`'s
+        hook). A resumed run replays its saved evaluations: lines already logged stay as they
+        are (the run is deterministic, so a line logged after the last checkpoint is the line
+        the resumed run would write)."""
+        self.steps.append(int(step))
+        self.evaluations.append(evals)
+        record = run_record(
+            self.run.env_id, self.run.record_algo, self.steps, self.evaluations, task=self.task
+        )
+        write_json(self.path / RECORD, record, indent=None)
+        if int(step) not in self._logged_steps():
+            self._log(int(step), evals)
+        self._train_metrics = {}
+
+    def _logged_lines(self) -> list[dict[str, Any]]:
+        """The lines of metrics.jsonl; a line cut off by a hard kill is dropped from the file
+        (the resumed run logs that step again)."""
+        path = self.path / METRICS
+        if not path.exists():
+            return []
+        lines, complete = [], True
+        for text in path.read_text().splitlines():
+            if not text.strip():
+                continue
+            try:
+                lines.append(json.loads(text))
+            except json.JSONDecodeError:
+                complete = False
+        if not complete:
+            atomic_write(path, "".join(json.dumps(line) + "\n" for line in lines))
+        return lines
+
+    def _logged_steps(self) -> set[int]:
+        if self._logged is None:
+            self._logged = {int(line["step"]) for line in self._logged_lines()}
+        return self._logged
+
+    def _log(self, step: int, evals: dict[str, np.ndarray]) -> None:
+        line = {
+            "step": step,
+            "time": round((datetime.now() - self._started).total_seconds(), 3),
+            "eval": {k: _floats(np.asarray(v).mean(axis=-1)) for k, v in evals.items()},
+            "train": {k: _floats(v) for k, v in self._train_metrics.items()},
+        }
+        with open(self.path / METRICS, "a") as f:  # appended whole lines: a reader may tail it
+            f.write(json.dumps(line) + "\n")
+        self._logged.add(step)
+        scalars = {f"eval/{k}": float(np.mean(v)) for k, v in line["eval"].items()}
+        for k, v in self._train_metrics.items():  # seeds with no finished episode left out
+            if not np.all(np.isnan(v)):  # episode statistics are named train/ already
+                scalars[k if k.startswith("train/") else f"train/{k}"] = float(np.nanmean(v))
+        for logger in self.loggers:
+            logger.log(step, scalars)
+
+    def finish(
+        self, result: RunResult, anchors: dict | None = None, spec: EnvSpec | None = None
+    ) -> dict[str, Any]:
+        """Write the full record with the absolute metric, the sidecar, `final.json` and the
+        parameters; returns the final summary. `spec`: the env's (what the sidecar says of
+        its metrics)."""
+        from flax import serialization
+
+        record = run_record(
+            self.run.env_id,
+            self.run.record_algo,
+            result.steps,
+            result.evaluations,
+            result.absolute,
+            task=self.task,
+        )
+        write_json(self.path / RECORD, record, indent=None)
+        if result.params is not None:
+            atomic_write(self.path / "params.msgpack", serialization.to_bytes(result.params))
+        if result.best_params is not None:
+            atomic_write(
+                self.path / "best_params.msgpack", serialization.to_bytes(result.best_params)
+            )
+        final = final_record(self.run, result)
+        final["created"] = self.created.isoformat(timespec="seconds")
+        write_json(self.path / "final.json", final)
+        metrics = (
+            {}
+            if spec is None
+            else {
+                "lower_is_better": spec.lower_is_better,
+                "headline_metric": spec.headline_metric,
+            }
+        )
+        write_json(self.path / META, self.meta(result, anchors, **metrics))
+        return final
+
+
+def final_record(run: RunConfig, result: RunResult) -> dict[str, Any]:
+    """Scores of the last evaluation and the absolute metric per seed and over seeds, timings,
+    versions, device.
+
+    `return` is the team return (summed over agents and steps), averaged over the evaluation
+    episodes of each seed; `std` is the sample standard deviation over seeds (ddof=1).
+    """
+    last = result.evaluations[-1]
+    per_seed = {k: np.asarray(v).mean(axis=-1) for k, v in last.items()}
+    returns = per_seed["return"]
+    ddof = 1 if len(returns) > 1 else 0
+    extra: dict[str, Any] = {}
+    if result.absolute is not None:
+        absolute = {k: np.asarray(v).mean(axis=-1) for k, v in result.absolute.items()}
+        extra["absolute"] = {k: _floats(v) for k, v in absolute.items()}
+        extra["absolute_mean"] = float(np.mean(absolute[run.settings.metric]))
+        extra["absolute_std"] = float(np.std(absolute[run.settings.metric], ddof=ddof))
+    if result.best_step is not None:
+        extra["best_step"] = [int(s) for s in result.best_step]
+    return {
+        "env": run.env_id,
+        "algo": run.algo,
+        "seeds": run.settings.seeds,
+        "budget": run.settings.budget,
+        "env_steps": int(result.steps[-1]),
+        "return_mean": float(np.mean(returns)),
+        "return_std": float(np.std(returns, ddof=ddof)),
+        "final": {k: _floats(v) for k, v in per_seed.items()},
+        **extra,
+        "wall_time": float(result.wall_time),
+        "compile_time": float(result.compile_time),
+        "steps_per_second": float(result.steps_per_second),
+        "versions": versions(),
+        "device": device(),
+    }

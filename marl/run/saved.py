@@ -1,0 +1,81 @@
+"""Saved runs: a run directory's environment, learner and parameters, to evaluate or watch.
+
+`marl eval RUN_DIR` re-evaluates the saved parameters of every seed; `marl render ENV --params
+RUN_DIR` plays one episode with a seed's trained policy. Both rebuild the run from its
+`config.yaml` (the resolved config) and read `best_params.msgpack` (each seed's best evaluated
+parameters, those the absolute metric scores) or `params.msgpack` (the final ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import yaml
+
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import Train
+from marl.run.config import RunConfig
+
+PARAMS = {"best": "best_params.msgpack", "final": "params.msgpack"}
+
+
+class SavedRunError(ValueError):
+    """A directory that is not a finished run, or parameters that do not fit its learner."""
+
+
+@dataclass
+class SavedRun:
+    path: Path
+    run: RunConfig
+    env: MultiAgentEnv
+    train: Train
+    params: Any  # [seeds, ...]
+
+    @property
+    def seeds(self) -> int:
+        return int(jax.tree.leaves(self.params)[0].shape[0])
+
+    def seed_params(self, k: int) -> Any:
+        """The parameters of seed `k` (no seed axis)."""
+        if not 0 <= k < self.seeds:
+            raise SavedRunError(f"seed index {k} out of range: the run has {self.seeds} seeds")
+        return jax.tree.map(lambda x: x[k], self.params)
+
+
+def load(path: str | Path, which: str = "best") -> SavedRun:
+    """The run in `path` with its `which` ("best" or "final") parameters of every seed."""
+    from flax import serialization
+    from omegaconf import OmegaConf
+
+    from marl.run import config
+
+    path = Path(path)
+    if which not in PARAMS:
+        raise SavedRunError(f"unknown parameters {which!r}; valid: {', '.join(PARAMS)}")
+    cfg_path, params_path = path / "config.yaml", path / PARAMS[which]
+    if not cfg_path.is_file():
+        raise SavedRunError(f"{path} is not a run directory (no config.yaml)")
+    if not params_path.is_file():
+        raise SavedRunError(f"{path} has no {PARAMS[which]} (is the run finished?)")
+    data = yaml.safe_load(cfg_path.read_text())
+    data.pop("derived", None)
+    try:
+        run = config.resolve(OmegaConf.create(data))
+    except config.ConfigError as e:
+        raise SavedRunError(f"{cfg_path}: {e}") from None
+    env, train = config.build(run)
+    keys = jax.random.split(jax.random.key(0), run.settings.seeds)
+    like = jax.eval_shape(lambda k: train.params(jax.lax.map(train.init, k)), keys)
+    raw = serialization.msgpack_restore(params_path.read_bytes())
+    try:
+        params = serialization.from_state_dict(like, raw)
+    except (KeyError, ValueError, TypeError) as e:
+        raise SavedRunError(f"{params_path} does not fit {run.algo} on {run.env_id}: {e}") from None
+    got = [x.shape for x in jax.tree.leaves(params)]
+    want = [x.shape for x in jax.tree.leaves(like)]
+    if got != want:
+        raise SavedRunError(f"{params_path}: parameter shapes {got} differ from the learner's")
+    return SavedRun(path, run, env, train, params)

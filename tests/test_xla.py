@@ -1,0 +1,64 @@
+"""The CPU-safety XLA flag: set where marl starts a job, never by `import marl`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from marl.learning import xla
+
+FLAG = xla.SAFE_CPU_FLAG
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", xla.OPT_OUT)}
+    return {**env, **extra}
+
+
+def _run(code: str, **extra: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_env(**extra), capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip()
+
+
+def test_import_marl_leaves_xla_flags_alone():
+    code = "import os, marl; marl.make('particle/simple'); print(os.environ.get('XLA_FLAGS', ''))"
+    assert _run(code) == ""
+
+
+def test_the_cli_sets_the_flag():
+    code = "import os; from marl import cli; cli.main(['list']); print(os.environ['XLA_FLAGS'])"
+    assert _run(code).endswith(FLAG)
+
+
+def test_configure_keeps_a_users_choice(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true --other")
+    monkeypatch.delenv(xla.OPT_OUT, raising=False)
+    assert xla.configure_xla() is False
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_multi_thread_eigen=true --other"
+    monkeypatch.setenv(xla.OPT_OUT, "1")
+    monkeypatch.setenv("XLA_FLAGS", "--other")
+    assert xla.configure_xla() is False and os.environ["XLA_FLAGS"] == "--other"
+    monkeypatch.delenv(xla.OPT_OUT)
+    assert xla.configure_xla() is True
+    assert os.environ["XLA_FLAGS"] == f"--other {FLAG}"
+
+
+def test_the_runner_warns_once_without_the_flag(monkeypatch):
+    monkeypatch.setattr(xla, "_warned", False)
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.delenv(xla.OPT_OUT, raising=False)
+    with pytest.warns(xla.CPUThreadingWarning, match="configure_xla"):
+        xla.warn_if_unsafe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xla.warn_if_unsafe()  # once per process
+        monkeypatch.setattr(xla, "_warned", False)
+        monkeypatch.setenv("XLA_FLAGS", FLAG)
+        xla.warn_if_unsafe()  # in force: silent
