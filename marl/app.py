@@ -37,8 +37,9 @@ def main(cfg: DictConfig) -> None:
     if cfg.get("distributed", False) is True:  # a launcher's job: join before any backend
         join_if_distributed(["", "distributed=true"])
 
-    from marl.cli import UsageError, train_run
     from marl.run import config
+    from marl.run.errors import UsageError
+    from marl.run.jobs import train_run
 
     overrides = list(HydraConfig.get().overrides.task)
     try:
@@ -66,8 +67,9 @@ def check_overrides(argv: list[str]) -> None:
     `marl train`'s one-line error (exit 2) instead of Hydra's config search path."""
     from hydra._internal.utils import get_args_parser
 
-    from marl.cli import UsageError, sweep_overrides
     from marl.run import config
+    from marl.run.errors import UsageError
+    from marl.run.sweep import sweep_overrides
 
     given = get_args_parser().parse_known_args(argv[1:])[0].overrides
     ours = [a for a in given if "hydra" not in a.split("=")[0]]  # launcher settings are Hydra's

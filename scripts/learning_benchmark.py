@@ -42,10 +42,11 @@ import marl
 from marl import cli
 from marl.baselines import anchor_scores
 from marl.learning.xla import configure_xla
+from marl.results.files import atomic_write, write_json
 from marl.results.protocol import split_env_id
 from marl.results.stats import iqm
 from marl.run import config
-from marl.run.rundir import atomic_write, run_task, write_json
+from marl.run.rundir import run_task
 
 ROOT = Path(__file__).resolve().parents[1]
 

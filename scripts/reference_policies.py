@@ -23,7 +23,7 @@ import marl
 from marl.baselines import random_policy, scripted_policy
 from marl.learning.evaluation import evaluate
 from marl.learning.xla import configure_xla
-from marl.run.rundir import atomic_write
+from marl.results.files import atomic_write
 
 GRID = {"num_agents": 8, "density": 0.15}
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from marl.results.report import load_study
+from marl.results.study import load_study
+from marl.run.tasks import RegisteredTasks
 
 TINY = [
     "env=particle/simple",
@@ -44,7 +45,7 @@ def test_a_joblib_sweep_writes_one_valid_record_per_job(tmp_path):
     assert len(runs) == 2  # claimed atomically: a timestamp and its -2, or two timestamps
     lrs = sorted(float((r / "config.yaml").read_text().split("lr: ")[1].split()[0]) for r in runs)
     assert lrs == [3e-4, 1e-3]
-    study = load_study([str(r) for r in runs], compute_anchors=False)
+    study = load_study([str(r) for r in runs], facts=RegisteredTasks(anchors=False))
     assert sorted(study.algorithms) == ["ippo-lr_0.0003", "ippo-lr_0.001"]
     assert len(study.entries[("particle/simple", "ippo-lr_0.001")].runs) == 1
 

@@ -11,6 +11,7 @@ import pytest
 
 from marl import cli
 from marl.run import benchmark as bm
+from marl.run import jobs
 from marl.run.rundir import run_parent
 
 TINY = """
@@ -95,7 +96,7 @@ def test_status_and_run_train_the_cells_left_and_go_on_past_a_failure(tmp_path, 
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 60.0}))
         return folder
 
-    monkeypatch.setattr(cli, "train_run", train)
+    monkeypatch.setattr(jobs, "train_run", train)
     code, out, err = _cli("benchmark", "run", path, "--tier", "cpu")
     assert code == 1 and trained == ["ippo", "vdn", "ippo", "vdn"]
     assert "failed: particle/spread[num_agents=2]/vdn: RuntimeError: boom" in err

@@ -12,6 +12,8 @@ import pytest
 from PIL import Image
 
 from marl import cli
+from marl.cli import commands
+from marl.cli.args import parse_value
 
 
 def table_rows(out: str, first_col: str) -> list[list[str]]:
@@ -106,7 +108,7 @@ def test_user_errors_are_one_line_exit_2(capsys, tmp_path, argv, needle):
 
 
 def test_vs_without_peer_says_how_to_install(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "peer_installed", lambda name: False)
+    monkeypatch.setattr(commands, "peer_installed", lambda name: False)
     assert cli.main(["bench", "particle/spread", "--vs", "jaxmarl"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
@@ -135,7 +137,7 @@ def test_version(capsys):
      ("[1, 2]", [1, 2])],
 )  # fmt: skip
 def test_parse_value(text, value):
-    assert cli.parse_value(text) == value
+    assert parse_value(text) == value
 
 
 def test_console_script_is_installed():
@@ -153,7 +155,7 @@ def test_console_script_is_installed():
 
 # not pytest.importorskip: importing jaxmarl directly points sys.stdout at the process's own
 # stream (its MABrax module does), which breaks capsys; marl.bench.envs imports it safely.
-needs_jaxmarl = pytest.mark.skipif(not cli.peer_installed("jaxmarl"), reason="needs jaxmarl")
+needs_jaxmarl = pytest.mark.skipif(not commands.peer_installed("jaxmarl"), reason="needs jaxmarl")
 
 
 @needs_jaxmarl
@@ -240,7 +242,7 @@ def test_combat_maps_run_on_jaxmarl_heuristic_smax():
     assert record["env"] == "HeuristicEnemySMAX:3m" and record["steps_per_s"] > 0
 
 
-needs_camar = pytest.mark.skipif(not cli.peer_installed("camar"), reason="needs camar")
+needs_camar = pytest.mark.skipif(not commands.peer_installed("camar"), reason="needs camar")
 
 
 def test_camar_counterpart_carries_the_map_settings():

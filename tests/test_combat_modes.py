@@ -4,6 +4,7 @@ the Hydra env configs of the combat family."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +28,7 @@ from marl.envs.combat.opponents import (
 from marl.envs.combat.units import FIRST_ATTACK, STATS, STOP
 from marl.run.config import group_options
 
-CONF = cli.__file__.replace("cli.py", "conf")
+CONF = str(Path(marl.__file__).parent / "conf")
 
 
 # --- helpers ------------------------------------------------------------------------------

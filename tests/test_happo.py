@@ -13,6 +13,8 @@ from marl.algorithms.ppo import Networks, collect, make_optimizer
 from marl.core.wrappers import training_env
 from marl.learning.training import RunSettings, run
 
+Array = jax.Array
+
 TINY = {"num_envs": 8, "rollout_length": 25, "hidden": (16, 16), "epochs": 2}
 
 
@@ -37,6 +39,29 @@ def same(a, b):
 # --- the compounded ratio ---------------------------------------------------------------------
 
 
+def compound_factor(
+    old_log_probs: Array, new_log_probs: Array, order: Array, alive: Array | None = None
+) -> Array:
+    """The weight each position of `order` sees: the product of the ratios before it (the
+    reference the learner's in-scan factors are checked against).
+
+    Args:
+        old_log_probs, new_log_probs: [N, ...] per agent (agent-major).
+        order: [N] the agents in update order.
+        alive: [N, ...] bool (default all True).
+    Returns:
+        [N, ...] `out[k] = prod_{j < k} exp(new[order[j]] - old[order[j]])` (`out[0] = 1`).
+    """
+    alive = jnp.ones(old_log_probs.shape, bool) if alive is None else alive
+
+    def body(factor, agent):
+        nxt = happo.next_factor(factor, new_log_probs[agent], old_log_probs[agent], alive[agent])
+        return nxt, factor
+
+    _, out = jax.lax.scan(body, jnp.ones(old_log_probs.shape[1:]), order)
+    return out
+
+
 def test_compound_factor_hand_example():
     # 3 agents, 2 samples; ratios pi_new/pi_old per agent and sample:
     #   agent 0: 2.0, 0.5    agent 1: 0.5, 4.0    agent 2: 1.5, 1.0
@@ -44,7 +69,7 @@ def test_compound_factor_hand_example():
     old = np.log(np.array([[0.1, 0.4], [0.6, 0.2], [0.2, 0.5]], np.float32))
     new = old + np.log(ratios)
     order = jnp.array([2, 0, 1])
-    out = np.asarray(happo.compound_factor(jnp.asarray(old), jnp.asarray(new), order))
+    out = np.asarray(compound_factor(jnp.asarray(old), jnp.asarray(new), order))
     # position 0 (agent 2): nobody before -> 1
     # position 1 (agent 0): agent 2 before -> 1.5, 1.0
     # position 2 (agent 1): agents 2, 0 before -> 1.5 * 2.0 = 3.0, 1.0 * 0.5 = 0.5
@@ -55,7 +80,7 @@ def test_compound_factor_ignores_dead_agents():
     old = jnp.zeros((2, 3))
     new = jnp.log(jnp.array([[2.0, 3.0, 4.0], [5.0, 5.0, 5.0]]))
     alive = jnp.array([[True, False, True], [True, True, True]])
-    out = np.asarray(happo.compound_factor(old, new, jnp.array([0, 1]), alive))
+    out = np.asarray(compound_factor(old, new, jnp.array([0, 1]), alive))
     # agent 0's ratio counts only where it is alive (samples 0 and 2)
     np.testing.assert_allclose(out, [[1.0, 1.0, 1.0], [2.0, 1.0, 4.0]], rtol=1e-6)
 
@@ -183,7 +208,7 @@ def test_sequential_update_weights_by_the_agents_before(setup):
     # compounded ratios of the final policies over the rollout policies, in order
     _, dist = nets.actor_apply(params, state.actor_carry, ro.actor_in, ro.start, ro.avail)
     new = jnp.moveaxis(dist.log_prob(ro.action), 2, 0)
-    expected = happo.compound_factor(
+    expected = compound_factor(
         jnp.moveaxis(ro.log_prob, 2, 0), new, order, jnp.moveaxis(ro.alive, 2, 0)
     )
     np.testing.assert_allclose(np.asarray(factors), np.asarray(expected), rtol=1e-4)

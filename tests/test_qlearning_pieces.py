@@ -205,10 +205,9 @@ def test_qmixer_monotonic_and_vdn_sum(seed, state_norm):
     np.testing.assert_allclose(vdn.apply({}, qs, state), qs.sum(-1), rtol=1e-6)
 
 
-def test_hard_and_soft_update():
+def test_soft_update():
     target = {"w": jnp.zeros(3)}
     online = {"w": jnp.ones(3)}
-    np.testing.assert_allclose(qlearning.hard_update(target, online)["w"], 1.0)
     np.testing.assert_allclose(qlearning.soft_update(target, online, 0.25)["w"], 0.25)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import marl
-from marl.cli import describe_space
+from marl.run.catalog import describe_space
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

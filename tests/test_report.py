@@ -13,7 +13,13 @@ from scipy.stats import trim_mean
 from test_protocol import write_run
 
 from marl import cli
-from marl.results.report import leaderboard, load_study, summarise, write_leaderboard, write_report
+from marl.results.leaderboard import leaderboard, write_leaderboard
+from marl.results.report import summarise, write_report
+from marl.results.study import load_study
+from marl.run import sweep
+from marl.run.tasks import RegisteredTasks
+
+NO_ANCHORS = RegisteredTasks(anchors=False)  # registry facts, no baseline runs
 
 
 def _study(tmp_path):
@@ -21,7 +27,7 @@ def _study(tmp_path):
     write_run(tmp_path / "b", env_id="particle/spread", algo="mappo", shift=2.0, seed=2)
     write_run(tmp_path / "c", env_id="particle/simple", algo="ippo", seed=3)
     write_run(tmp_path / "d", env_id="particle/simple", algo="mappo", shift=1.0, seed=4)
-    return load_study([tmp_path], compute_anchors=False)
+    return load_study([tmp_path], facts=NO_ANCHORS)
 
 
 def _absolute_from_files(root, task, algo):
@@ -83,7 +89,7 @@ def test_leaderboard_ranks_and_marks_external(tmp_path):
     steps, evals, absolute = evaluations(shift=5.0, seed=9)
     ext = tmp_path / "external.json"
     ext.write_text(json.dumps(run_record("particle/spread", "qmix", steps, evals, absolute)))
-    study = load_study([study_dir, ext], compute_anchors=False)
+    study = load_study([study_dir, ext], facts=NO_ANCHORS)
     board = leaderboard(study, reps=200)
     rows = board["tasks"]["particle/spread"]["rows"]
     assert [r["algorithm"] for r in rows][0] == "qmix" and rows[0]["external"]
@@ -117,7 +123,7 @@ def test_no_aggregate_ranks_algorithms_over_different_task_sets(tmp_path):
     ]
     for i, (env_id, algo) in enumerate(runs):
         write_run(tmp_path / f"r{i}", env_id=env_id, algo=algo, seed=i, shift=0.3 * i)
-    study = load_study([tmp_path], compute_anchors=False)
+    study = load_study([tmp_path], facts=NO_ANCHORS)
     ran = {}
     for env_id, algo in runs:
         ran.setdefault(algo, set()).add(env_id)
@@ -254,16 +260,18 @@ def test_env_keyword_variants_get_their_own_task_and_directory():
 def test_sweep_axes_over_learner_settings_get_their_own_runs_and_names():
     """A grid over a learner setting (or the root seed) would put two runs in one directory:
     the axis goes into the run's name, and a learner setting into the algorithm's name."""
-    grid = cli.separate_grid(
-        cli.sweep_overrides(["algo=ippo,mappo", "algo.lr=1e-3,3e-4", "seed=0", "name=s"])
+    grid = sweep.separate_grid(
+        sweep.sweep_overrides(["algo=ippo,mappo", "algo.lr=1e-3,3e-4", "seed=0", "name=s"])
     )
     assert grid[1] == ["algo=ippo", "algo.lr=0.0003", "seed=0", "name=s-lr_0.0003",
                        "label=ippo-lr_0.0003"]  # fmt: skip
     assert len({(c[0], c[3]) for c in grid}) == 4
-    seeds = cli.separate_grid(cli.sweep_overrides(["env=particle/simple", "seed=0,1", "name=s"]))
+    seeds = sweep.separate_grid(
+        sweep.sweep_overrides(["env=particle/simple", "seed=0,1", "name=s"])
+    )
     assert [c[-1] for c in seeds] == ["name=s-seed_0", "name=s-seed_1"]  # pooled: one algorithm
-    plain = cli.sweep_overrides(["env=particle/simple,particle/spread", "algo=ippo", "name=s"])
-    assert cli.separate_grid(plain) == plain  # env and algo choices have their own directories
+    plain = sweep.sweep_overrides(["env=particle/simple,particle/spread", "algo=ippo", "name=s"])
+    assert sweep.separate_grid(plain) == plain  # env and algo choices have their own directories
 
 
 def test_sweep_puts_learners_of_different_update_sizes_on_one_grid():
@@ -273,12 +281,12 @@ def test_sweep_puts_learners_of_different_update_sizes_on_one_grid():
     from marl.run.config import compose, resolve
 
     def planned(*overrides):
-        grid = cli.sweep_overrides(["algo=ippo,iql", "budget=1e5", "name=s", *overrides])
+        grid = sweep.sweep_overrides(["algo=ippo,iql", "budget=1e5", "name=s", *overrides])
         runs = [resolve(compose(c), command=c) for c in grid]
-        grid, notes = cli.common_grid(grid, runs)
+        grid, notes = sweep.common_grid(grid, runs)
         return [resolve(compose(c), command=c) for c in grid], notes
 
-    before = [resolve(compose(c)) for c in cli.sweep_overrides(["algo=ippo,iql", "budget=1e5"])]
+    before = [resolve(compose(c)) for c in sweep.sweep_overrides(["algo=ippo,iql", "budget=1e5"])]
     assert len({r.env_steps for r in before}) == 2  # the problem: 100,352 against 100,032
     runs, notes = planned("env=particle/simple,particle/spread")
     assert len(notes) == 2 and "4,096 env steps" in notes[0]  # one line per task
@@ -286,9 +294,9 @@ def test_sweep_puts_learners_of_different_update_sizes_on_one_grid():
     assert all("protocol.eval_interval=4096" in r.command for r in runs)  # reproducible alone
     runs, notes = planned("env=particle/simple", "protocol.eval_interval=6000")
     assert not notes and len({r.env_steps for r in runs}) == 2  # the user's interval stands
-    one = cli.sweep_overrides(["env=particle/simple", "algo=ippo,mappo", "budget=1e5"])
+    one = sweep.sweep_overrides(["env=particle/simple", "algo=ippo,mappo", "budget=1e5"])
     resolved = [resolve(compose(c)) for c in one]
-    assert cli.common_grid(one, resolved) == (one, [])  # one update size: nothing to pin
+    assert sweep.common_grid(one, resolved) == (one, [])  # one update size: nothing to pin
 
 
 def test_sweep_rejects_a_bad_combination_before_training(tmp_path):
@@ -322,7 +330,7 @@ def test_a_lower_is_better_metric_ranks_the_lowest_first(tmp_path):
     fast, _, _, _ = write_run(tmp_path / "a", env_id=task, algo="fast", seed=1)
     slow, _, _, _ = write_run(tmp_path / "b", env_id=task, algo="slow", seed=2)
     _scale_lengths(fast, 0.5)
-    study = load_study([tmp_path], metric="episode_length", compute_anchors=False)
+    study = load_study([tmp_path], metric="episode_length", facts=NO_ANCHORS)
     board = leaderboard(study, reps=100)
     data = board["tasks"][task]
     assert data["lower_is_better"] and data["ranked_by"] == "absolute_mean"
@@ -331,7 +339,7 @@ def test_a_lower_is_better_metric_ranks_the_lowest_first(tmp_path):
     assert "ranked by raw mean (lower is better)" in md
     report = write_report(study, tmp_path / "report", reps=100)["md"].read_text()
     assert report.index("| fast |") < report.index("| slow |")
-    returns = load_study([tmp_path], compute_anchors=False)  # returns: highest first, as ever
+    returns = load_study([tmp_path], facts=NO_ANCHORS)  # returns: highest first, as ever
     assert not leaderboard(returns, reps=100)["tasks"][task]["lower_is_better"]
 
 
@@ -353,7 +361,7 @@ def test_a_record_names_its_lower_is_better_metrics_for_reports(tmp_path):
         _scale_lengths(path, factor)
         side = json.loads((path / "meta.json").read_text())
         (path / "meta.json").write_text(json.dumps({**side, "lower_is_better": ["episode_length"]}))
-    study = load_study([tmp_path / "fast", tmp_path / "slow"], "episode_length", False)
+    study = load_study([tmp_path / "fast", tmp_path / "slow"], "episode_length", facts=NO_ANCHORS)
     data = leaderboard(study, reps=100)["tasks"][task]
     assert data["lower_is_better"] and [r["algorithm"] for r in data["rows"]] == ["fast", "slow"]
 
@@ -367,7 +375,7 @@ def test_anchors_whose_reference_does_not_beat_random_are_not_used(tmp_path, ref
     meta["anchors"] = {"random": -10.0, "reference": reference}
     (path / "meta.json").write_text(json.dumps(meta))
     with pytest.warns(UserWarning, match="does not beat the random policy"):
-        study = load_study([tmp_path], compute_anchors=False)
+        study = load_study([tmp_path], facts=NO_ANCHORS)
     assert study.anchors["particle/spread"] is None
 
 
@@ -383,7 +391,7 @@ def test_a_record_without_the_absolute_metric_is_not_ranked_against_one_with_it(
     ext = tmp_path / "external.json"
     ext.write_text(json.dumps(run_record("particle/spread", "qmix", steps, evals, None)))
     with pytest.raises(RecordError, match="absolute metric is True in .* but False in"):
-        load_study([tmp_path / "runs", ext], compute_anchors=False)
+        load_study([tmp_path / "runs", ext], facts=NO_ANCHORS)
 
 
 def _with_meta(run_dir, **changes):
@@ -402,7 +410,7 @@ def test_lower_is_better_anchors_normalise_towards_the_reference(tmp_path):
         path, _, _, _ = write_run(tmp_path / algo, env_id=task, algo=algo, seed=seed)
         _scale_lengths(path, factor)
         _with_meta(path, lower_is_better=["episode_length"], anchors=anchors)
-    study = load_study([tmp_path], "episode_length", False)
+    study = load_study([tmp_path], "episode_length", facts=NO_ANCHORS)
     assert study.anchors[task] is not None and study.lower[task]
     scores = study.normalised_scores()
     np.testing.assert_allclose(scores["fast"][task], (12.75 - 50) / -30)
@@ -419,12 +427,12 @@ def test_anchors_of_another_metric_or_disagreeing_anchors_are_not_used(tmp_path)
 
     path, _, _, _ = write_run(tmp_path / "a", algo="ippo", seed=1)
     _with_meta(path, anchors={"metric": "won", "random": 0.0, "reference": 1.0})
-    assert load_study([tmp_path / "a"], compute_anchors=False).anchors["particle/spread"] is None
+    assert load_study([tmp_path / "a"], facts=NO_ANCHORS).anchors["particle/spread"] is None
     write_run(tmp_path / "b", algo="ippo", seed=1)
     other, _, _, _ = write_run(tmp_path / "c", algo="mappo", seed=2)
     _with_meta(other, anchors={"random": -3.0, "reference": 4.0})
     with pytest.raises(RecordError, match="disagree on the reference anchor"):
-        load_study([tmp_path / "b", tmp_path / "c"], compute_anchors=False)
+        load_study([tmp_path / "b", tmp_path / "c"], facts=NO_ANCHORS)
 
 
 def test_rankings_use_the_iqm_not_the_mean(tmp_path):
@@ -447,7 +455,7 @@ def test_rankings_use_the_iqm_not_the_mean(tmp_path):
             "anchors": {"random": 0.0, "reference": 1.0},
         }
         (path / "meta.json").write_text(json.dumps(meta))
-    board = leaderboard(load_study([tmp_path], compute_anchors=False), reps=100)
+    board = leaderboard(load_study([tmp_path], facts=NO_ANCHORS), reps=100)
     rows = board["tasks"]["particle/spread"]["rows"]
     assert [r["algorithm"] for r in rows] == ["steady", "spiky"]
     assert rows[1]["normalised_iqm"]["point"] == pytest.approx(0.425)
@@ -464,12 +472,12 @@ def test_runs_of_one_algorithm_on_different_step_grids_are_not_pooled_into_one_c
     write_run(tmp_path / "a", algo="ippo", seed=1)
     write_run(tmp_path / "b", algo="ippo", seed=2, steps=(0, 150, 200))
     with pytest.raises(RecordError, match="evaluate at different steps: evaluation 1 is at step"):
-        load_study([tmp_path], compute_anchors=False)  # refused up front, naming both files
+        load_study([tmp_path], facts=NO_ANCHORS)  # refused up front, naming both files
     # and the curve itself refuses, should records reach it another way
-    from marl.results.report import Entry
+    from marl.results.study import Entry
 
-    study_a = load_study([tmp_path / "a"], compute_anchors=False)
-    study_b = load_study([tmp_path / "b"], compute_anchors=False)
+    study_a = load_study([tmp_path / "a"], facts=NO_ANCHORS)
+    study_b = load_study([tmp_path / "b"], facts=NO_ANCHORS)
     (ra,) = study_a.entries[("particle/spread", "ippo")].records
     (rb,) = study_b.entries[("particle/spread", "ippo")].records
     with pytest.raises(RecordError, match="evaluation steps differ"):
@@ -482,7 +490,7 @@ def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
     path, _, _, absolute = write_run(tmp_path / "a", algo="ippo", seed=1)
     _with_meta(path, headline_metric="collisions", wall_time=7200.0, seeds=3)
     write_run(tmp_path / "b", env_id="combat/3m", algo="qmix", seed=2)
-    board = leaderboard(load_study([tmp_path], compute_anchors=False), reps=100)
+    board = leaderboard(load_study([tmp_path], facts=NO_ANCHORS), reps=100)
     (row,) = board["tasks"]["particle/spread"]["rows"]
     want = np.mean(absolute["collisions"], axis=1).mean()
     assert row["headline"]["metric"] == "collisions"
@@ -490,7 +498,7 @@ def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
     assert row["wall_time_s"] == 7200.0 and row["steps_per_second"] == pytest.approx(200 * 3 / 7200)
     (combat,) = board["tasks"]["combat/3m"]["rows"]
     assert "headline" not in combat  # combat's unit is `won` (registered), not in this record
-    md = write_leaderboard(load_study([tmp_path], compute_anchors=False), tmp_path / "b2", reps=100)
+    md = write_leaderboard(load_study([tmp_path], facts=NO_ANCHORS), tmp_path / "b2", reps=100)
     text = md["md"].read_text()
     assert f"collisions {want:.2f}" in text and "| 2.00 h | 0 |" in text
     assert "| (the return) |" in text

@@ -10,12 +10,14 @@ import math
 import re
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 from flax import serialization
 
+import marl
 from marl import cli
 from marl.algorithms.ppo import PPOConfig
 from marl.core import registry
@@ -32,7 +34,7 @@ TINY = [
     "protocol.eval_episodes=4",
 ]
 PPO_FIELDS = {f.name for f in dataclasses.fields(PPOConfig)}
-CONF = cli.__file__.replace("cli.py", "conf")
+CONF = str(Path(marl.__file__).parent / "conf")
 
 
 def read_conf(relative: str) -> str:

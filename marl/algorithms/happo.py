@@ -132,28 +132,6 @@ def next_factor(factor: Array, new_log_prob: Array, old_log_prob: Array, alive: 
     return factor * jnp.exp(jnp.where(alive, new_log_prob - old_log_prob, 0.0))
 
 
-def compound_factor(
-    old_log_probs: Array, new_log_probs: Array, order: Array, alive: Array | None = None
-) -> Array:
-    """The weight each position of `order` sees: the product of the ratios before it.
-
-    Args:
-        old_log_probs, new_log_probs: [N, ...] per agent (agent-major).
-        order: [N] the agents in update order.
-        alive: [N, ...] bool (default all True).
-    Returns:
-        [N, ...] `out[k] = prod_{j < k} exp(new[order[j]] - old[order[j]])` (`out[0] = 1`).
-    """
-    alive = jnp.ones(old_log_probs.shape, bool) if alive is None else alive
-
-    def body(factor, agent):
-        nxt = next_factor(factor, new_log_probs[agent], old_log_probs[agent], alive[agent])
-        return nxt, factor
-
-    _, out = jax.lax.scan(body, jnp.ones(old_log_probs.shape[1:]), order)
-    return out
-
-
 def agent_order(key: Array, num_agents: int) -> Array:
     """[N] int32 a random permutation of the agents (the update order)."""
     return jax.random.permutation(key, num_agents).astype(jnp.int32)
@@ -400,7 +378,6 @@ __all__ = [
     "HARL",
     "FORCED",
     "agent_order",
-    "compound_factor",
     "config",
     "make_train",
     "next_factor",

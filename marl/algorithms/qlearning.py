@@ -136,11 +136,6 @@ def masked_td_loss(q_taken: Array, targets: Array, mask: Array) -> Array:
     return jnp.sum(mask * err**2) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-def hard_update(target: Any, online: Any) -> Any:
-    """Copy of the online parameters (pytree)."""
-    return jax.tree.map(lambda o: o, online)
-
-
 def soft_update(target: Any, online: Any, tau: float) -> Any:
     """Polyak averaging: `tau * online + (1 - tau) * target`."""
     return jax.tree.map(lambda t, o: tau * o + (1.0 - tau) * t, target, online)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -476,3 +476,55 @@ def bench_camar(
     burn_in = burn_in_calls(env.max_steps if steady else None, steps)
     measured = _measure(run, carry, repeats, burn_in)
     return _record(f"camar_v0:{CAMAR_MAPS[name]}", n, num_envs, steps, measured)
+
+
+def bench_table(
+    env: MultiAgentEnv,
+    env_id: str,
+    sizes: Sequence[int],
+    steps: int,
+    seed: int,
+    repeats: int,
+    vs: str | None = None,
+    peer_name: str = "",
+    kwargs: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """`marl bench ENV`: steps/s at each number of envs, printed as a table as they come, with
+    the peer `vs` (jaxmarl or camar, built with the same `kwargs`) measured beside; returns
+    one record per size."""
+    from marl.results.tables import format_row
+    from marl.run.catalog import describe_space
+
+    kwargs = kwargs or {}
+    spec = env.spec
+    head = f"{spec.name}: {spec.num_agents} agents, {describe_space(spec.action_space)}"
+    head += f", {steps} steps per env, best of {repeats}"
+    head += f"; jax {jax.__version__} on {jax.devices()[0].platform}"
+    if vs:
+        head += f"; vs {vs} {peer_name}"
+    print(head, flush=True)
+    headers = ["num_envs", "marl steps/s", "marl agent-steps/s", "compile s"]
+    if vs:
+        headers += [f"{vs} steps/s", f"{vs} compile s", f"marl/{vs}"]
+    widths = [max(len(h), 10) for h in headers]
+    print(format_row(headers, widths))
+    print(format_row(["-" * w for w in widths], widths), flush=True)
+    records = []
+    for n in sizes:
+        mine = bench_env(env, n, steps, seed, repeats=repeats)
+        row = [
+            str(n),
+            f"{mine['steps_per_s']:,.0f}",
+            f"{mine['agent_steps_per_s']:,.0f}",
+            f"{mine['compile_s']:.2f}",
+        ]
+        record = {"marl": mine}
+        if vs:
+            peer_bench = bench_camar if vs == "camar" else bench_jaxmarl
+            peer = peer_bench(env_id, n, steps, seed, repeats=repeats, **kwargs)
+            ratio = mine["steps_per_s"] / peer["steps_per_s"]
+            row += [f"{peer['steps_per_s']:,.0f}", f"{peer['compile_s']:.2f}", f"{ratio:.2f}"]
+            record[vs] = peer
+        print(format_row(row, widths), flush=True)
+        records.append(record)
+    return records

@@ -1,34 +1,22 @@
-"""Reports and the leaderboard: records in, normalised aggregates, plots, Markdown and HTML out.
+"""Reports: records in, normalised aggregates, plots, Markdown and HTML out.
 
 ```
-records (marl.results.protocol.load)  ->  collect: one Entry per (task, algorithm), runs pooled
-                                  over records; anchors per task (random, reference)
+records (marl.results.protocol.load)  ->  marl.results.study.collect: entries, anchors
                               ->  normalise: (score - random) / (reference - random)
                               ->  marl.results.stats: IQM, mean, median, optimality gap, profiles,
                                   P(improvement), sample efficiency, stratified bootstrap CIs
                               ->  marl.results.plots figures; report.md, self-contained report.html,
                                   report.json  (write_report)
-                              ->  leaderboard.md/.json/.html (write_leaderboard)
+                              ->  leaderboard.md/.json/.html (marl.results.leaderboard)
 ```
-
-Scores are the absolute metric (each seed's best evaluated parameters re-evaluated; the last
-evaluation for records that lack it), one per run; the number of runs is read from the data.
-The anchors come from the records' sidecars (computed by `marl train` with the same episodes
-for every run of a task) or, for a registered task without them, from `marl.baselines`. A task
-without a reference score is shown in its own table but left out of normalised aggregates.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import html
 import json
-import math
-import re
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -36,270 +24,17 @@ from typing import Any
 import numpy as np
 
 from marl.results import plots, stats
-from marl.results.protocol import Record, RecordError, Run, check_comparable, split_comparable
-
-METRIC = "episode_return"
-ANCHOR_RTOL = 1e-4
-
-
-@dataclass
-class Anchors:
-    """A task's normalisation: 0 at the random policy's score, 1 at the reference's."""
-
-    random: float
-    reference: float
-    source: str  # "records" or "baselines"
-
-    def normalise(self, x: np.ndarray) -> np.ndarray:
-        return (np.asarray(x, np.float64) - self.random) / (self.reference - self.random)
-
-
-@dataclass
-class Entry:
-    """All runs of one algorithm on one task, pooled over its records."""
-
-    task: str
-    algorithm: str
-    records: list[Record] = field(default_factory=list)
-
-    @property
-    def runs(self) -> list[Run]:
-        return [run for r in self.records for run in r.runs]
-
-    @property
-    def external(self) -> bool:
-        return any(r.external for r in self.records)
-
-    def scores(self, metric: str) -> np.ndarray:
-        """[runs] the absolute metric of every run."""
-        return np.concatenate([r.absolute_metric(metric) for r in self.records])
-
-    def curve(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
-        """(steps [K], values [K, runs]) over all runs; the records must share the step grid."""
-        steps, first = self.records[0].curve(metric)
-        values = [first]
-        for r in self.records[1:]:
-            s, v = r.curve(metric)
-            if not np.array_equal(s, steps):
-                raise RecordError(
-                    f"{r.path}: evaluation steps differ from {self.records[0].path} for "
-                    f"{self.task} {self.algorithm}; pool only runs with the same schedule"
-                )
-            values.append(v)
-        return steps, np.concatenate(values, axis=1)
-
-
-@dataclass
-class Study:
-    """Records collected per (task, algorithm) with each task's anchors."""
-
-    metric: str
-    entries: dict[tuple[str, str], Entry]
-    anchors: dict[str, Anchors | None]
-    lower: dict[str, bool] = field(default_factory=dict)  # task -> metric is lower-is-better
-
-    @property
-    def tasks(self) -> list[str]:
-        return sorted({t for t, _ in self.entries})
-
-    @property
-    def algorithms(self) -> list[str]:
-        return sorted({a for _, a in self.entries})
-
-    def normalised_scores(self) -> dict[str, dict[str, np.ndarray]]:
-        """algorithm -> task -> [runs], tasks with anchors only."""
-        out: dict[str, dict[str, np.ndarray]] = {}
-        for (task, algo), entry in sorted(self.entries.items()):
-            anchors = self.anchors.get(task)
-            if anchors is not None:
-                out.setdefault(algo, {})[task] = anchors.normalise(entry.scores(self.metric))
-        return out
-
-    def normalised_curves(self) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
-        """algorithm -> task -> (steps, values [K, runs]), tasks with anchors only."""
-        out: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-        for (task, algo), entry in sorted(self.entries.items()):
-            anchors = self.anchors.get(task)
-            if anchors is not None:
-                steps, values = entry.curve(self.metric)
-                out.setdefault(algo, {})[task] = (steps, anchors.normalise(values))
-        return out
-
-
-@dataclass(frozen=True)
-class Group:
-    """Normalised tasks that exactly the same algorithms ran: the only task sets over which
-    aggregates, profiles, P(improvement) and sample-efficiency curves compare (rliable)."""
-
-    name: str
-    tasks: tuple[str, ...]
-    algorithms: tuple[str, ...]
-
-    @property
-    def slug(self) -> str:
-        return re.sub(r"[^A-Za-z0-9]+", "_", self.name).strip("_")
-
-
-def comparable_groups(scores: dict[str, dict[str, np.ndarray]]) -> list[Group]:
-    """Per family (the env id's first part), its tasks grouped by the exact set of algorithms
-    that ran them (most tasks first); then each such group of tasks across families, where it
-    spans more than one. `scores`: algorithm -> task -> [runs]."""
-    ran: dict[str, tuple[str, ...]] = {}
-    for algo, by in scores.items():
-        for task in by:
-            ran[task] = tuple(sorted({*ran.get(task, ()), algo}))
-
-    def split(tasks: list[str]) -> list[tuple[tuple[str, ...], list[str]]]:
-        sets: dict[tuple[str, ...], list[str]] = {}
-        for task in sorted(tasks):
-            sets.setdefault(ran[task], []).append(task)
-        return sorted(sets.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-
-    groups: list[Group] = []
-    families = sorted({t.split("/")[0] for t in ran})
-    for family in families:
-        parts = split([t for t in ran if t.split("/")[0] == family])
-        for i, (algos, tasks) in enumerate(parts):
-            name = family if len(parts) == 1 else f"{family} (task set {i + 1})"
-            groups.append(Group(name, tuple(tasks), algos))
-    for algos, tasks in split(list(ran)):
-        spanned = sorted({t.split("/")[0] for t in tasks})
-        if len(spanned) > 1:
-            groups.append(Group("across " + " + ".join(spanned), tuple(tasks), algos))
-    return groups
-
-
-def _subset(scores: dict[str, dict[str, Any]], group: Group) -> dict[str, dict[str, Any]]:
-    return {a: {t: scores[a][t] for t in group.tasks} for a in group.algorithms}
-
-
-def _record_anchors(task: str, records: Sequence[Record], metric: str) -> Anchors | None:
-    found: list[tuple[Record, dict[str, Any]]] = []
-    for r in records:
-        a = (r.meta or {}).get("anchors")
-        if a and a.get("metric", METRIC) == metric and a.get("reference") is not None:
-            found.append((r, a))
-    if not found:
-        return None
-    (ref_record, ref), others = found[0], found[1:]
-    for r, a in others:
-        for key in ("random", "reference"):
-            if not math.isclose(a[key], ref[key], rel_tol=ANCHOR_RTOL, abs_tol=1e-6):
-                raise RecordError(
-                    f"records of {task} disagree on the {key} anchor: {ref[key]!r} in "
-                    f"{ref_record.path} but {a[key]!r} in {r.path} (different environment "
-                    "settings or package versions?)"
-                )
-    return Anchors(float(ref["random"]), float(ref["reference"]), "records")
-
-
-def lower_is_better(task: str, metric: str, records: Sequence[Record] = ()) -> bool:
-    """Whether a lower `metric` (record name, e.g. `lost`, `episode_length`) is better on
-    `task` (`family/name`, keywords in brackets ignored): as the task's `records` say (their
-    sidecars name the env's `EnvSpec.lower_is_better`), else as the registered env's spec;
-    False for returns and for tasks neither knows."""
-    if metric == METRIC or metric.startswith(METRIC + "/"):
-        return False
-    said = [r.meta["lower_is_better"] for r in records if "lower_is_better" in (r.meta or {})]
-    if said:
-        return any(metric in names for names in said)
-    return _registered_lower_is_better(task.split("[", 1)[0], metric)
-
-
-def headline_metric(task: str, records: Sequence[Record] = ()) -> str:
-    """The record metric in `task`'s natural unit (`EnvSpec.headline_metric`: `won` on combat,
-    `success_rate` on pathfinding): as its records' sidecars say, else the registered env's,
-    else the return."""
-    said = {r.meta["headline_metric"] for r in records if "headline_metric" in (r.meta or {})}
-    if len(said) == 1:
-        return said.pop()
-    return _registered_headline(task.split("[", 1)[0])
-
-
-@functools.cache
-def _registered_headline(env_id: str) -> str:
-    from marl.core.registry import RegistryError, make
-    from marl.results.protocol import record_metric
-
-    try:
-        return record_metric(make(env_id).spec.headline_metric)
-    except (RegistryError, TypeError, ValueError):
-        return METRIC
-
-
-@functools.cache
-def _registered_lower_is_better(env_id: str, metric: str) -> bool:
-    from marl.core.registry import RegistryError, make
-    from marl.results.protocol import record_metric
-
-    try:
-        spec = make(env_id).spec
-    except (RegistryError, TypeError, ValueError):
-        return False
-    return metric in {record_metric(m) for m in spec.lower_is_better}
-
-
-def _usable(task: str, anchors: Anchors | None, lower: bool) -> Anchors | None:
-    """`anchors` if the reference beats the random policy in the metric's direction; else None
-    with a warning (normalising by them would rank the algorithms backwards or divide by 0)."""
-    if anchors is None:
-        return None
-    gap = anchors.random - anchors.reference if lower else anchors.reference - anchors.random
-    if gap > 1e-9 * max(1.0, abs(anchors.random), abs(anchors.reference)):
-        return anchors
-    warnings.warn(
-        f"{task}: the reference ({anchors.reference:.4g}) does not beat the random policy "
-        f"({anchors.random:.4g}); the task is left unnormalised",
-        stacklevel=3,
-    )
-    return None
-
-
-def _baseline_anchors(task: str, metric: str, episodes: int) -> Anchors | None:
-    """Anchors computed by `marl.baselines` for a registered task with default keywords."""
-    if metric != METRIC:
-        return None
-    from marl.baselines import anchor_scores
-    from marl.core.registry import RegistryError, make
-
-    try:
-        env = make(task)
-    except (RegistryError, TypeError, ValueError):
-        return None
-    a = anchor_scores(env, num_episodes=episodes)
-    if a["scripted"] is None:
-        return None
-    return Anchors(float(a["random"]), float(a["scripted"]), "baselines")
-
-
-def collect(records: Sequence[Record], metric: str = METRIC, compute_anchors: bool = True) -> Study:
-    """Group records per (task, algorithm), check they are comparable, find the anchors."""
-    if not records:
-        raise RecordError("no finished run records found")
-    check_comparable(records)
-    entries: dict[tuple[str, str], Entry] = {}
-    for r in records:
-        missing = [run.name for run in r.runs if metric not in run.metrics]
-        if missing:
-            have = ", ".join(sorted(r.runs[0].metrics))
-            raise RecordError(
-                f"{r.path}: {r.env_id}/{r.algorithm}: no metric {metric!r}; has {have}"
-            )
-        entries.setdefault((r.env_id, r.algorithm), Entry(r.env_id, r.algorithm)).records.append(r)
-    anchors: dict[str, Anchors | None] = {}
-    lower = {}
-    for task in sorted({t for t, _ in entries}):
-        task_records = [r for (t, _), e in entries.items() if t == task for r in e.records]
-        lower[task] = lower_is_better(task, metric, task_records)
-        found = _record_anchors(task, task_records, metric)
-        if found is None and compute_anchors:
-            episodes = max(
-                (int((r.meta or {}).get("protocol", {}).get("absolute_episodes") or 0))
-                for r in task_records
-            )
-            found = _baseline_anchors(task, metric, episodes or 320)
-        anchors[task] = _usable(task, found, lower[task])
-    return Study(metric, entries, anchors, lower)
+from marl.results.files import atomic_write, write_json
+from marl.results.protocol import Record, split_comparable
+from marl.results.study import (
+    METRIC,
+    Group,
+    Study,
+    TaskFacts,
+    collect,
+    comparable_groups,
+    subset,
+)
 
 
 # --- numbers ----------------------------------------------------------------------------------
@@ -329,7 +64,7 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
                 "env_steps": int(entry.runs[0].steps[-1]),
                 "sources": sorted({str(r.path) for r in entry.records}),
             }
-            unit = headline_metric(task, entry.records)
+            unit = study.headline.get(task, METRIC)
             if unit != study.metric and all(unit in run.metrics for run in entry.runs):
                 row["headline"] = {
                     "metric": unit,
@@ -354,7 +89,7 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
     scores = study.normalised_scores()
     groups = []
     for g in comparable_groups(scores):
-        sub = _subset(scores, g)
+        sub = subset(scores, g)
         agg = stats.aggregate(sub, reps=reps, seed=seed)
         pairs = stats.pairwise_improvement(sub, reps=reps, seed=seed) if len(sub) > 1 else {}
         groups.append(
@@ -379,13 +114,13 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
 
 
 # --- report -----------------------------------------------------------------------------------
-def _fmt(iv: dict[str, float] | None, digits: int = 2) -> str:
+def fmt_ci(iv: dict[str, float] | None, digits: int = 2) -> str:
     if iv is None:
         return "n/a"
     return f"{iv['point']:.{digits}f} [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]"
 
 
-def _figures(study: Study, out: Path, reps: int, seed: int) -> dict[str, Path]:
+def write_figures(study: Study, out: Path, reps: int, seed: int) -> dict[str, Path]:
     """Draw every figure of a report into `out`; name -> path."""
     fig_dir = out / "figures"
     colors = plots.algorithm_colors(study.algorithms)
@@ -393,7 +128,7 @@ def _figures(study: Study, out: Path, reps: int, seed: int) -> dict[str, Path]:
     scores = study.normalised_scores()
     curves_by_algo = study.normalised_curves()
     for g in comparable_groups(scores):
-        sub = _subset(scores, g)
+        sub = subset(scores, g)
         tag = g.slug
         agg = stats.aggregate(sub, reps=reps, seed=seed)
         figs[f"aggregates/{tag}"] = plots.aggregate_intervals(
@@ -416,7 +151,7 @@ def _figures(study: Study, out: Path, reps: int, seed: int) -> dict[str, Path]:
                 pairs, fig_dir / f"improvement_{tag}.png", colors=colors
             )
         curves = {}
-        for algo, by in _subset(curves_by_algo, g).items():
+        for algo, by in subset(curves_by_algo, g).items():
             try:
                 curves[algo] = stats.sample_efficiency(by, reps=reps, seed=seed)
             except ValueError:  # tasks with different evaluation counts: no pooled curve
@@ -480,13 +215,13 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
         ]
         for algo, agg in sorted(g["aggregates"].items(), key=lambda kv: -kv[1]["iqm"]["point"]):
             lines.append(
-                f"| {algo} | {_fmt(agg['iqm'])} | {_fmt(agg['mean'])} | {_fmt(agg['median'])} "
-                f"| {_fmt(agg['optimality_gap'])} |"
+                f"| {algo} | {fmt_ci(agg['iqm'])} | {fmt_ci(agg['mean'])} "
+                f"| {fmt_ci(agg['median'])} | {fmt_ci(agg['optimality_gap'])} |"
             )
         lines.append("")
         if g["improvement"]:
             lines += ["| pair | P(X > Y) |", "|---|---|"]
-            lines += [f"| {pair} | {_fmt(iv)} |" for pair, iv in sorted(g["improvement"].items())]
+            lines += [f"| {pair} | {fmt_ci(iv)} |" for pair, iv in sorted(g["improvement"].items())]
             lines.append("")
         slug = Group(g["name"], (), ()).slug
         for name in ("aggregates", "profiles", "improvement", "sample_efficiency"):
@@ -522,8 +257,8 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
         for algo, row in rows:
             name = algo + (" (external)" if row["external"] else "")
             lines.append(
-                f"| {name} | {row['runs']} | {_fmt(row['absolute_mean'])} | "
-                f"{_fmt(row['absolute_iqm'])} | {_fmt(row.get('normalised_iqm'))} | "
+                f"| {name} | {row['runs']} | {fmt_ci(row['absolute_mean'])} | "
+                f"{fmt_ci(row['absolute_iqm'])} | {fmt_ci(row.get('normalised_iqm'))} | "
                 f"{row['final_mean']:.2f} | {row['env_steps']:,} |"
             )
         key = "task_" + task.replace("/", "_")
@@ -533,7 +268,7 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
     return "\n".join(lines)
 
 
-def _html(markdown: str, figs: dict[str, Path], out: Path, title: str) -> str:
+def html_page(markdown: str, figs: dict[str, Path], out: Path, title: str) -> str:
     """A self-contained page: the Markdown's tables and headings, figures inlined as data URIs."""
     embedded = {
         str(p.relative_to(out)): base64.b64encode(p.read_bytes()).decode("ascii")
@@ -589,16 +324,14 @@ def write_report(
     study: Study, out: str | Path, title: str = "marl report", reps: int = stats.REPS, seed: int = 0
 ) -> dict[str, Path]:
     """Write `report.md`, `report.html` (self-contained), `report.json` and `figures/` to `out`."""
-    from marl.run.rundir import atomic_write, write_json
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(study, reps=reps, seed=seed)
     summary["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    figs = _figures(study, out, reps, seed)
+    figs = write_figures(study, out, reps, seed)
     markdown = _markdown(summary, figs, out, title)
     atomic_write(out / "report.md", markdown + "\n")
-    atomic_write(out / "report.html", _html(markdown, figs, out, title))
+    atomic_write(out / "report.html", html_page(markdown, figs, out, title))
     write_json(out / "report.json", summary)
     return {"md": out / "report.md", "html": out / "report.html", "json": out / "report.json"}
 
@@ -610,17 +343,15 @@ def write_sectioned_report(
     metric: str = METRIC,
     reps: int = stats.REPS,
     seed: int = 0,
-    compute_anchors: bool = True,
+    facts: TaskFacts | None = None,
 ) -> tuple[dict[str, Path], list[Study]]:
     """`write_report` over records that may mix protocols or budgets on a task: one report
     where they do not; otherwise each comparable section (`protocol.split_comparable`) in its
     own folder `section-K/`, and `report.md`/`.html`/`.json` in `out` an index saying which
     records were kept apart and why. -> (index paths, the sections' studies)."""
-    from marl.run.rundir import atomic_write, write_json
-
     sections = split_comparable(records)
     if len(sections) == 1:
-        study = collect(records, metric=metric, compute_anchors=compute_anchors)
+        study = collect(records, metric=metric, facts=facts)
         return write_report(study, out, title=title, reps=reps, seed=seed), [study]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -635,7 +366,7 @@ def write_sectioned_report(
     ]
     studies, index = [], []
     for k, section in enumerate(sections, 1):
-        study = collect(section.records, metric=metric, compute_anchors=compute_anchors)
+        study = collect(section.records, metric=metric, facts=facts)
         folder = f"section-{k}"
         write_report(study, out / folder, title=f"{title}: section {k}", reps=reps, seed=seed)
         studies.append(study)
@@ -663,177 +394,10 @@ def write_sectioned_report(
         )
     markdown = "\n".join(lines)
     atomic_write(out / "report.md", markdown + "\n")
-    atomic_write(out / "report.html", _html(markdown, {}, out, title))
+    atomic_write(out / "report.html", html_page(markdown, {}, out, title))
     write_json(out / "report.json", {"metric": metric, "sections": index})
     paths = {"md": out / "report.md", "html": out / "report.html", "json": out / "report.json"}
     return paths, studies
-
-
-# --- leaderboard ------------------------------------------------------------------------------
-def leaderboard(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, Any]:
-    """Rankings per task (normalised IQM of the absolute metric; raw mean where a task has no
-    reference) and overall: per group of normalised tasks that the same algorithms ran, the
-    IQM over the group's tasks (stratified bootstrap CI)."""
-    summary = summarise(study, reps=reps, seed=seed)
-    tasks = {}
-    for task, data in summary["tasks"].items():
-        key = "normalised_iqm" if data["anchors"] else "absolute_mean"
-        # normalised scores rise towards the reference whatever the metric's direction
-        sign = 1.0 if key == "absolute_mean" and data.get("lower_is_better") else -1.0
-        ranked = sorted(data["algorithms"].items(), key=lambda kv: sign * kv[1][key]["point"])
-        tasks[task] = {
-            "ranked_by": key,
-            "lower_is_better": data["lower_is_better"],
-            "anchors": data["anchors"],
-            "rows": [{"rank": i + 1, "algorithm": a, **row} for i, (a, row) in enumerate(ranked)],
-        }
-    overall = []
-    for g in summary["groups"]:
-        ranked = sorted(g["aggregates"], key=lambda a: -g["aggregates"][a]["iqm"]["point"])
-        overall.append(
-            {
-                "name": g["name"],
-                "tasks": g["tasks"],
-                "improvement": g["improvement"],
-                "rows": [
-                    {
-                        "rank": i + 1,
-                        "algorithm": algo,
-                        "external": any(
-                            e.external for (t, a), e in study.entries.items() if a == algo
-                        ),
-                        **g["aggregates"][algo],
-                    }
-                    for i, algo in enumerate(ranked)
-                ],
-            }
-        )
-    return {
-        "metric": summary["metric"],
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "tasks": tasks,
-        "overall": overall,
-    }
-
-
-def leaderboard_markdown(
-    board: dict[str, Any], command: str = "", figs: dict[str, str] | None = None
-) -> str:
-    """The leaderboard as Markdown; `figs`: figure name -> path relative to the file, shown
-    under each group (aggregates, sample efficiency) and task (evaluation curves)."""
-    figs = figs or {}
-
-    def figure(key: str, title: str) -> list[str]:
-        return [f"![{title}]({figs[key]})", ""] if key in figs else []
-
-    lines = [
-        "# Leaderboard",
-        "",
-        "Ranked by the IQM of min-max normalised scores (0 = random policy, 1 = reference "
-        "policy) of the absolute metric (each seed's best evaluated parameters re-evaluated), "
-        "with 95% stratified bootstrap CIs. External records (not produced by marl) are "
-        "marked.",
-        "",
-    ]
-    if command:
-        lines += [f"Generated by `{command}`.", ""]
-    if len(board["overall"]) > 1:
-        lines += [
-            "Aggregates over different task sets do not compare, so each table ranks the "
-            "algorithms that ran exactly the same tasks, over those tasks: per family, then "
-            "across families where the same algorithms ran tasks of several.",
-            "",
-        ]
-    for group in board["overall"]:
-        lines += [
-            f"## {group['name']}: {', '.join(group['tasks'])}",
-            "",
-            "| rank | algorithm | IQM | mean | optimality gap |",
-            "|---|---|---|---|---|",
-        ]
-        for row in group["rows"]:
-            name = row["algorithm"] + (" (external)" if row["external"] else "")
-            lines.append(
-                f"| {row['rank']} | {name} | {_fmt(row['iqm'])} | {_fmt(row['mean'])} | "
-                f"{_fmt(row['optimality_gap'])} |"
-            )
-        lines.append("")
-        slug = Group(group["name"], (), ()).slug
-        for kind in ("aggregates", "profiles", "improvement", "sample_efficiency"):
-            lines += figure(f"{kind}/{slug}", f"{kind.replace('_', ' ')}: {group['name']}")
-    for task, data in board["tasks"].items():
-        norm = data["ranked_by"] == "normalised_iqm"
-        lines += [
-            f"## {task}",
-            "",
-            "ranked by normalised IQM"
-            if norm
-            else "no reference score: ranked by raw mean"
-            + (" (lower is better)" if data.get("lower_is_better") else ""),
-            "",
-            "| rank | algorithm | runs | normalised IQM | absolute metric mean [95% CI] "
-            "| natural unit, mean [95% CI] | env steps per run | wall time | env steps/s |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for row in data["rows"]:
-            name = row["algorithm"] + (" (external)" if row["external"] else "")
-            unit = row.get("headline")
-            wall = row.get("wall_time_s")
-            speed = (
-                "n/a | n/a"
-                if wall is None
-                else (f"{wall / 3600:.2f} h | {row['steps_per_second']:,.0f}")
-            )
-            lines.append(
-                f"| {row['rank']} | {name} | {row['runs']} | {_fmt(row.get('normalised_iqm'))} | "
-                f"{_fmt(row['absolute_mean'])} | "
-                f"{unit['metric'] + ' ' + _fmt(unit['mean']) if unit else '(the return)'} | "
-                f"{row['env_steps']:,} | {speed} |"
-            )
-        lines.append("")
-        lines += figure("task_" + task.replace("/", "_"), f"{task}: evaluation curves")
-    return "\n".join(lines)
-
-
-def write_leaderboard(
-    study: Study, out: str | Path, reps: int = stats.REPS, seed: int = 0, command: str = ""
-) -> dict[str, Path]:
-    """Write `leaderboard.md`, `.json` and `.html` (figures inlined) into the directory `out`,
-    and the figures into `out/leaderboard_files/figures/`."""
-    from marl.run.rundir import atomic_write, write_json
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    board = leaderboard(study, reps=reps, seed=seed)
-    figs = _figures(study, out / "leaderboard_files", reps, seed)
-    rel = {name: str(path.relative_to(out)) for name, path in figs.items()}
-    markdown = leaderboard_markdown(board, command, rel)
-    atomic_write(out / "leaderboard.md", markdown + "\n")
-    write_json(out / "leaderboard.json", board)
-    atomic_write(out / "leaderboard.html", _html(markdown, figs, out, "marl leaderboard"))
-    return {
-        "md": out / "leaderboard.md",
-        "json": out / "leaderboard.json",
-        "html": out / "leaderboard.html",
-    }
-
-
-def load_study(
-    paths: Sequence[str | Path],
-    metric: str = METRIC,
-    compute_anchors: bool = True,
-    skipped: list[Path] | None = None,
-) -> Study:
-    """`marl.results.protocol.load` (unfinished runs appended to `skipped`) then `collect`."""
-    from marl.results.protocol import load
-
-    found: list[Path] = [] if skipped is None else skipped
-    records = load(paths, found)
-    if not records and found:
-        raise RecordError(
-            f"no finished run records found; unfinished: {', '.join(map(str, found))}"
-        )
-    return collect(records, metric=metric, compute_anchors=compute_anchors)
 
 
 def dumps(obj: Any) -> str:

@@ -187,7 +187,7 @@ def read_costs(records: Path) -> dict[str, dict[str, float]]:
 
 
 def write_costs(records: Path, costs: dict[str, dict[str, float]]) -> None:
-    from marl.run.rundir import write_json
+    from marl.results.files import write_json
 
     records.mkdir(parents=True, exist_ok=True)
     write_json(records / COSTS, dict(sorted(costs.items())))
@@ -225,3 +225,39 @@ def run_cells(
         if done is None:
             raise KeyboardInterrupt
     return failed
+
+
+def measure_cells(runs: Sequence[tuple[Cell, Any]], records: Path, again: bool = False) -> None:
+    """Measure each (cell, run)'s cost on this machine (`measure`) into the records folder's
+    costs file, skipping measured cells unless `again`; prints each cell's estimate."""
+    costs = read_costs(records)
+    for k, (cell, run) in enumerate(runs, 1):
+        if cell.key in costs and not again:
+            continue
+        costs[cell.key] = measure(run)
+        write_costs(records, costs)
+        est = estimate_s(run, costs[cell.key])
+        print(f"[{k}/{len(runs)}] {cell.key}: {hours(est)} of training", flush=True)
+
+
+def status(
+    runs: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
+) -> tuple[list[list[str]], list[tuple[Cell, Any]], str]:
+    """(table rows: tier, cell, seeds x steps, state, training time), the cells left, and a
+    line saying how many are left and their measured training time."""
+    rows, todo, left, unmeasured = [], [], 0.0, 0
+    for cell, run in runs:
+        state_, meta = state(run)
+        est = estimate_s(run, costs.get(cell.key))
+        if state_ == "finished":
+            took = meta.get("wall_time")
+            cost = f"took {hours(took)}" if took else "done"
+        else:
+            cost = hours(est)
+            left += est or 0.0
+            unmeasured += est is None
+            todo.append((cell, run))
+        rows.append([cell.tier, cell.key, f"{cell.seeds} x {cell.budget:.0e}", state_, cost])
+    more = f" and {unmeasured} unmeasured (marl benchmark measure)" if unmeasured else ""
+    line = f"{len(todo)} of {len(runs)} cells left: {hours(left)} measured on this machine{more}"
+    return rows, todo, line

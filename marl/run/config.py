@@ -346,7 +346,8 @@ def make_env(env_id: str, kwargs: dict[str, Any]) -> MultiAgentEnv:
         raise ConfigError(f"{env_id} is registered but cannot be imported: {e}") from None
 
 
-def _make_train_fn(name: str) -> Callable[..., Train]:
+def learner_factory(name: str) -> Callable[..., Train]:
+    """The registered learner `name`'s `make_train`; ConfigError naming why it is unusable."""
     from marl.core.registry import RegistryError, algorithm
 
     try:
@@ -420,7 +421,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         raise ConfigError(
             f"protocol.metric {settings.metric!r} is not a metric of {env_id}; valid: {valid}"
         )
-    make_train = _make_train_fn(algo)
+    make_train = learner_factory(algo)
     check_compatible(algo, make_train, env_id, env.spec)
     try:
         probe = probe_learner(make_train, env, dict(algo_cfg))
@@ -455,7 +456,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         raise ConfigError("resume=true needs checkpoint=true (the segments to continue from)")
     if transfer:  # every target must take the trained parameters (shapes only, no compile)
         try:
-            build_targets(run, probe)
+            build_targets(run, probe, make_env, learner_factory)
         except TransferError as e:
             raise ConfigError(str(e)) from None
     return run
@@ -464,7 +465,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
 def build(run: RunConfig) -> tuple[MultiAgentEnv, Train]:
     """The environment and the learner of a resolved run (`total_updates` set for annealing)."""
     env = make_env(run.env_id, dict(run.env_kwargs))
-    train = _make_train_fn(run.algo)(env, dict(run.algo_cfg), run.total_updates)
+    train = learner_factory(run.algo)(env, dict(run.algo_cfg), run.total_updates)
     return env, train
 
 

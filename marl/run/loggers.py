@@ -46,7 +46,7 @@ def wandb_run_id(run_dir: Path) -> str:
     path = run_dir / WANDB_ID
     if path.exists():
         return path.read_text().strip()
-    from marl.run.rundir import atomic_write
+    from marl.results.files import atomic_write
 
     run_id = uuid.uuid4().hex[:16]
     atomic_write(path, run_id + "\n")

@@ -24,11 +24,9 @@ so a reader never sees half a file; `record.json` is rewritten after each evalua
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from importlib import metadata
@@ -39,6 +37,7 @@ import numpy as np
 
 from marl.core.env import EnvSpec
 from marl.learning.training import RunResult
+from marl.results.files import atomic_write, write_json
 from marl.results.protocol import META, RECORD, record_metric, run_record, task_name
 from marl.run.config import RunConfig
 
@@ -57,28 +56,6 @@ VERSIONED = (
     "numpy",
     "hydra-core",
 )
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write `data` to `path` through a temporary file and `os.replace`."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def write_json(path: Path, obj: Any, indent: int | None = 1) -> None:
-    """Atomic JSON (NaN/inf written as JSON's non-standard NaN/Infinity)."""
-    atomic_write(path, json.dumps(obj, indent=indent) + "\n")
 
 
 def _claim(parent: Path, name: str | None, now: datetime) -> Path:

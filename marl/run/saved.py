@@ -79,3 +79,28 @@ def load(path: str | Path, which: str = "best") -> SavedRun:
     if got != want:
         raise SavedRunError(f"{params_path}: parameter shapes {got} differ from the learner's")
     return SavedRun(path, run, env, train, params)
+
+
+def evaluate_saved(saved: SavedRun, episodes: int, seed: int, which: str) -> dict[str, list[float]]:
+    """Play `episodes` greedy episodes of every seed's parameters from `key(seed)`; prints a
+    line per metric (mean ± std over seeds) and returns metric -> per-seed means."""
+    import numpy as np
+
+    from marl.learning.evaluation import evaluate
+
+    env, policy = saved.env, saved.train.policy
+    key = jax.random.key(seed)
+    results = jax.device_get(
+        jax.jit(jax.vmap(lambda p: evaluate(env, policy, p, key, episodes)))(saved.params)
+    )
+    print(
+        f"{saved.run.env_id} {saved.run.algo}: {saved.seeds} seeds x {episodes} episodes, "
+        f"{which} parameters of {saved.path}"
+    )
+    summary = {}
+    for name, values in sorted(results.items()):
+        per_seed = np.asarray(values, np.float64).mean(axis=-1)
+        summary[name] = per_seed.tolist()
+        spread = per_seed.std(ddof=1) if len(per_seed) > 1 else 0.0
+        print(f"  {name:<24} {per_seed.mean():12.4f} ± {spread:.4f} (mean ± std over seeds)")
+    return summary

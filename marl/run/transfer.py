@@ -13,7 +13,7 @@ the same shapes as the trained ones, i.e. the policy's inputs may not depend on 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,13 +70,18 @@ def _param_shapes(train: Train) -> Any:
     return jax.tree.map(lambda x: (x.shape, x.dtype), train.params(state))
 
 
-def build_targets(
-    run: RunConfig, trained: Train
-) -> list[tuple[TransferTarget, MultiAgentEnv, Train]]:
-    """Each target's environment and learner; TransferError when the trained parameters
-    cannot drive it (nothing is compiled: shapes come from `jax.eval_shape`)."""
-    from marl.run.config import _make_train_fn, make_env
+Targets = list[tuple[TransferTarget, "MultiAgentEnv", "Train"]]
 
+
+def build_targets(
+    run: RunConfig,
+    trained: Train,
+    make_env: Callable[[str, dict[str, Any]], MultiAgentEnv],
+    learner_factory: Callable[[str], Callable[..., Train]],
+) -> Targets:
+    """Each target's environment (`make_env(id, kwargs)`) and learner (the run's, rebuilt by
+    `learner_factory(algo)`); TransferError when the trained parameters cannot drive it
+    (nothing is compiled: shapes come from `jax.eval_shape`)."""
     expected = _param_shapes(trained)
     out = []
     for target in run.transfer:
@@ -84,7 +89,7 @@ def build_targets(
             env = make_env(target.env_id, dict(target.env_kwargs))
         except ValueError as e:
             raise TransferError(f"transfer target {target.name}: {e}") from None
-        train = _make_train_fn(run.algo)(env, dict(run.algo_cfg), run.total_updates)
+        train = learner_factory(run.algo)(env, dict(run.algo_cfg), run.total_updates)
         if _param_shapes(train) != expected:
             raise TransferError(
                 f"transfer target {target.name}: the {run.algo} parameters trained on "
@@ -96,9 +101,10 @@ def build_targets(
 
 
 def evaluate_transfer(
-    run: RunConfig, trained: Train, params: Any, episodes: int
+    run: RunConfig, targets: Targets, params: Any, episodes: int
 ) -> dict[str, dict[str, Any]]:
-    """Play `episodes` greedy episodes of each seed's `params` ([seeds, ...]) on every target.
+    """Play `episodes` greedy episodes of each seed's `params` ([seeds, ...]) on every target
+    (`build_targets`).
 
     Returns `{name: {"id", "kwargs", "episodes", "metrics": {metric: [seeds][episodes]}}}`.
     """
@@ -106,7 +112,7 @@ def evaluate_transfer(
 
     key = jax.random.fold_in(jax.random.key(run.settings.seed), TRANSFER_SALT)
     out = {}
-    for target, env, train in build_targets(run, trained):
+    for target, env, train in targets:
 
         def play(p, env=env, train=train):
             return evaluate(env, train.policy, p, key, episodes)

@@ -1,0 +1,202 @@
+"""The argparse parser of `marl`: one subcommand per job, each bound to its `commands.cmd_*`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from marl import __version__
+from marl.cli.args import BENCH_STEPS, DEFAULT_NUM_ENVS, PEERS, SUITE_AGENTS, at_least
+from marl.cli.commands import (
+    cmd_bench,
+    cmd_benchmark,
+    cmd_eval,
+    cmd_leaderboard,
+    cmd_list,
+    cmd_render,
+    cmd_report,
+    cmd_sweep,
+    cmd_train,
+)
+from marl.results.stats import REPS
+
+
+class TrainHelp(argparse.Action):
+    """`marl train --help`: the usual help plus the config groups, options and keys."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
+        from marl.run.config import describe
+
+        parser.epilog = describe()
+        parser.print_help()
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of `marl`."""
+    parser = argparse.ArgumentParser(
+        prog="marl", description="JAX benchmark suite for classical multi-agent RL."
+    )
+    parser.add_argument("--version", action="version", version=f"marl {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "train",
+        help="train a learner on an environment over several seeds (Hydra overrides)",
+        description="Train a learner on an environment for `budget` env steps per seed, all seeds\n"
+        "in one program, evaluating every budget/20 steps. The arguments are Hydra overrides of\n"
+        "the config tree marl/conf/; the run is written to <out>/<family>/<task>/<algo>/<name>/.",
+        usage="marl train [-h] [--dry-run] [KEY=VALUE ...]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+    )
+    p.add_argument("-h", "--help", action=TrainHelp, help="show this help (and the config options)")
+    p.add_argument("--dry-run", action="store_true", help="print the resolved config and exit")
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Hydra overrides, e.g. algo=ippo budget=1e6",
+    )
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "sweep",
+        help="train a grid of runs (comma-separated overrides), then write a report",
+        description="Hydra multirun syntax: each comma-separated override is a sweep axis,\n"
+        "e.g. `marl sweep env=particle/spread,particle/simple algo=ippo,mappo budget=2e5`.\n"
+        "Seeds are vmapped inside each run. Runs already finished under the same name=\n"
+        "are skipped, so a killed sweep resumes; the report goes to --report.",
+        usage="marl sweep [-h] [--report DIR] KEY=VALUE[,VALUE...] ...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--report", metavar="DIR", help="report directory (default <out>/report-<name>)")
+    p.add_argument("overrides", nargs="+", metavar="KEY=VALUE", help="Hydra overrides")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser(
+        "benchmark",
+        help="a versioned benchmark's cells: what is left, its cost here, and running it",
+        description="status: every cell's state (finished, unfinished, missing) and measured "
+        "training time; measure: time a few updates of each cell on this machine (kept in "
+        "<records>/costs.json); run: train the cells left, resuming unfinished ones; a cell "
+        "that fails is reported and the others go on. list: the shipped benchmarks.",
+    )
+    p.add_argument("action", choices=("list", "status", "measure", "run"))
+    p.add_argument("name", nargs="?", default="v1", help="benchmark (default v1) or a yaml path")
+    p.add_argument("--tier", default="all", help="cpu, gpu, ... or all (default)")
+    p.add_argument(
+        "--only", action="append", metavar="GLOB", help="cells task/learner matching (repeatable)"
+    )
+    p.add_argument("--again", action="store_true", help="measure: re-measure measured cells")
+    p.set_defaults(func=cmd_benchmark)
+
+    p = sub.add_parser(
+        "report",
+        help="aggregate run records into a report (Markdown, HTML, JSON, plots)",
+        description="Reads run directories, directories of runs, or marl-eval JSON files.",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUNS", help="run directories or record files")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--metric", default="episode_return", help="record metric to aggregate")
+    p.add_argument("--title", default="marl report")
+    p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
+    p.add_argument("--seed", type=at_least(0), default=0, help="bootstrap seed")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "leaderboard",
+        help="rank algorithms per task and overall from run records",
+        description="Default records: results/reference/runs and results/external (marl-eval "
+        "JSON from other frameworks, marked external).",
+    )
+    p.add_argument("runs", nargs="*", metavar="RUNS", help="run directories or record files")
+    p.add_argument("--out", default="results", metavar="DIR", help="output directory")
+    p.add_argument("--metric", default="episode_return", help="record metric to rank by")
+    p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
+    p.add_argument("--seed", type=at_least(0), default=0, help="bootstrap seed")
+    p.set_defaults(func=cmd_leaderboard)
+
+    p = sub.add_parser("list", help="list registered environments and algorithms")
+    p.add_argument("--family", help="only this family (e.g. particle)")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser(
+        "bench", help="measure environment (or, with --suite, training) steps per second"
+    )
+    p.add_argument("env_id", nargs="?", help="environment id, e.g. particle/spread")
+    p.add_argument(
+        "--suite",
+        nargs="?",
+        const="envs,train,scaling",
+        metavar="PARTS",
+        help="run the benchmark suite instead: envs, train, scaling (comma-separated; default all)",
+    )
+    p.add_argument(
+        "--num-envs",
+        default=DEFAULT_NUM_ENVS,
+        help=f"parallel envs, comma-separated (default {DEFAULT_NUM_ENVS})",
+    )
+    p.add_argument(
+        "--steps", type=at_least(1), default=BENCH_STEPS, help="steps per env per timed call"
+    )
+    p.add_argument("--repeats", type=at_least(1), default=3, help="timed calls; the best is kept")
+    p.add_argument("--seed", type=at_least(0), default=0)
+    p.add_argument(
+        "--vs",
+        nargs="?",
+        const="all",
+        choices=(*PEERS, "all"),
+        help="also run the peer's version of the env (no value: the family's peer; with "
+        "--suite, every peer)",
+    )
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env keyword (repeatable)")
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also write the records as JSON (--suite: an earlier suite file keeps the parts "
+        "not run)",
+    )
+    p.add_argument(
+        "--seeds", type=at_least(1), help="--suite: seeds vmapped in each training loop (default 1)"
+    )
+    p.add_argument(
+        "--agents", help=f"--suite scaling: agent counts (comma-separated; default {SUITE_AGENTS})"
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="--suite: write the tables as markdown (an earlier file keeps the tables not run)",
+    )
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser(
+        "render", help="write a GIF of one episode (random valid actions or a trained policy)"
+    )
+    p.add_argument("env_id", help="environment id, e.g. particle/spread")
+    p.add_argument("--out", required=True, metavar="FILE.gif", help="output GIF path")
+    p.add_argument("--seed", type=at_least(0), default=0)
+    p.add_argument(
+        "--steps", type=at_least(1), help="steps to play, at most one episode (default: all of it)"
+    )
+    p.add_argument("--fps", type=at_least(1), default=10)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env keyword (repeatable)")
+    p.add_argument("--params", metavar="RUN_DIR", help="act with a finished run's policy")
+    p.add_argument(
+        "--seed-index", type=at_least(0), default=0, help="which of its seeds (default 0)"
+    )
+    p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("eval", help="re-evaluate a finished run's saved parameters")
+    p.add_argument("run_dir", help="a run directory written by marl train")
+    p.add_argument("--episodes", type=at_least(1), default=320, help="greedy episodes per seed")
+    p.add_argument("--seed", type=at_least(0), default=1, help="episode keys (training used 0)")
+    p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
+    p.add_argument("--json", metavar="FILE", help="also write the per-seed means as JSON")
+    p.set_defaults(func=cmd_eval)
+    return parser

@@ -1,0 +1,199 @@
+"""`marl sweep`: the grid of comma-separated overrides (Hydra's multirun expansion), kept apart
+in run directories and on one evaluation grid per task, trained one run after another, then
+one report."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from marl.run.errors import UsageError
+
+
+def sweep_overrides(overrides: Sequence[str]) -> list[list[str]]:
+    """Hydra multirun expansion: `env=a,b algo=x,y` -> the grid of override lists."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    parsed = []
+    for item in overrides:  # one by one, so an error names the override
+        try:
+            parsed += parser.parse_overrides([item])
+        except HydraException as e:
+            raise UsageError(f"cannot parse {item!r}: {str(e).strip().splitlines()[0]}") from None
+    batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    return [list(combo) for batch in batches for combo in batch]
+
+
+# override keys whose values already give a run its own directory (<out>/<family>/<task>/<algo>/)
+_PLACING = ("env", "algo", "out", "name", "label")
+
+
+def _key_value(override: str) -> tuple[str, str]:
+    key, _, value = override.partition("=")
+    return key.lstrip("+"), value
+
+
+def separate_grid(grid: list[list[str]]) -> list[list[str]]:
+    """Keep a sweep's grid points apart: each axis that would leave two runs in one directory
+    (an `algo.*` setting, `seed`, a protocol setting) is appended to the run's name as
+    `-<key>_<value>` (as `vmap=` names its runs), and an `algo.*` axis also names the algorithm
+    in the records, `label=<algo>-<key>_<value>`, so that reports rank each setting on its own
+    instead of pooling them."""
+    points = [dict(_key_value(o) for o in combo) for combo in grid]
+    keys = list(dict.fromkeys(k for p in points for k in p))
+    axes = [
+        k
+        for k in keys
+        if len({p.get(k) for p in points}) > 1
+        and k not in _PLACING
+        and not k.startswith("env.kwargs.")
+    ]
+    if not axes:
+        return grid
+    from marl.run import config
+
+    out = []
+    for combo, point in zip(grid, points, strict=True):
+        parts = {k: f"{k.rpartition('.')[2]}_{point[k]}" for k in axes if k in point}
+        tags = "-".join(parts.values())
+        algo_tags = "-".join(v for k, v in parts.items() if k.startswith("algo."))
+        kept = [o for o in combo if _key_value(o)[0] not in ("name", "label")]
+        name = point.get("name")
+        kept.append(f"name={name}-{tags}" if name else f"name={tags}")
+        if algo_tags:
+            base = point.get("label") or str(config.compose(kept).algo.name)
+            kept.append(f"label={base}-{algo_tags}")
+        elif point.get("label"):
+            kept.append(f"label={point['label']}")
+        out.append(kept)
+    return out
+
+
+def common_grid(grid: list[list[str]], runs: Sequence[Any]) -> tuple[list[list[str]], list[str]]:
+    """One evaluation grid per task for learners whose updates differ in size.
+
+    Each run evaluates every `interval` env steps rounded to its own whole updates, so at one
+    budget a learner of 2,048-step updates and one of 64-step updates would train different
+    numbers of steps, and their records could not be compared. Where a task's runs leave
+    `protocol.eval_interval` unset and share a budget and evaluation count, it is pinned to
+    the interval rounded to a multiple of every one of their update sizes (a single-learner
+    task is unchanged).
+    Returns the grid with the pinned overrides and one line per pinned task.
+    """
+    tasks: dict[str, list[int]] = {}
+    for k, run in enumerate(runs):
+        s = run.settings
+        key = json.dumps([run.env_id, run.env_kwargs, s.budget, s.num_evaluations], sort_keys=True)
+        tasks.setdefault(key, []).append(k)
+    grid, notes = [list(combo) for combo in grid], []
+    for members in tasks.values():
+        chosen = [runs[k] for k in members]
+        sizes = sorted({r.steps_per_update for r in chosen})
+        if len(sizes) < 2 or any(r.settings.eval_interval is not None for r in chosen):
+            continue
+        step = math.lcm(*sizes)
+        interval = chosen[0].settings.interval()
+        pinned = max(1, round(interval / step)) * step
+        if pinned > 2 * interval:  # the update sizes share no multiple near the interval
+            notes.append(
+                f"sweep: {chosen[0].env_id}'s learners update every {', '.join(map(str, sizes))} "
+                "env steps, with no common multiple near the evaluation interval; their runs "
+                "will differ in length (pin protocol.eval_interval to compare them)"
+            )
+            continue
+        for k in members:
+            grid[k].append(f"protocol.eval_interval={pinned}")
+        notes.append(
+            f"sweep: {chosen[0].env_id} evaluated every {pinned:,} env steps, a multiple of each "
+            f"learner's update ({', '.join(f'{n:,}' for n in sizes)} steps), so that its runs "
+            "train the same steps and compare"
+        )
+    return grid, notes
+
+
+def run_sweep(overrides: Sequence[str], report: str | None = None) -> int:
+    """`marl sweep OVERRIDES`: train every combination of comma-separated overrides (each
+    finished run kept, each killed one resumed), then write one report (default:
+    `<out>/report-<name>`); the exit code (130: interrupted)."""
+    from datetime import datetime
+
+    from marl.learning import hyper
+    from marl.results.protocol import META
+    from marl.run import config
+    from marl.run.jobs import finished_before, load_study, train_run, vmapped_runs
+    from marl.run.rundir import config_differences, run_parent
+
+    vmap = [o.removeprefix("vmap=") for o in overrides if o.startswith("vmap=")]
+    overrides = [o for o in overrides if not o.startswith("vmap=")]
+    try:
+        combos = hyper.combinations(hyper.parse(vmap)) if vmap else []
+    except hyper.HyperError as e:
+        raise UsageError(str(e)) from None
+    grid = sweep_overrides(overrides)
+    if not any(o.startswith("name=") for o in overrides):
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        grid = [[*combo, f"name=sweep-{stamp}"] for combo in grid]
+    sweep_name = next(v for k, v in map(_key_value, grid[0]) if k == "name")
+    try:
+        grid = separate_grid(grid)
+    except config.ConfigError as e:
+        raise UsageError(str(e)) from None
+
+    def resolve_all(grid: list[list[str]]) -> list[Any]:
+        runs = []
+        for combo in grid:  # validate every run before training any
+            try:
+                cfg = config.compose(combo)
+                runs.append(config.resolve(cfg, command=combo))
+            except config.ConfigError as e:
+                raise UsageError(f"{' '.join(combo)}: {e}") from None
+            if cfg.get("distributed", False) is True:
+                raise UsageError(
+                    "distributed=true runs through marl train (the same command on every "
+                    "host); marl sweep is single-host"
+                )
+        return runs
+
+    runs = resolve_all(grid)
+    grid, notes = common_grid(grid, runs)
+    if notes:
+        runs = resolve_all(grid)
+        for note in notes:
+            print(note, flush=True)
+    print(f"sweep: {len(runs)} run(s)", flush=True)
+    dirs = []
+    for k, run in enumerate(runs, 1):
+        path = run_parent(run) / str(run.name)
+        print(f"[{k}/{len(runs)}] {' '.join(run.command)}", flush=True)
+        if combos:  # one program for the value combinations x seeds; not resumable
+            dirs += vmapped_runs(run, combos)
+            continue
+        if finished_before(run) is not None:
+            print(f"finished before: {path}", flush=True)
+            dirs.append(path)
+            continue
+        if (path / META).exists():
+            before = json.loads((path / META).read_text())
+            if config_differences(before.get("config"), run.to_dict()):
+                aside = path.with_name(f"{path.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
+                path.rename(aside)
+                print(f"moved the unfinished run (another config) aside to {aside}", flush=True)
+            else:  # a killed sweep continues its run after the last finished segment
+                run = dataclasses.replace(run, resume=True)
+        done = train_run(run)
+        if done is None:
+            return 130
+        dirs.append(done)
+    out = report or str(runs[0].out / f"report-{sweep_name}")
+    from marl.results.report import write_report
+
+    study = load_study([str(d) for d in dirs], "episode_return")
+    paths = write_report(study, out, title=f"marl sweep {sweep_name}")
+    print(f"wrote {paths['md']} and {paths['html']}")
+    return 0
