@@ -8,17 +8,19 @@ read the environment state."""
 
 from __future__ import annotations
 
+import importlib
+
 import jax
 import jax.numpy as jnp
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Policy
+from marl.core.wrappers import Wrapper
 from marl.learning.evaluation import evaluate
 
 from .cleanup import greedy_policy
 from .combat import focus_fire_policy
 from .particle import Gains, NoScriptedPolicy, scripted_ids
-from .particle import scripted_policy as particle_scripted_policy
 from .pathfinding import PlannerGains, planner_policy
 from .random import random_policy
 
@@ -37,20 +39,17 @@ __all__ = [
 
 
 def scripted_policy(env: MultiAgentEnv, gains: Gains | None = None) -> Policy:
-    """The scripted reference policy of `env`: focus fire on combat battles, the planner on
-    pathfinding maps, greedy collection at sea, the particle scenario's controller otherwise
-    (NoScriptedPolicy, a KeyError, when there is none)."""
-    from marl.envs.cleanup.env import Cleanup
-    from marl.envs.combat.env import Combat
-    from marl.envs.pathfinding.env import Pathfinding
-
-    if isinstance(env, Cleanup):
-        return greedy_policy(env)
-    if isinstance(env, Combat):
-        return focus_fire_policy(env)
-    if isinstance(env, Pathfinding):
-        return planner_policy(env)
-    return particle_scripted_policy(env, gains)
+    """The scripted reference policy of `env`: the env class's `reference_policy` hook (focus
+    fire on combat battles, the planner on pathfinding maps, greedy collection at sea, the
+    particle scenario's controller), built with `gains` where given. NoScriptedPolicy (a
+    KeyError) when the env has none."""
+    inner = env.unwrapped if isinstance(env, Wrapper) else env
+    path = type(inner).reference_policy
+    if path is None:
+        raise NoScriptedPolicy(f"{env.spec.name} has no scripted reference policy")
+    module, _, attr = path.partition(":")
+    factory = getattr(importlib.import_module(module), attr)
+    return factory(env) if gains is None else factory(env, gains)
 
 
 def anchor_scores(

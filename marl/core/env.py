@@ -8,7 +8,7 @@ are padded to a common observation size and a common action space, and masked.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -224,9 +224,16 @@ class MultiAgentEnv(Generic[StateT]):
     Both methods are pure and jittable; `self` is static (hashable by identity).
     Wrappers (`marl.core.wrappers`) keep this interface; a wrapper's state exposes the inner `t`,
     and a wrapper may extend the spec (e.g. `EpisodeStatistics` adds `episode/*` metrics).
+
+    Two optional hooks, import paths so that an env imports nothing above it:
+    `viewer_module` ("package.module" with `draw_frame(ax, frame, title)`, for `marl render`)
+    and `reference_policy` ("module:attr", a function `f(env) -> Policy`: the scripted policy
+    whose score anchors normalised results, `marl.baselines.anchor_scores`).
     """
 
     spec: EnvSpec
+    viewer_module: ClassVar[str | None] = None
+    reference_policy: ClassVar[str | None] = None
 
     def reset(self, key: PRNGKey) -> tuple[StateT, TimeStep]:
         """Start an episode. Returns the state and the first TimeStep (reward 0)."""

@@ -1,7 +1,15 @@
-"""Registry of environments (and later learners): `make`, `register`, `list_envs`.
+"""Registry of environments and learners: `make`, `register`, `list_envs`, `algorithm`.
 
 Ids are `family/scenario`. Built-in entries are import paths resolved on first use, so importing
-`marl` stays cheap and one broken family never hides the others.
+`marl` stays cheap and one broken family never hides the others. Three ways in for your own:
+
+- `register("mine/race", Race)` / `register_algorithm("mine", make_train)` in your process;
+- an import path as the id, `make("my_pkg.race:Race")` or `marl train env=my_pkg.race:Race`
+  (also `algo=my_pkg.learner:make_train`): imported on first use, no registration at all;
+- entry points of an installed package, groups `marl.envs` (name: the env id) and
+  `marl.algorithms` (name: the learner's), e.g. in its pyproject.toml:
+  `[project.entry-points."marl.envs"]` / `"mine/race" = "my_pkg.race:Race"`; they appear in
+  `marl list` and on the command line like the built-in ones.
 """
 
 from __future__ import annotations
@@ -9,6 +17,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import numbers
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -80,8 +89,53 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
 }
 
 
+ENV_ENTRY_POINTS = "marl.envs"  # entry-point group: name = env id, value = "module:attr"
+ALGORITHM_ENTRY_POINTS = "marl.algorithms"  # name = learner name, value = its make_train
+_plugins_loaded = False
+
+
 class RegistryError(ValueError):
     """An unknown id or keyword; the message is one line naming the valid choices."""
+
+
+def is_import_path(name: str) -> bool:
+    """Whether `name` is a `package.module:attr` path rather than a registered id."""
+    return ":" in name and "/" not in name
+
+
+def load_plugins() -> None:
+    """Register the entry points of installed packages (once per process); the built-in ids
+    win over a plugin's of the same name, and a malformed one is skipped with a warning."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for group, table in ((ENV_ENTRY_POINTS, _ENVS), (ALGORITHM_ENTRY_POINTS, _ALGORITHMS)):
+        for ep in entry_points(group=group):
+            bad = group == ENV_ENTRY_POINTS and (
+                ep.name.count("/") != 1 or not all(ep.name.split("/"))
+            )
+            if bad or ":" not in ep.value:
+                warnings.warn(
+                    f"entry point {ep.name} = {ep.value} ({group}) is not "
+                    "'family/scenario' = 'module:attr'; skipped",
+                    stacklevel=2,
+                )
+                continue
+            table.setdefault(ep.name, ep.value)
+
+
+def _import_path(path: str, what: str) -> Any:
+    module, _, attr = path.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise RegistryError(f"cannot import {what} {path!r}: {e}") from None
+    if not callable(found):
+        raise RegistryError(f"{what} {path!r} is not callable")
+    return found
 
 
 def register(env_id: str, factory: EnvFactory | str, *, overwrite: bool = False) -> None:
@@ -94,8 +148,9 @@ def register(env_id: str, factory: EnvFactory | str, *, overwrite: bool = False)
 
 
 def list_envs(family: str | None = None) -> list[str]:
-    """Registered environment ids, sorted; optionally only those of one family."""
-    ids = sorted(_ENVS)
+    """Registered environment ids (plugins included), sorted; optionally of one family."""
+    load_plugins()
+    ids = sorted(i for i in _ENVS if not is_import_path(i))
     return [i for i in ids if family is None or i.split("/")[0] == family]
 
 
@@ -109,7 +164,11 @@ def _resolve(env_id: str) -> EnvFactory:
 
 
 def env_factory(env_id: str) -> EnvFactory:
-    """The constructor registered under `env_id` (raises RegistryError if unknown)."""
+    """The constructor registered under `env_id`, or imported from a `module:attr` path
+    (raises RegistryError if unknown)."""
+    load_plugins()
+    if env_id not in _ENVS and is_import_path(env_id):
+        _ENVS[env_id] = _import_path(env_id, "environment")
     if env_id not in _ENVS:
         raise RegistryError(f"unknown environment {env_id!r}; valid: {', '.join(list_envs())}")
     return _resolve(env_id)
@@ -165,8 +224,9 @@ def _check_kind(env_id: str, key: str, value: Any, default: Any) -> None:
 
 
 def list_algorithms() -> list[str]:
-    """Registered learner names, sorted."""
-    return sorted(_ALGORITHMS)
+    """Registered learner names (plugins included), sorted."""
+    load_plugins()
+    return sorted(a for a in _ALGORITHMS if not is_import_path(a))
 
 
 def register_algorithm(name: str, make_train: Callable[..., Any] | str, *, overwrite: bool = False):
@@ -177,7 +237,11 @@ def register_algorithm(name: str, make_train: Callable[..., Any] | str, *, overw
 
 
 def algorithm(name: str) -> Callable[..., Any]:
-    """The `make_train` of learner `name` (raises RegistryError naming the valid ones)."""
+    """The `make_train` of learner `name`, or imported from a `module:attr` path (raises
+    RegistryError naming the valid ones)."""
+    load_plugins()
+    if name not in _ALGORITHMS and is_import_path(name):
+        _ALGORITHMS[name] = _import_path(name, "learner")
     if name not in _ALGORITHMS:
         raise RegistryError(f"unknown algorithm {name!r}; valid: {', '.join(list_algorithms())}")
     entry = _ALGORITHMS[name]

@@ -62,8 +62,9 @@ def record_metric(name: str) -> str:
 
 
 def split_env_id(env_id: str) -> tuple[str, str]:
-    """`"particle/spread"` -> `("particle", "spread")`."""
-    family, _, task = env_id.partition("/")
+    """`"particle/spread"` -> `("particle", "spread")`; an env given by its import path,
+    `"my_pkg.race:Race"` -> `("my_pkg.race", "Race")`."""
+    family, _, task = env_id.partition("/" if "/" in env_id else ":")
     return family, task or family
 
 

@@ -160,7 +160,7 @@ def _store_unshipped() -> None:
 
 def _check_choices(overrides: Sequence[str]) -> None:
     """Unknown `env=` / `algo=` / `protocol=` choices, with the registry's one-line errors."""
-    from marl.core.registry import RegistryError, algorithm, env_factory
+    from marl.core.registry import RegistryError, algorithm, env_factory, is_import_path
 
     for item in overrides:
         match = _GROUP_CHOICE.match(item.strip())
@@ -176,6 +176,11 @@ def _check_choices(overrides: Sequence[str]) -> None:
             raise ConfigError(str(e)) from None
         except ImportError as e:
             raise ConfigError(f"{choice} is registered but cannot be imported: {e}") from None
+        if group in ("env", "algo") and is_import_path(choice):  # a config node of its own
+            from hydra.core.config_store import ConfigStore
+
+            node = {"id": choice, "kwargs": {}} if group == "env" else {"name": choice}
+            ConfigStore.instance().store(group=group, name=choice, node=node)
         if group == "protocol" and choice not in group_options("protocol"):
             valid = ", ".join(group_options("protocol"))
             raise ConfigError(f"unknown protocol {choice!r}; valid: {valid}")

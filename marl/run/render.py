@@ -1,7 +1,8 @@
 """Play an episode and save it as a GIF with the environment family's viewer.
 
-`render_episode` is generic; `save_gif` dispatches to `marl.envs.<family>.viewer` (the
-families in `VIEWERS`): the viewer's own `save_gif` if it has one, else its `draw_frame`.
+`render_episode` is generic; `save_gif` draws with the env's viewer (`viewer_module`, e.g.
+`marl.envs.particle.viewer`): the viewer's own `save_gif` if it has one, else its
+`draw_frame`.
 """
 
 from __future__ import annotations
@@ -16,18 +17,12 @@ import jax
 from marl.core.animation import write_gif
 from marl.core.env import MultiAgentEnv, TimeStep
 from marl.core.spaces import sample_actions
+from marl.core.wrappers import Wrapper
 
 __all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer", "write_gif"]
 
 # (key, timestep) -> joint action (int32 [N] or float32 [N, d])
 Policy = Callable[[jax.Array, TimeStep], jax.Array]
-
-VIEWERS = {
-    "particle": "marl.envs.particle.viewer",
-    "combat": "marl.envs.combat.viewer",
-    "pathfinding": "marl.envs.pathfinding.viewer",
-    "cleanup": "marl.envs.cleanup.viewer",
-}
 
 
 def random_policy(env: MultiAgentEnv) -> Policy:
@@ -80,15 +75,15 @@ def render_episode(
 
 
 def viewer(env: MultiAgentEnv) -> Any:
-    """The viewer module of `env`'s family."""
-    from marl.envs.particle import ParticleEnv
-
-    family = "particle" if isinstance(env, ParticleEnv) else env.spec.name.split("/")[0]
-    if family not in VIEWERS:
+    """The viewer module of `env` (its class's `viewer_module` hook)."""
+    inner = env.unwrapped if isinstance(env, Wrapper) else env
+    path = type(inner).viewer_module
+    if path is None:
         raise NotImplementedError(
-            f"no viewer for {env.spec.name!r}; rendering supports: {', '.join(sorted(VIEWERS))}"
+            f"no viewer for {env.spec.name!r}: its class sets no viewer_module (a module with "
+            "draw_frame(ax, frame, title))"
         )
-    return importlib.import_module(VIEWERS[family])
+    return importlib.import_module(path)
 
 
 def save_gif(env: MultiAgentEnv, states: list[Any], path: str | Path, fps: int = 10) -> Path:

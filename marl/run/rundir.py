@@ -38,7 +38,14 @@ import numpy as np
 from marl.core.env import EnvSpec
 from marl.learning.training import RunResult
 from marl.results.files import atomic_write, write_json
-from marl.results.protocol import META, RECORD, record_metric, run_record, task_name
+from marl.results.protocol import (
+    META,
+    RECORD,
+    record_metric,
+    run_record,
+    split_env_id,
+    task_name,
+)
 from marl.run.config import RunConfig
 
 STAMP = "%Y%m%d-%H%M%S"
@@ -136,8 +143,8 @@ def run_task(run: RunConfig) -> str:
 
 def run_parent(run: RunConfig) -> Path:
     """`<out>/<family>/<task>/<algo>`: runs of different env settings never share a folder."""
-    family = run.env_id.split("/")[0]
-    return run.out / family / run_task(run) / run.algo
+    family, _ = split_env_id(run.env_id)
+    return run.out / family / run_task(run) / run.algo.replace(":", ".")
 
 
 def versions() -> dict[str, str]:

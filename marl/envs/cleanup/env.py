@@ -110,6 +110,9 @@ class Cleanup(MultiAgentEnv[CleanupState]):
     removed.
     """
 
+    viewer_module = "marl.envs.cleanup.viewer"
+    reference_policy = "marl.baselines.cleanup:greedy_policy"
+
     def __init__(
         self,
         num_vessels: int = 4,

@@ -235,6 +235,9 @@ class Combat(MultiAgentEnv[CombatState]):
         >>> ts.obs.shape, ts.avail_actions.shape    # (3, 80), (3, 8)
     """
 
+    viewer_module = "marl.envs.combat.viewer"
+    reference_policy = "marl.baselines.combat:focus_fire_policy"
+
     def __init__(
         self,
         allies: str | int | Sequence[str] = "3m",

@@ -43,6 +43,9 @@ class ParticleState(struct.PyTreeNode):
 class ParticleEnv(MultiAgentEnv[ParticleState]):
     """Base class of the MPE scenarios. Subclasses call `_setup` from `__init__`."""
 
+    viewer_module = "marl.envs.particle.viewer"
+    reference_policy = "marl.baselines.particle:scripted_policy"
+
     world: World
     continuous_actions: bool
 

@@ -120,6 +120,9 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
     contact / steps, averaged over agents; CAMAR's), goals_reached (per agent, lifelong).
     """
 
+    viewer_module = "marl.envs.pathfinding.viewer"
+    reference_policy = "marl.baselines.pathfinding:planner_policy"
+
     def __init__(
         self,
         map: str = "random_grid",
