@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from marl.bench import suite as benchsuite
+from marl.bench import suite_tables
 from marl.cli import main
 
 
@@ -45,8 +46,8 @@ def test_suite_envs_and_scaling_records_and_markdown(tmp_path):
     assert scale["family"] == "particle" and scale["num_agents"] == 3
     assert scale["num_envs"] == 1024 // 3
     path = tmp_path / "bench.md"
-    path.write_text("old tables\n" + benchsuite.NOTES_MARK + "\nhand-written notes\n")
-    benchsuite.write_markdown(str(path), out, "marl bench --suite")
+    path.write_text("old tables\n" + suite_tables.NOTES_MARK + "\nhand-written notes\n")
+    suite_tables.write_markdown(str(path), out, "marl bench --suite")
     text = path.read_text()
     assert "old tables" not in text and "hand-written notes" in text
     assert "| particle/simple | 2 | 8 |" in text
@@ -149,7 +150,7 @@ def _fake(parts: list[str], date: str) -> dict:
 def test_a_partial_suite_run_replaces_only_its_tables_and_records(tmp_path):
     path = tmp_path / "bench.md"
     first = _fake(["scaling"], "2026-01-01")
-    benchsuite.write_markdown(str(path), first, "marl bench --suite scaling")
+    suite_tables.write_markdown(str(path), first, "marl bench --suite scaling")
     path.write_text(path.read_text() + "hand-written notes\n")
     # an envs table from an earlier run, as the full suite would have written it
     envs = "## Environment stepping\n\nMeasured by `old`.\n\n| old env row |\n\n"
@@ -157,18 +158,18 @@ def test_a_partial_suite_run_replaces_only_its_tables_and_records(tmp_path):
     path.write_text(text)
     second = _fake(["scaling"], "2026-02-02")
     second["scaling"][0]["steps_per_s"] = 20.0
-    benchsuite.write_markdown(str(path), second, "marl bench --suite scaling")
+    suite_tables.write_markdown(str(path), second, "marl bench --suite scaling")
     text = path.read_text()
     assert text.count("## Environment stepping") == 1 and "| old env row |" in text
     assert text.count("## Scaling with the number of agents") == 1
     assert "on 2026-02-02" in text and "on 2026-01-01" not in text  # the table measured anew
     assert "| particle | 3 | 341 | 20 |" in text and "| particle | 3 | 341 | 10 |" not in text
     assert text.index("## Environment stepping") < text.index("## Scaling")
-    assert text.endswith("hand-written notes\n") and text.count(benchsuite.NOTES_MARK) == 1
+    assert text.endswith("hand-written notes\n") and text.count(suite_tables.NOTES_MARK) == 1
 
     old = {**_fake([], "2026-01-01"), "envs": ["e"], "train": ["t"], "scaling": ["s"]}
     old["repeats"], second["repeats"] = 5, 2
-    merged = benchsuite.merge_records(old, second, "marl bench --suite scaling")
+    merged = suite_tables.merge_records(old, second, "marl bench --suite scaling")
     # each part names its own run's repeats (the file-wide method line names none)
     assert merged["measured"]["envs"]["repeats"] == 5
     assert merged["measured"]["scaling"]["repeats"] == 2
@@ -177,6 +178,6 @@ def test_a_partial_suite_run_replaces_only_its_tables_and_records(tmp_path):
     assert merged["measured"]["envs"]["date"] == "2026-01-01"
     assert merged["measured"]["scaling"]["command"] == "marl bench --suite scaling"
     scaling_only = {k: v for k, v in merged.items() if k not in ("envs", "train")}
-    table = benchsuite.markdown(scaling_only, "ignored for parts with a measured entry")
+    table = suite_tables.markdown(scaling_only, "ignored for parts with a measured entry")
     assert "Measured by `marl bench --suite scaling` on 2026-02-02" in table
     assert "best of 2 timed calls" in table and "best of 5" not in table

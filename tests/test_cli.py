@@ -11,6 +11,7 @@ import jax
 import pytest
 from PIL import Image
 
+import marl
 from marl import cli
 from marl.cli import commands
 from marl.cli.args import parse_value
@@ -128,7 +129,7 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["--version"])
     assert exc.value.code == 0
-    assert capsys.readouterr().out.strip() == f"marl {cli.__version__}"
+    assert capsys.readouterr().out.strip() == f"marl {marl.__version__}"
 
 
 @pytest.mark.parametrize(
@@ -174,7 +175,7 @@ def test_bench_vs_jaxmarl_adds_peer_columns(capsys):
 
 @needs_jaxmarl
 def test_jaxmarl_keywords_are_translated():
-    from marl.bench.envs import jaxmarl_kwargs
+    from marl.bench.peers import jaxmarl_kwargs
 
     # discrete by default, even where JaxMARL defaults to continuous (world_comm)
     assert jaxmarl_kwargs("particle/world_comm", {}) == {"action_type": "Discrete"}
@@ -192,7 +193,7 @@ def test_jaxmarl_keywords_are_translated():
 
 @needs_jaxmarl
 def test_bench_refuses_a_jaxmarl_counterpart_that_is_another_task():
-    from marl.bench.envs import _check_same_task
+    from marl.bench.peers import _check_same_task
     from marl.interop.jaxmarl import import_jaxmarl
 
     other = import_jaxmarl().make("MPE_simple_spread_v3", num_agents=5, num_landmarks=3)
@@ -206,7 +207,7 @@ def test_bench_refuses_a_jaxmarl_counterpart_that_is_another_task():
 def test_the_jaxmarl_harness_samples_valid_actions_in_one_draw():
     """SMAX masks actions (dead allies may only stop, attacks need a foe in range): the peer's
     harness draws from the available ones, as marl's does, and MPE's in one joint draw."""
-    from marl.bench.envs import _jaxmarl_sampler, jaxmarl_kwargs
+    from marl.bench.peers import _jaxmarl_sampler, jaxmarl_kwargs
     from marl.interop.jaxmarl import import_jaxmarl
 
     jaxmarl = import_jaxmarl()
@@ -230,7 +231,7 @@ def test_burn_in_covers_one_episode_limit():
 
 @needs_jaxmarl
 def test_combat_maps_run_on_jaxmarl_heuristic_smax():
-    from marl.bench.envs import bench_jaxmarl, jaxmarl_kwargs, jaxmarl_name, smax_map
+    from marl.bench.peers import bench_jaxmarl, jaxmarl_kwargs, jaxmarl_name, smax_map
 
     assert jaxmarl_name("combat/2s3z") == "HeuristicEnemySMAX" and smax_map("combat/2s3z")
     assert smax_map("combat/smacv2_5_units") is None
@@ -246,7 +247,7 @@ needs_camar = pytest.mark.skipif(not commands.peer_installed("camar"), reason="n
 
 
 def test_camar_counterpart_carries_the_map_settings():
-    from marl.bench.envs import camar_kwargs
+    from marl.bench.peers import camar_kwargs
 
     assert camar_kwargs("pathfinding/random_grid", {"num_agents": 8, "density": 0.15}) == {
         "map_generator": "random_grid",

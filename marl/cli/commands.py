@@ -173,7 +173,7 @@ PEER_OF_FAMILY = {"particle": "jaxmarl", "combat": "jaxmarl", "pathfinding": "ca
 def cmd_bench(args: argparse.Namespace) -> int:
     """Env steps per second at each `--num-envs`, optionally side by side with a peer; or the
     whole suite (`--suite`)."""
-    from marl.bench import envs as bench
+    from marl.bench import peers as bench
 
     if args.suite is not None:
         return cmd_bench_suite(args)
@@ -217,6 +217,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_bench_suite(args: argparse.Namespace) -> int:
     """`marl bench --suite [PARTS]`: environments, training loops and agent scaling."""
     from marl.bench import suite as benchsuite
+    from marl.bench import suite_tables
 
     parts = [p for p in args.suite.split(",") if p]
     unknown = [p for p in parts if p not in benchsuite.PARTS]
@@ -253,9 +254,9 @@ def cmd_bench_suite(args: argparse.Namespace) -> int:
         old = json.loads(Path(args.json).read_text()) if Path(args.json).exists() else {}
         old = old if isinstance(old, dict) and any(p in old for p in benchsuite.PARTS) else {}
         with open(args.json, "w") as f:
-            json.dump(benchsuite.merge_records(old, results, command), f, indent=2, default=str)
+            json.dump(suite_tables.merge_records(old, results, command), f, indent=2, default=str)
     if args.out:
-        benchsuite.write_markdown(args.out, results, command)
+        suite_tables.write_markdown(args.out, results, command)
         print(f"wrote {args.out}")
     return 0
 

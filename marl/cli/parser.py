@@ -29,7 +29,7 @@ class TrainHelp(argparse.Action):
         super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
-        from marl.run.config import describe
+        from marl.run.catalog import describe
 
         parser.epilog = describe()
         parser.print_help()

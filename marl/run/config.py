@@ -40,7 +40,6 @@ GROUPS = ("env", "algo", "protocol")
 ACTION_KINDS = ("discrete", "continuous")
 _OPEN_KEY = re.compile(r"^(env\.kwargs|algo)\.[A-Za-z_]")  # validated downstream, not by Hydra
 _GROUP_CHOICE = re.compile(r"^(env|algo|protocol)=(.*)$")
-_COMMENTED_KEY = re.compile(r"^(\w+):\s*(.*?)\s+#\s*(.*)$")
 
 
 class ConfigError(ValueError):
@@ -120,7 +119,7 @@ class RunConfig:
 
 
 # --- the config tree --------------------------------------------------------------------------
-def _conf_dir() -> Any:
+def conf_dir() -> Any:
     return resources.files(CONFIG_MODULE)
 
 
@@ -135,7 +134,7 @@ def group_options(group: str) -> list[str]:
             elif child.name.endswith(".yaml"):
                 found.append(prefix + child.name.removesuffix(".yaml"))
 
-    root = _conf_dir() / group
+    root = conf_dir() / group
     if root.is_dir():
         walk(root, "")
     return sorted(found)
@@ -472,63 +471,3 @@ def build(run: RunConfig) -> tuple[MultiAgentEnv, Train]:
     env = make_env(run.env_id, dict(run.env_kwargs))
     train = learner_factory(run.algo)(env, dict(run.algo_cfg), run.total_updates)
     return env, train
-
-
-# --- help -------------------------------------------------------------------------------------
-def _commented_keys(relative: str) -> list[tuple[str, str, str]]:
-    """`(key, value, comment)` of the top-level `key: value  # comment` lines of a yaml file."""
-    text = (_conf_dir() / relative).read_text()
-    return [m.groups() for line in text.splitlines() if (m := _COMMENTED_KEY.match(line))]
-
-
-def _wrap(items: Sequence[str], indent: int, width: int = 100) -> str:
-    lines, line = [], ""
-    for item in items:
-        if line and len(line) + len(item) + 3 > width - indent:
-            lines.append(line + ",")
-            line = item
-        else:
-            line = f"{line}, {item}" if line else item
-    lines.append(line)
-    return ("\n" + " " * indent).join(lines)
-
-
-def _row(head: str, text: str, pad: int) -> str:
-    """`head` then `text` at column `pad` (on the next line when `head` is too long)."""
-    if len(head) <= pad - 2:
-        return head.ljust(pad) + text
-    return f"{head}\n{' ' * pad}{text}"
-
-
-def describe() -> str:
-    """Text of `marl train --help`: config groups with their options, and the keys."""
-    from marl.core.registry import list_algorithms, list_envs
-
-    defaults = {"env": "particle/spread", "algo": "mappo", "protocol": "default"}
-    for line in (_conf_dir() / f"{CONFIG_NAME}.yaml").read_text().splitlines():
-        match = re.match(r"^\s*-\s*(env|algo|protocol):\s*(\S+)", line)
-        if match:
-            defaults[match.group(1)] = match.group(2)
-    options = {
-        "env": sorted(set(group_options("env")) | set(list_envs())),
-        "algo": sorted(set(group_options("algo")) | set(list_algorithms())),
-        "protocol": group_options("protocol"),
-    }
-    pad = 30
-    out = ["config groups (GROUP=OPTION; the default shown):"]
-    for group in GROUPS:
-        out.append(_row(f"  {group}={defaults[group]}", _wrap(options[group], pad), pad))
-    out.append("")
-    out.append("keys (KEY=VALUE; the default shown):")
-    for key, value, comment in _commented_keys(f"{CONFIG_NAME}.yaml"):
-        out.append(_row(f"  {key}={value}", comment, pad))
-    for key, value, comment in _commented_keys(f"protocol/{defaults['protocol']}.yaml"):
-        out.append(_row(f"  protocol.{key}={value}", comment, pad))
-    out.append(_row("  env.kwargs.KEYWORD=VALUE", "constructor keyword (see the env's yaml)", pad))
-    algo_keys = [k for k, _, _ in _commented_keys(f"algo/{defaults['algo']}.yaml") if k != "name"]
-    out.append(_row("  algo.KEY=VALUE", "learner hyperparameter, one of:", pad))
-    out.append(" " * pad + _wrap(algo_keys, pad))
-    out.append("")
-    out.append("example:")
-    out.append("  marl train env=particle/spread algo=mappo seeds=10 budget=2e6 algo.lr=1e-3")
-    return "\n".join(out)
