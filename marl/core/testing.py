@@ -219,11 +219,11 @@ def check_env(
     keys = jax.random.split(k_batch, batch)
     sb, tsb = jax.jit(jax.vmap(env.reset))(keys)
     check_timestep(env, tsb, (batch,))
-    s_one, ts_one = env.reset(keys[1])
+    s_one, ts_one = reset_j(keys[1])  # the single-env programs compiled above
     _assert_trees_close(env, ts_one, jax.tree.map(lambda x: x[1], tsb), "vmap(reset)")
     ab = jax.vmap(lambda k, av: sample_actions(k, spec.action_space, av))(keys, tsb.avail_actions)
     sb2, tsb2 = jax.jit(jax.vmap(env.step))(keys, sb, ab)
     check_timestep(env, tsb2, (batch,))
-    _, ts_one = env.step(keys[1], s_one, ab[1])
+    _, ts_one = step_j(keys[1], s_one, ab[1])
     _assert_trees_close(env, ts_one, jax.tree.map(lambda x: x[1], tsb2), "vmap(step)")
     return {"steps": steps, "episodes": num_episodes, "traces": traces["step"]}
