@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 
 from marl.core.env import MultiAgentEnv  # noqa: E402
 from marl.core.learner import Policy  # noqa: E402
-from marl.envs.combat.env import foe_features  # noqa: E402
+from marl.envs.combat.observation import foe_features  # noqa: E402
 from marl.envs.combat.units import FIRST_ATTACK  # noqa: E402
 from marl.learning.evaluation import evaluate  # noqa: E402
 

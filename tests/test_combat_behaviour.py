@@ -11,7 +11,7 @@ import numpy as np
 
 import marl
 from marl.baselines.combat import focus_fire_policy
-from marl.envs.combat.env import foe_features
+from marl.envs.combat.observation import foe_features
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "combat_behaviour.py"
 

@@ -18,7 +18,8 @@ from marl.core.learner import Policy
 from marl.core.registry import env_kwargs
 from marl.core.spaces import sample_actions
 from marl.core.testing import check_env
-from marl.envs.combat.env import KILL_REWARD, REWARD_SCALE, WIN_REWARD, mirror_moves, obs_size
+from marl.envs.combat.env import KILL_REWARD, REWARD_SCALE, WIN_REWARD, mirror_moves
+from marl.envs.combat.observation import obs_size
 from marl.envs.combat.opponents import (
     heuristic_policy,
     mirror_env,

@@ -21,7 +21,8 @@ Array = jax.Array
 
 def focus_fire_policy(env: MultiAgentEnv) -> Policy:
     """Focus fire on a `marl.envs.combat.Combat` env (heuristic-enemy mode)."""
-    from marl.envs.combat.env import Combat, foe_features
+    from marl.envs.combat.env import Combat
+    from marl.envs.combat.observation import foe_features
     from marl.envs.combat.units import FIRST_ATTACK, MOVE_VECTORS, STOP
 
     if not isinstance(env, Combat):

@@ -3,47 +3,46 @@ agents too (self-play) or driven by a given policy."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
-from marl.core.batching import batch_last
 from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
 from marl.core.learner import Policy
 from marl.core.spaces import Discrete
 
-from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial_memory
+from .dynamics import SUBSTEP_TIME, SUBSTEPS, CombatDynamics
+from .heuristic import ATTACK_MODES, heuristic_actions, initial_memory
+from .observation import (
+    ACTION_FEATURES,
+    ALLY_FEATURES,
+    ENEMY_FEATURES,
+    OWN_FEATURES,
+    SEEN_ALLY_FEATURES,
+    SEEN_ENEMY_FEATURES,
+    UNIT_STATE_FEATURES,
+    CombatView,
+    _in_sight,
+    _others,
+)
 from .scenarios import BattleGenerator
+from .state import CombatState
 from .units import (
     FIRST_ATTACK,
-    MOVE_VECTORS,
-    NUM_UNIT_TYPES,
     STATS,
     STOP,
-    pairwise_offsets,
     parse_composition,
 )
 
 OPPONENTS = ("heuristic", "self_play", "policy")
 EAST, WEST = 1, 3  # the move actions a side's mirrored view swaps
 
-SUBSTEPS = 8  # SMAX world_steps_per_env_step
-SUBSTEP_TIME = 1.0 / 16  # SMAX time_per_step (seconds)
 REWARD_SCALE = 20.0  # SMAC reward_scale_rate: the most an episode can return
 KILL_REWARD = 10.0  # SMAC reward_death_value
 WIN_REWARD = 200.0  # SMAC reward_win
-ACTION_FEATURES = 4  # last action: move x, move y, attacking, (target + 1) / foes
-OWN_FEATURES = 4 + NUM_UNIT_TYPES + ACTION_FEATURES
-ALLY_FEATURES = 5 + NUM_UNIT_TYPES + ACTION_FEATURES
-ENEMY_FEATURES = 6 + NUM_UNIT_TYPES
-UNIT_STATE_FEATURES = 4 + NUM_UNIT_TYPES
-SEEN_ALLY_FEATURES = 1  # see_enemy_actions: a teammate's cooldown fraction
-SEEN_ENEMY_FEATURES = ACTION_FEATURES + 1  # see_enemy_actions: a foe's last action, cooldown
 METRICS = ("won", "lost", "allies_alive", "enemies_killed", "damage_dealt")
 
 
@@ -61,66 +60,9 @@ def outcome_metrics(alive: jax.Array, num_allies: int) -> dict[str, jax.Array]:
     return {k: v.astype(jnp.float32) for k, v in values.items()}
 
 
-def obs_size(num_own: int, num_foes: int) -> int:
-    """Observation width of a unit with `num_own - 1` teammates and `num_foes` foes."""
-    return OWN_FEATURES + ALLY_FEATURES * (num_own - 1) + ENEMY_FEATURES * num_foes
-
-
-def foe_features(obs: jax.Array, mates: int, foes: int) -> jax.Array:
-    """The foe blocks `[..., foes, ENEMY_FEATURES]` of observations `[..., obs_size]` of units
-    with `mates` teammate and `foes` foe slots (`Combat.slots`): per foe visible, dx / sight,
-    dy / sight, distance / sight, health fraction, attackable, type one-hot (zeros if unseen)."""
-    start = OWN_FEATURES + ALLY_FEATURES * mates
-    block = obs[..., start : start + ENEMY_FEATURES * foes]
-    return block.reshape(*obs.shape[:-1], foes, ENEMY_FEATURES)
-
-
 def mirror_moves(actions: jax.Array) -> jax.Array:
     """Swap east and west moves (an involution between a side's view and the world)."""
     return jnp.where((actions == EAST) | (actions == WEST), EAST + WEST - actions, actions)
-
-
-def _others(k: int) -> np.ndarray:
-    """[k, k - 1] the teammates of each of k units, in index order."""
-    return np.array([[j for j in range(k) if j != i] for i in range(k)], int).reshape(k, k - 1)
-
-
-def _sight(
-    pos: jax.Array, alive: jax.Array, unit_type: jax.Array, k: int
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
-    """What the first k units see of all U: dx, dy, distance, sight [K, 1], visible [K, U]."""
-    dx, dy, distance = pairwise_offsets(pos[:k], pos)
-    sight = jnp.asarray(STATS.sight_range)[unit_type[:k]][:, None]
-    visible = alive[:k, None] & alive[None, :] & (distance < sight)
-    return dx, dy, distance, sight, visible
-
-
-class CombatState(struct.PyTreeNode):
-    """State of a battle (U = N allies + M enemies, allies first).
-
-    pos:          [U, 2] float32 positions in [0, map_size]^2.
-    health:       [U] float32 remaining health (shields included); a unit is alive while > 0.
-    cooldown:     [U] float32 seconds until the unit's weapon can fire again (0: ready).
-    unit_type:    [U] int32 type ids (`units.UNIT_NAMES`).
-    last_action:  [U] int32 each unit's last action in world frame (STOP after reset).
-    enemy_memory: the scripted enemies' HeuristicMemory ([M] targets, [M, 2] waypoints).
-    t:            [] int32 steps taken in this episode.
-    enemy_carry:  the enemy policy's recurrent carry (opponent "policy"), else None.
-    """
-
-    pos: jax.Array
-    health: jax.Array
-    cooldown: jax.Array
-    unit_type: jax.Array
-    last_action: jax.Array
-    enemy_memory: HeuristicMemory
-    t: jax.Array
-    enemy_carry: Any = None
-
-    @property
-    def alive(self) -> jax.Array:
-        """[U] bool: units with health left."""
-        return self.health > 0
 
 
 def _team(units: str | int | Sequence[str], race: str | None, side: str) -> tuple[int, ...]:
@@ -137,7 +79,7 @@ def _team(units: str | int | Sequence[str], race: str | None, side: str) -> tupl
     return (0,) * units
 
 
-class Combat(MultiAgentEnv[CombatState]):
+class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
     """SMAX-style battle on a continuous square map: N ally units against M enemy units.
 
     Constructor:
@@ -429,74 +371,6 @@ class Combat(MultiAgentEnv[CombatState]):
         return mirror_moves(self._attack_targets(state, actions, "enemies")), carry
 
     # --- dynamics -------------------------------------------------------------------------
-    def _separate(self, pos: jax.Array, unit_type: jax.Array, alive: jax.Array) -> jax.Array:
-        """Push overlapping living units apart (SMAX): each moves half the pair's overlap.
-
-        Under `vmap` over a single env it runs unbatched (`marl.core.batching.batch_last`): a
-        leading batch axis of one made it 7-8x slower on CPU at hundreds of units.
-        """
-        radius = jnp.asarray(STATS.radius)[unit_type]
-        return self._separate_kernel(pos, radius, alive)
-
-    @functools.cached_property
-    def _separate_kernel(self):
-        map_size = self.map_size
-
-        def kernel(pos: jax.Array, radius: jax.Array, alive: jax.Array) -> jax.Array:
-            # pos [U, 2, ...], radius and alive [U, ...]: trailing batch axes
-            x, y = pos[:, 0], pos[:, 1]
-            dx = x[None, :] - x[:, None]  # [U, U, ...]: from unit i to unit j
-            dy = y[None, :] - y[:, None]
-            eye = jnp.eye(pos.shape[0]).reshape((pos.shape[0],) * 2 + (1,) * (pos.ndim - 2))
-            dist = jnp.sqrt(dx * dx + dy * dy) + eye + 1e-6
-            overlap = jax.nn.relu((radius[:, None] + radius[None, :]) / dist - 1.0)
-            overlap = jnp.where(alive[:, None] & alive[None, :], overlap, 0.0)
-            push = jnp.stack([jnp.sum(dx * overlap, axis=1), jnp.sum(dy * overlap, axis=1)], 1)
-            pushed = pos - 0.5 * push
-            return jnp.clip(jnp.where(alive[:, None], pushed, pos), 0.0, map_size)
-
-        return batch_last(kernel, min_batch_per_entity=None)  # only a batch of one: unbatched
-
-    def simulate(
-        self, key: jax.Array, state: CombatState, actions: jax.Array
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """The world's SUBSTEPS sub-steps under `actions` [U] int32 of every unit (allies then
-        enemies, each in the agents' action layout). Returns pos [U, 2], health [U], cooldown [U].
-        """
-        unit_type = state.unit_type
-        u = unit_type.shape[0]
-        step = jnp.asarray(STATS.velocity)[unit_type][:, None] * SUBSTEP_TIME
-        reach = jnp.asarray(STATS.attack_range)[unit_type]
-        damage = jnp.asarray(STATS.damage)[unit_type]
-        base_cooldown = jnp.asarray(STATS.cooldown)[unit_type]
-        velocity = jnp.asarray(MOVE_VECTORS)[jnp.minimum(actions, STOP)] * step  # [U, 2]
-        attacking = actions >= FIRST_ATTACK
-        target = jnp.where(attacking, actions - FIRST_ATTACK + self._target_offset, 0)
-        target = jnp.clip(target, 0, u - 1)
-        jitter = jax.random.uniform(
-            key, (SUBSTEPS, u), minval=-SUBSTEP_TIME, maxval=2 * SUBSTEP_TIME
-        )
-
-        def substep(carry, jitter_t):
-            pos, health, cooldown = carry
-            alive = health > 0
-            to_target = pos[target] - pos
-            distance = jnp.sqrt(to_target[:, 0] ** 2 + to_target[:, 1] ** 2)
-            fires = attacking & alive & alive[target] & (distance < reach) & (cooldown <= 0)
-            hits = jnp.zeros((u,), health.dtype).at[target].add(jnp.where(fires, damage, 0.0))
-            health = jnp.maximum(health - hits, 0.0)
-            cooldown = jnp.where(
-                fires, base_cooldown + jitter_t, jnp.maximum(cooldown - SUBSTEP_TIME, 0.0)
-            )
-            moved = jnp.where(alive[:, None], pos + velocity, pos)
-            moved = jnp.clip(moved, 0.0, self.map_size)
-            pos = self._separate(moved, unit_type, health > 0)
-            return (pos, health, cooldown), None
-
-        carry = (state.pos, state.health, state.cooldown)
-        (pos, health, cooldown), _ = jax.lax.scan(substep, carry, jitter)
-        return pos, health, cooldown
-
     def _side_reward(self, before: CombatState, after: CombatState, own: slice, foe: slice):
         """[] SMAC's scaled reward of one side: damage dealt, kills, the win bonus."""
         foe_max = jnp.sum(jnp.asarray(STATS.health)[after.unit_type[foe]])
@@ -526,158 +400,6 @@ class Combat(MultiAgentEnv[CombatState]):
         enemy_max = jnp.asarray(STATS.health)[state.unit_type[n:]]
         damage = 1.0 - jnp.sum(state.health[n:]) / jnp.sum(enemy_max)
         return {**outcome_metrics(state.alive, n), "damage_dealt": damage.astype(jnp.float32)}
-
-    def _action_features(
-        self, last_action: jax.Array, num_foes: int, mirror: bool = False
-    ) -> jax.Array:
-        """[K, 4] compact last actions: move direction, attacking flag, (target + 1) / foes."""
-        attacking = last_action >= FIRST_ATTACK
-        target = jnp.where(attacking, (last_action - STOP) / num_foes, 0.0)
-        move = jnp.asarray(MOVE_VECTORS)[jnp.minimum(last_action, STOP)]
-        if mirror:
-            move = move * jnp.array([-1.0, 1.0])
-        return jnp.concatenate([move, attacking[:, None], target[:, None]], axis=1)
-
-    def _unit_features(
-        self, pos: jax.Array, health: jax.Array, cooldown: jax.Array, unit_type: jax.Array
-    ) -> jax.Array:
-        """[U, 4 + T] health, cooldown, position, type of every unit (zeros when dead)."""
-        max_health = jnp.asarray(STATS.health)[unit_type]
-        cool = jnp.clip(cooldown / jnp.asarray(STATS.cooldown)[unit_type], 0.0, 1.0)
-        unit = jnp.concatenate(
-            [
-                jnp.stack([health / max_health, cool], axis=1),
-                pos / self.map_size,
-                jax.nn.one_hot(unit_type, NUM_UNIT_TYPES, dtype=jnp.float32),
-            ],
-            axis=1,
-        )
-        return unit * (health > 0)[:, None]
-
-    def view(self, state: CombatState, side: str = "allies") -> tuple[jax.Array, jax.Array]:
-        """One side's observations [K, obs_size(K, F)] and available actions [K, 5 + F].
-
-        "allies": the layout of the class doc; "enemies": the same with the sides swapped and
-        the map mirrored across x = W / 2 (what an ally sees on the mirrored map).
-        """
-        if side not in ("allies", "enemies"):
-            raise ValueError(f"side must be 'allies' or 'enemies', got {side!r}")
-        n, m = self.num_allies, self.num_enemies
-        mirror = side == "enemies"
-        k, f = (m, n) if mirror else (n, m)
-        arrays = (state.pos, state.health, state.cooldown, state.unit_type, state.last_action)
-        if mirror:  # own side first, x reflected
-            arrays = tuple(jnp.concatenate([x[n:], x[:n]]) for x in arrays)
-            pos = arrays[0] * jnp.array([-1.0, 1.0]) + jnp.array([self.map_size, 0.0])
-            arrays = (pos, *arrays[1:])
-        pos, health, cooldown, unit_type, last = arrays
-        u = n + m
-        alive = health > 0
-        unit = self._unit_features(pos, health, cooldown, unit_type)
-        last_action = self._action_features(last[:k], f, mirror) * alive[:k, None]
-        dx, dy, distance, sight, visible = _sight(pos, alive, unit_type, k)  # [K, U]
-        reach = jnp.asarray(STATS.attack_range)[unit_type[:k]][:, None]
-        in_range = visible & (distance < reach)
-        geometry = jnp.stack(
-            [
-                visible,
-                dx / sight,
-                dy / sight,
-                distance / sight,
-                jnp.broadcast_to(unit[:, 0], (k, u)),
-            ],
-            axis=-1,
-        )  # [K, U, 5]
-        type_onehot = jnp.broadcast_to(unit[None, :, 4:], (k, u, NUM_UNIT_TYPES))
-        mate_action = jnp.broadcast_to(last_action[None], (k, k, ACTION_FEATURES))
-        mate_parts = [geometry[:, :k], type_onehot[:, :k], mate_action]
-        foe_parts = [geometry[:, k:], in_range[:, k:, None], type_onehot[:, k:]]
-        if self.see_enemy_actions:  # SMAX's extra features, split off again below
-            cool = jnp.broadcast_to(unit[None, :, 1:2], (k, u, 1))
-            foe_action = self._action_features(last[k:], k, mirror) * alive[k:, None]
-            mate_parts.append(cool[:, :k])
-            foe_parts += [jnp.broadcast_to(foe_action[None], (k, f, ACTION_FEATURES)), cool[:, k:]]
-        mates = jnp.concatenate(mate_parts, axis=-1)
-        mates = mates * (visible[:, :k] & ~np.eye(k, dtype=bool))[..., None]
-        foes = jnp.concatenate(foe_parts, axis=-1) * visible[:, k:, None]
-        attackable = in_range[:, k:]
-        if self.nearest is None:  # every teammate and foe, in index order
-            mates = mates[np.arange(k)[:, None], self._others[int(mirror)]]
-        else:  # the nearest few, nearest first
-            mate_slot, foe_slot = self._slot_indices(distance, visible, side)
-            mates = jnp.take_along_axis(mates, mate_slot[..., None], axis=1)
-            foes = jnp.take_along_axis(foes, foe_slot[..., None], axis=1)
-            attackable = jnp.take_along_axis(attackable, foe_slot, axis=1)
-        own = jnp.concatenate([unit[:k], last_action], axis=1)
-        blocks = [own, mates[..., :ALLY_FEATURES], foes[..., :ENEMY_FEATURES]]
-        blocks += [mates[..., ALLY_FEATURES:], foes[..., ENEMY_FEATURES:]]  # empty unless seen
-        obs = jnp.concatenate([b.reshape(k, -1) for b in blocks], axis=1)
-        avail = jnp.concatenate(
-            [jnp.broadcast_to(alive[:k, None], (k, STOP)), jnp.ones((k, 1), bool), attackable],
-            axis=1,
-        )
-        return obs.astype(jnp.float32), avail
-
-    def _slot_indices(
-        self, distance: jax.Array, visible: jax.Array, side: str
-    ) -> tuple[jax.Array, jax.Array]:
-        """Local view: [K, mates] teammate and [K, foes] foe indices of each unit's slots,
-        nearest visible first (then the invisible ones, zeros in the observation), from its
-        side's own-first `distance` and `visible` [K, U]."""
-        k = distance.shape[0]
-        mates, foes = self.slots(side)
-        far = jnp.where(visible, distance, jnp.inf)
-        far = far.at[:, :k].set(jnp.where(np.eye(k, dtype=bool), jnp.inf, far[:, :k]))
-        # top_k of -distance: nearest first; ties (all the invisible) in index order
-        mate_slot = jax.lax.top_k(-far[:, :k], mates)[1] if mates else jnp.zeros((k, 0), int)
-        foe_slot = jax.lax.top_k(-far[:, k:], foes)[1]
-        return mate_slot, foe_slot
-
-    def _attack_targets(self, state: CombatState, actions: jax.Array, side: str) -> jax.Array:
-        """Local view: a side's actions with attack slots (5 + j: the j-th foe it observed at
-        the step's start) turned into foe indices (5 + foe), as the world reads them."""
-        if self.nearest is None:
-            return actions
-        n = self.num_allies
-        k = n if side == "allies" else self.num_enemies
-
-        def own_first(x: jax.Array) -> jax.Array:
-            return x if side == "allies" else jnp.concatenate([x[n:], x[:n]])
-
-        pos, alive, unit_type = (own_first(x) for x in (state.pos, state.alive, state.unit_type))
-        *_, distance, _, visible = _sight(pos, alive, unit_type, k)
-        _, foe_slot = self._slot_indices(distance, visible, side)
-        slot = jnp.clip(actions - FIRST_ATTACK, 0, foe_slot.shape[1] - 1)
-        target = jnp.take_along_axis(foe_slot, slot[:, None], axis=1)[:, 0]
-        return jnp.where(actions >= FIRST_ATTACK, FIRST_ATTACK + target, actions)
-
-    def _agent_views(self, state: CombatState) -> tuple[jax.Array, jax.Array]:
-        """Observations [num_agents, obs_dim] and available actions [num_agents, A]."""
-        obs, avail = self.view(state, "allies")
-        if self.opponent != "self_play":
-            return obs, avail
-        enemy_obs, enemy_avail = self.view(state, "enemies")
-        d, a = self.spec.obs_dim, self.spec.action_dim
-
-        def pad(x: jax.Array, width: int) -> jax.Array:
-            return jnp.pad(x, ((0, 0), (0, width - x.shape[1])))
-
-        obs = jnp.concatenate([pad(obs, d), pad(enemy_obs, d)])
-        return obs, jnp.concatenate([pad(avail, a), pad(enemy_avail, a)])
-
-    def _global_state(self, state: CombatState, t: jax.Array) -> jax.Array:
-        """[state_dim] unit features, the agents' last actions (world frame)[, t / limit]."""
-        n, m = self.num_allies, self.num_enemies
-        alive = state.alive[:, None]
-        unit = self._unit_features(state.pos, state.health, state.cooldown, state.unit_type)
-        last = self._action_features(state.last_action[:n], m) * alive[:n]
-        if self.opponent == "self_play":
-            enemy_last = self._action_features(state.last_action[n:], n) * alive[n:]
-            last = jnp.concatenate([last, enemy_last])
-        parts = [unit.reshape(-1), last.reshape(-1)]
-        if self.time_in_state:
-            parts.append((t / self.spec.episode_limit)[None])
-        return jnp.concatenate(parts).astype(jnp.float32)
 
     def _timestep(
         self, state: CombatState, t: jax.Array, reward: jax.Array, terminated: jax.Array
@@ -732,15 +454,6 @@ class Combat(MultiAgentEnv[CombatState]):
             "target": np.where(attacking & near, target, -1),
             "map_size": self.map_size,
         }
-
-
-def _in_sight(state: CombatState, units: slice) -> jax.Array:
-    """`[K, K]` float32 over the `units`: 1 where both live and the column's unit is within
-    the row's sight range."""
-    pos, alive = state.pos[units], state.health[units] > 0
-    sight = jnp.asarray(STATS.sight_range)[state.unit_type[units]][:, None]
-    d = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1)
-    return ((d < sight) & alive[:, None] & alive[None, :]).astype(jnp.float32)
 
 
 def _check_opponent(opponent: str, enemy_policy: Policy | None, enemy_shoots: bool) -> None:

@@ -18,8 +18,9 @@ import jax.numpy as jnp
 
 from marl.core.learner import Policy
 
-from .env import Combat, foe_features
+from .env import Combat
 from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial_memory
+from .observation import foe_features
 from .units import FIRST_ATTACK, NUM_UNIT_TYPES, STATS, STOP, UNIT_NAMES
 
 Array = jax.Array
