@@ -8,14 +8,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
 from marl.core.spaces import Box, Discrete
 
 from . import maps as mapgen
 from . import world
+from .observation import OBJECT_FEATURES, OWN_FEATURES, PathfindingView
 from .planning import UNREACHABLE, distance_field, field_at
+from .state import PathfindingState
 
 Array = jax.Array
 
@@ -31,32 +32,12 @@ METRICS = (
     "coordination",
     "goals_reached",
 )
-OBJECT_FEATURES = 6  # dx, dy, gap, radius, is_agent, present
-OWN_FEATURES = 12
 # discrete actions: holonomic (ux, uy) and differential drive (linear, angular) commands
 HOLONOMIC_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
 DIFFDRIVE_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
 
 
-class PathfindingState(struct.PyTreeNode):
-    """One environment (N agents, map H x W padded by `pad` obstacle cells on every side)."""
-
-    pos: Array  # [N, 2] centre (x, y), cells
-    vel: Array  # [N, 2] world-frame velocity, cells / s
-    heading: Array  # [N] radians (differential drive; holonomic agents keep theirs)
-    radius: Array  # [N]
-    goal: Array  # [N, 2]
-    obstacles: Array  # [H + 2 pad, W + 2 pad] bool
-    free: Array  # [H, W] bool, the reachable free cells starts and goals are drawn from
-    field: Array | None  # [N, H, W] geodesic distance to each goal (geodesic shaping only)
-    on_goal: Array  # [N] bool
-    arrival: Array  # [N] int32 step of the first arrival at the current goal, -1 before
-    collisions: Array  # [N] int32 steps in contact during this episode
-    goals_reached: Array  # [N] int32 goals reached (lifelong: each new goal counts)
-    t: Array  # [] int32
-
-
-class Pathfinding(MultiAgentEnv[PathfindingState]):
+class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
     """Agents (discs) drive to their goals across a grid map without hitting obstacles or
     each other. Lengths are in cells (the map is `[0, W] x [0, H]`), times in seconds.
 
@@ -451,85 +432,6 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
             alive=jnp.ones(n, bool),
             metrics={k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()},
         )
-
-    def _observe(self, state: PathfindingState) -> Array:
-        n, w, k = self.num_agents, self.window, self.max_obs
-        pos, radius = state.pos, state.radius
-        size = jnp.array([self.width, self.height], jnp.float32)
-        rel = state.goal - pos
-        dist = jnp.linalg.norm(rel, axis=-1, keepdims=True)
-        heading = jnp.stack([jnp.cos(state.heading), jnp.sin(state.heading)], -1)
-        own = jnp.concatenate(
-            [
-                rel / size,
-                rel / jnp.maximum(dist, 1e-6),
-                dist / max(self.height, self.width),
-                state.on_goal[:, None],
-                state.vel / self.max_speed,
-                heading,
-                jnp.asarray(self.diffdrive, jnp.float32)[:, None] * jnp.ones((n, 1)),
-                radius[:, None],
-            ],
-            axis=-1,
-        )
-        reach = float(w)  # every point this close to the agent lies inside its block
-        # candidates: the block's obstacle cells (offset to their closest point) and agents
-        # (dense or from the cell list); the k nearest by gap between surfaces are kept, and
-        # only their features are built
-        rows, cols = world.cell_of(pos, 1.0, self.height, self.width)
-        lo, occupied = world.nearby_cells(state.obstacles, rows, cols, w, self.pad, 1.0)
-        delta, d_obs = world.closest_on_boxes(pos, lo, 1.0)
-        idx, valid = self._neighbours(pos, w)
-        d_rel = pos[idx] - pos[:, None, :]
-        d_ag = jnp.sqrt(jnp.sum(d_rel**2, axis=-1) + 1e-12)
-        offsets = jnp.concatenate([-delta, d_rel], axis=1)  # [N, C, 2]
-        radii = jnp.concatenate([jnp.zeros_like(d_obs), radius[idx]], axis=1)
-        gaps = jnp.concatenate([d_obs, d_ag], axis=1) - radius[:, None] - radii
-        ok = jnp.concatenate([occupied & (d_obs < reach), valid & (d_ag < reach)], axis=1)
-        kk = min(k, ok.shape[1])
-        _, nearest = jax.lax.top_k(jnp.where(ok, -gaps, -jnp.inf), kk)
-
-        def pick(x):
-            return jnp.take_along_axis(x, nearest, axis=1)
-
-        present = pick(ok)
-        is_agent = nearest >= d_obs.shape[1]
-        objects = jnp.concatenate(
-            [
-                jnp.take_along_axis(offsets, nearest[..., None], axis=1) / reach,
-                (pick(gaps) / reach)[..., None],
-                pick(radii)[..., None],
-                is_agent[..., None],
-                present[..., None],
-            ],
-            axis=-1,
-        )
-        objects = jnp.where(present[..., None], objects, 0.0)
-        if kk < k:
-            objects = jnp.pad(objects, ((0, 0), (0, k - kk), (0, 0)))
-        return jnp.concatenate([own, objects.reshape(n, -1)], axis=-1).astype(jnp.float32)
-
-    def _global_state(self, state: PathfindingState, steps: Array) -> Array:
-        size = jnp.array([self.width, self.height], jnp.float32)
-        per_agent = jnp.concatenate(
-            [
-                state.pos / size,
-                state.vel / self.max_speed,
-                state.goal / size,
-                jnp.cos(state.heading)[:, None],
-                jnp.sin(state.heading)[:, None],
-                state.radius[:, None],
-                state.on_goal[:, None],
-            ],
-            axis=-1,
-        )
-        parts = [per_agent.ravel()]
-        if self.time_in_state:
-            parts.append((steps / self.spec.episode_limit)[None])
-        if self.state_map:
-            p = self.pad
-            parts.append(state.obstacles[p:-p, p:-p].ravel())
-        return jnp.concatenate([x.astype(jnp.float32) for x in parts])
 
     def neighbourhood(self, state: PathfindingState) -> Array:
         """Agents within the observation window (`obs_window` cells) of each other."""

@@ -1,0 +1,26 @@
+"""The state of a pathfinding environment."""
+
+from __future__ import annotations
+
+import jax
+from flax import struct
+
+Array = jax.Array
+
+
+class PathfindingState(struct.PyTreeNode):
+    """One environment (N agents, map H x W padded by `pad` obstacle cells on every side)."""
+
+    pos: Array  # [N, 2] centre (x, y), cells
+    vel: Array  # [N, 2] world-frame velocity, cells / s
+    heading: Array  # [N] radians (differential drive; holonomic agents keep theirs)
+    radius: Array  # [N]
+    goal: Array  # [N, 2]
+    obstacles: Array  # [H + 2 pad, W + 2 pad] bool
+    free: Array  # [H, W] bool, the reachable free cells starts and goals are drawn from
+    field: Array | None  # [N, H, W] geodesic distance to each goal (geodesic shaping only)
+    on_goal: Array  # [N] bool
+    arrival: Array  # [N] int32 step of the first arrival at the current goal, -1 before
+    collisions: Array  # [N] int32 steps in contact during this episode
+    goals_reached: Array  # [N] int32 goals reached (lifelong: each new goal counts)
+    t: Array  # [] int32
