@@ -17,14 +17,28 @@ from marl.learning.xla import configure_xla  # noqa: E402
 configure_xla()  # before any test initialises a JAX backend
 
 
+def one_by_default(ids, default):
+    """Parametrize over every id, all but `default` under the slow marker: each check_env
+    case compiles a few dozen programs, so the default run checks one representative per
+    family and `pytest -m slow` the rest (every registered id)."""
+    import pytest
+
+    return [i if i == default else pytest.param(i, marks=pytest.mark.slow) for i in ids]
+
+
 def pytest_configure(config):
-    """One persistent XLA compilation cache per test process: tests that train the same tiny
-    program twice (determinism, resume, sweeps) compile it once. Results do not depend on it."""
+    """One persistent XLA compilation cache for the whole run, shared by the xdist workers and
+    the processes tests start (`marl` on the command line, `python -m marl.app`, which inherit
+    it through the environment): a program compiled once is not compiled again. Results do
+    not depend on it (the same program and flags give the same executable)."""
     import tempfile
 
     import jax
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    cache = tempfile.mkdtemp(prefix=f"marl-xla-cache-{worker}-")
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+    cache = os.path.join(tempfile.gettempdir(), f"marl-xla-cache-{run}")
+    os.makedirs(cache, exist_ok=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
     jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import one_by_default
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ from marl.learning.evaluation import evaluate
 FAST = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@pytest.mark.parametrize("env_id", marl.list_envs("cleanup"))  # every registered id, in CI
+@pytest.mark.parametrize("env_id", one_by_default(marl.list_envs("cleanup"), "cleanup/comm"))
 def test_scenarios_keep_the_contract(env_id):
     check_env(marl.make(env_id), num_episodes=1)
 

@@ -30,7 +30,7 @@ def table_rows(out: str, first_col: str) -> list[list[str]]:
 
 
 def test_list_shows_spread_with_agents_and_actions(capsys):
-    assert cli.main(["list"]) == 0
+    assert cli.main(["list", "--family", "particle"]) == 0
     out = capsys.readouterr().out
     rows = {r[0]: r for r in table_rows(out, "id")}
     assert "particle/spread" in rows

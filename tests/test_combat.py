@@ -54,7 +54,8 @@ LOCAL = {"battle64": 8}  # ids with a local view: the nearest k teammates and fo
 
 
 # --- the contract -------------------------------------------------------------------------
-# every registered environment passes the contract in CI (about 80 s for these maps)
+# the core ids pass the contract in tests/test_envs.py; every other map with `-m slow`
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", [i for i in COMBAT_IDS if i not in CORE_IDS])
 def test_check_env(env_id):
     report = check_env(marl.make(env_id), num_episodes=1)

@@ -33,7 +33,9 @@ def test_import_marl_leaves_xla_flags_alone():
 
 
 def test_the_cli_sets_the_flag():
-    code = "import os; from marl import cli; cli.main(['list']); print(os.environ['XLA_FLAGS'])"
+    code = "import os; from marl import cli; cli.main(['list', '--family', 'particle']); " + (
+        "print(os.environ['XLA_FLAGS'])"
+    )
     assert _run(code).endswith(FLAG)
 
 
