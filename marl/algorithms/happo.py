@@ -50,10 +50,10 @@ from .ppo import (
     actor_loss,
     collect,
     critic_update,
+    initial_state,
     make_optimizer,
     make_policy,
 )
-from .ppo import make_train as _make_ppo
 
 Array = jax.Array
 
@@ -316,16 +316,14 @@ def make_train(
     )
     cfg = config(cfg)
     nets = Networks(env, cfg, actor_sharing="none", team_critic=True)
-    base = _make_ppo(env, cfg, total_updates, nets)  # initial state, policy, steps per update
     wrapped = training_env(env)
     n = env.spec.num_agents
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
     actor_tx = make_optimizer(cfg, cfg.lr, grad_steps)  # one optimiser state per agent
     critic_tx = make_optimizer(cfg, cfg.critic_lr, grad_steps)
 
-    def init(key: Array) -> PPOState:
-        state = base.init(key)
-        return state.replace(actor_opt=jax.vmap(actor_tx.init)(state.actor_params))
+    def init(key: Array) -> PPOState:  # PPO's, with one optimiser state per agent
+        return initial_state(nets, wrapped, cfg, key, jax.vmap(actor_tx.init), critic_tx.init)
 
     def step(state: PPOState) -> tuple[PPOState, dict[str, Array]]:
         a_h0, c_h0 = state.actor_carry, state.critic_carry
@@ -367,9 +365,9 @@ def make_train(
     return Train(
         init=init,
         step=step,
-        params=base.params,
+        params=lambda s: s.actor_params,
         policy=make_policy(nets),
-        steps_per_update=base.steps_per_update,
+        steps_per_update=cfg.num_envs * cfg.rollout_length,
     )
 
 

@@ -9,6 +9,7 @@ networks replay from their stored initial hidden state).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -459,42 +460,52 @@ def actor_loss(nets, cfg, params, mb: Rollout, adv, h0, weight=None):
     return loss - cfg.ent_coef * entropy, (metrics, log_prob)
 
 
+def initial_state(
+    nets: Networks,
+    wrapped: MultiAgentEnv,
+    cfg: PPOConfig,
+    key: Array,
+    init_actor_opt: Callable[[Any], Any],
+    init_critic_opt: Callable[[Any], Any],
+) -> PPOState:
+    """One seed's first state: parameters, optimiser states (`init_*_opt(params)`), the
+    `cfg.num_envs` reset training envs (`wrapped`), zero carries; PPO's and HAPPO's."""
+    k_net, k_env, key = jax.random.split(key, 3)
+    actor_params, critic_params = nets.init(k_net)
+    env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, cfg.num_envs))
+    h = jnp.zeros((cfg.num_envs, wrapped.spec.num_agents, nets.hidden_dim))
+    return PPOState(
+        actor_params=actor_params,
+        critic_params=critic_params,
+        actor_opt=init_actor_opt(actor_params),
+        critic_opt=init_critic_opt(critic_params),
+        value_norm=ValueNorm.create(),
+        env_state=env_state,
+        timestep=ts,
+        start=jnp.ones((cfg.num_envs,), bool),
+        actor_carry=h,
+        critic_carry=h,
+        key=key,
+        updates=jnp.zeros((), jnp.int32),
+    )
+
+
 def make_train(
     env: MultiAgentEnv,
     cfg: PPOConfig | dict | None = None,
     total_updates: int | None = None,
-    nets: Networks | None = None,
 ) -> Train:
-    """IPPO / MAPPO learner on `env` (see module docstring); `nets`: prebuilt networks (HAPPO's
-    team critic)."""
+    """IPPO / MAPPO learner on `env` (see module docstring)."""
     cfg = cfg if isinstance(cfg, PPOConfig) else PPOConfig.from_dict(cfg)
     warn_unscheduled(cfg.anneal_lr, total_updates, "PPO learner")
-    nets = Networks(env, cfg) if nets is None else nets
+    nets = Networks(env, cfg)
     wrapped = training_env(env)
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
     actor_tx = make_optimizer(cfg, cfg.lr, grad_steps, per_set=True)
     critic_tx = make_optimizer(cfg, cfg.critic_lr, grad_steps)
-    n = env.spec.num_agents
 
     def init(key: Array) -> PPOState:
-        k_net, k_env, key = jax.random.split(key, 3)
-        actor_params, critic_params = nets.init(k_net)
-        env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, cfg.num_envs))
-        h = jnp.zeros((cfg.num_envs, n, nets.hidden_dim))
-        return PPOState(
-            actor_params=actor_params,
-            critic_params=critic_params,
-            actor_opt=actor_tx.init(actor_params),
-            critic_opt=critic_tx.init(critic_params),
-            value_norm=ValueNorm.create(),
-            env_state=env_state,
-            timestep=ts,
-            start=jnp.ones((cfg.num_envs,), bool),
-            actor_carry=h,
-            critic_carry=h,
-            key=key,
-            updates=jnp.zeros((), jnp.int32),
-        )
+        return initial_state(nets, wrapped, cfg, key, actor_tx.init, critic_tx.init)
 
     def step(state: PPOState) -> tuple[PPOState, dict[str, Array]]:
         a_h0, c_h0 = state.actor_carry, state.critic_carry
@@ -545,4 +556,4 @@ def make_train(
     )
 
 
-__all__ = ["PPOConfig", "make_train", "Networks", "Rollout", "PPOState", "np"]
+__all__ = ["PPOConfig", "make_train", "initial_state", "Networks", "Rollout", "PPOState", "np"]
