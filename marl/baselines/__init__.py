@@ -8,14 +8,13 @@ read the environment state."""
 
 from __future__ import annotations
 
-import importlib
-
 import jax
 import jax.numpy as jnp
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Policy
-from marl.core.wrappers import Wrapper
+from marl.core.registry import load_attr
+from marl.core.wrappers import env_hook
 from marl.learning.evaluation import evaluate
 
 from .cleanup import greedy_policy
@@ -43,12 +42,10 @@ def scripted_policy(env: MultiAgentEnv, gains: Gains | None = None) -> Policy:
     fire on combat battles, the planner on pathfinding maps, greedy collection at sea, the
     particle scenario's controller), built with `gains` where given. NoScriptedPolicy (a
     KeyError) when the env has none."""
-    inner = env.unwrapped if isinstance(env, Wrapper) else env
-    path = type(inner).reference_policy
+    path = env_hook(env, "reference_policy")
     if path is None:
         raise NoScriptedPolicy(f"{env.spec.name} has no scripted reference policy")
-    module, _, attr = path.partition(":")
-    factory = getattr(importlib.import_module(module), attr)
+    factory = load_attr(path)
     return factory(env) if gains is None else factory(env, gains)
 
 

@@ -127,10 +127,15 @@ def load_plugins() -> None:
             table.setdefault(ep.name, ep.value)
 
 
-def _import_path(path: str, what: str) -> Any:
+def load_attr(path: str) -> Any:
+    """The object a `package.module:attr` path names (imports the module)."""
     module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _import_path(path: str, what: str) -> Any:
     try:
-        found = getattr(importlib.import_module(module), attr)
+        found = load_attr(path)
     except (ImportError, AttributeError) as e:
         raise RegistryError(f"cannot import {what} {path!r}: {e}") from None
     if not callable(found):
@@ -157,9 +162,7 @@ def list_envs(family: str | None = None) -> list[str]:
 def _resolve(env_id: str) -> EnvFactory:
     entry = _ENVS[env_id]
     if isinstance(entry, str):
-        module, attr = entry.split(":")
-        entry = getattr(importlib.import_module(module), attr)
-        _ENVS[env_id] = entry
+        entry = _ENVS[env_id] = load_attr(entry)
     return entry
 
 
@@ -246,7 +249,5 @@ def algorithm(name: str) -> Callable[..., Any]:
         raise RegistryError(f"unknown algorithm {name!r}; valid: {', '.join(list_algorithms())}")
     entry = _ALGORITHMS[name]
     if isinstance(entry, str):
-        module, attr = entry.split(":")
-        entry = getattr(importlib.import_module(module), attr)
-        _ALGORITHMS[name] = entry
+        entry = _ALGORITHMS[name] = load_attr(entry)
     return entry

@@ -308,3 +308,10 @@ def episode_metrics(metrics: dict[str, Array]) -> dict[str, Array]:
         if k != "episode/done":
             out[f"train/{k.removeprefix('episode/')}"] = jnp.sum(v * done) / jnp.maximum(count, 1)
     return out
+
+
+def env_hook(env: MultiAgentEnv, name: str) -> str | None:
+    """The import path the bare env's class gives for the hook `name` (`viewer_module`,
+    `reference_policy`), looked up through any wrappers; None when it sets none."""
+    inner = env.unwrapped if isinstance(env, Wrapper) else env
+    return getattr(type(inner), name)

@@ -17,7 +17,7 @@ import jax
 from marl.core.animation import write_gif
 from marl.core.env import MultiAgentEnv, TimeStep
 from marl.core.spaces import sample_actions
-from marl.core.wrappers import Wrapper
+from marl.core.wrappers import env_hook
 
 __all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer", "write_gif"]
 
@@ -76,8 +76,7 @@ def render_episode(
 
 def viewer(env: MultiAgentEnv) -> Any:
     """The viewer module of `env` (its class's `viewer_module` hook)."""
-    inner = env.unwrapped if isinstance(env, Wrapper) else env
-    path = type(inner).viewer_module
+    path = env_hook(env, "viewer_module")
     if path is None:
         raise NotImplementedError(
             f"no viewer for {env.spec.name!r}: its class sets no viewer_module (a module with "
