@@ -29,6 +29,7 @@ from flax import struct
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Policy, Train, check_config, config_from_dict, traced
 from marl.core.wrappers import episode_metrics, training_env
+from marl.learning.acting import batch_step, rollout
 from marl.learning.networks import ACTIVATIONS
 
 from .meanfield import mean_action
@@ -159,13 +160,13 @@ def make_train(
         )
 
     def step(state: MFACState) -> tuple[MFACState, dict[str, Array]]:
-        def body(s: MFACState, _):
-            key, k_act, k_env = jax.random.split(s.key, 3)
+        def act(s: MFACState, key: Array) -> tuple[Array, Array]:
             ts = s.timestep
             logp = _log_probs(actor.q(s.actor, ts.obs, s.prev_mean), ts.avail_actions)
-            actions = jax.random.categorical(k_act, logp, axis=-1).astype(jnp.int32)
-            mean = mean_action(_neighbourhoods(wrapped, s.env_state), actions, a)
-            env_state, nts = wrapped.step_batch(jax.random.split(k_env, b), s.env_state, actions)
+            actions = jax.random.categorical(key, logp, axis=-1).astype(jnp.int32)
+            return actions, mean_action(_neighbourhoods(wrapped, s.env_state), actions, a)
+
+        def record(s: MFACState, ts, actions, mean, nts) -> tuple[MFACState, Any]:
             step_data = {
                 "obs": ts.obs,
                 "avail": ts.avail_actions,
@@ -178,15 +179,12 @@ def make_train(
                 "alive": ts.alive,
                 "terminated": nts.agent_terminated(ts.alive),
             }
-            s = s.replace(
-                env_state=env_state,
-                timestep=nts,
-                prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean),
-                key=key,
-            )
+            s = s.replace(prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean))
             return s, (step_data, nts.metrics)
 
-        state, (data, env_metrics) = jax.lax.scan(body, state, None, length=cfg.rollout_length)
+        state, (data, env_metrics) = rollout(
+            batch_step(wrapped, b), state, cfg.rollout_length, act, record
+        )
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), data)  # [T B, ...]
         mask = flat["alive"].astype(jnp.float32)
         count = jnp.maximum(jnp.sum(mask), 1.0)

@@ -38,6 +38,7 @@ from flax import struct
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Policy, Train, check_config, config_from_dict, traced
 from marl.core.wrappers import episode_metrics, training_env
+from marl.learning.acting import batch_step, rollout
 from marl.learning.networks import ACTIVATIONS, MLP, AgentParams, agent_ids
 
 from . import replay
@@ -249,14 +250,14 @@ def make_train(
         )
 
     def collect(state: MFQState) -> tuple[MFQState, dict[str, Array]]:
-        def body(s: MFQState, _):
-            key, k_act, k_env = jax.random.split(s.key, 3)
+        def act(s: MFQState, key: Array) -> tuple[Array, Array]:
             ts = s.timestep
             q = nets.q(s.params, ts.obs, s.prev_mean)
             logits = boltzmann_logits(q, ts.avail_actions, temperature(s.env_steps))
-            actions = jax.random.categorical(k_act, logits, axis=-1).astype(jnp.int32)
-            mean = mean_action(_neighbourhoods(wrapped, s.env_state), actions, a)
-            env_state, nts = wrapped.step_batch(jax.random.split(k_env, b), s.env_state, actions)
+            actions = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+            return actions, mean_action(_neighbourhoods(wrapped, s.env_state), actions, a)
+
+        def record(s: MFQState, ts, actions, mean, nts) -> tuple[MFQState, Any]:
             batch = Transition(
                 obs=ts.obs,
                 mean=mean,
@@ -267,18 +268,14 @@ def make_train(
                 alive=ts.alive,
                 terminated=nts.agent_terminated(ts.alive),
             )
-            buffer = replay.add_masked(s.buffer, batch, jnp.ones((b,), bool))
             s = s.replace(
-                buffer=buffer,
-                env_state=env_state,
-                timestep=nts,
+                buffer=replay.add_masked(s.buffer, batch, jnp.ones((b,), bool)),
                 prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean),
-                key=key,
                 env_steps=s.env_steps + b,
             )
             return s, nts.metrics
 
-        state, metrics = jax.lax.scan(body, state, None, length=cfg.rollout_length)
+        state, metrics = rollout(batch_step(wrapped, b), state, cfg.rollout_length, act, record)
         return state, episode_metrics(metrics)
 
     def loss_fn(params, target_params, batch: Transition, temp: Array):

@@ -30,6 +30,8 @@ from marl.core.learner import (
     warn_unscheduled,
 )
 from marl.core.wrappers import episode_metrics, training_env
+from marl.learning.acting import batch_step
+from marl.learning.acting import rollout as run_steps
 from marl.learning.networks import Actor, AgentParams, Critic, agent_ids
 
 from .onpolicy import (
@@ -306,25 +308,26 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     """
     spec = nets.spec
 
-    def body(carry, _):
-        env_state, ts, start, a_h, c_h, key = carry
-        key, k_act, k_env = jax.random.split(key, 3)
+    def act(s: PPOState, key: Array) -> tuple[Array, Any]:
+        ts = s.timestep
         actor_in = nets.actor_input(ts.obs)
         critic_in = nets.critic_input(ts.obs, ts.state)
-        resets = start[None]
+        resets = s.start[None]
         a_h, dist = nets.actor_apply(
-            state.actor_params, a_h, actor_in[None], resets, ts.avail_actions[None]
+            s.actor_params, s.actor_carry, actor_in[None], resets, ts.avail_actions[None]
         )
-        c_h, value = nets.critic_apply(state.critic_params, c_h, critic_in[None], resets)
-        action = dist.sample(k_act)[0]
+        c_h, value = nets.critic_apply(s.critic_params, s.critic_carry, critic_in[None], resets)
+        action = dist.sample(key)[0]
         log_prob = dist.log_prob(action[None])[0]
-        env_keys = jax.random.split(k_env, cfg.num_envs)
-        env_state, nts = env.step_batch(env_keys, env_state, env_actions(spec, action))
+        return env_actions(spec, action), (actor_in, critic_in, action, log_prob, value, a_h, c_h)
+
+    def record(s: PPOState, ts, _, aux, nts) -> tuple[PPOState, Any]:
+        actor_in, critic_in, action, log_prob, value, a_h, c_h = aux
 
         def final_value():
             final_in = nets.critic_input(nts.final_obs, nts.final_state)
             return nets.critic_apply(
-                state.critic_params, c_h, final_in[None], jnp.zeros_like(resets)
+                s.critic_params, c_h, final_in[None], jnp.zeros_like(s.start[None])
             )[1][0]
 
         any_done = seed_max(jnp.any(nts.done).astype(jnp.int32)) > 0
@@ -340,23 +343,17 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
             reward=nts.reward * cfg.reward_scale,
             alive=ts.alive,
             died=nts.died(ts.alive),
-            start=start,
+            start=s.start,
             terminated=nts.terminated,
             done=nts.done,
         )
-        return (env_state, nts, nts.done, a_h, c_h, key), (step, nts.metrics)
+        s = s.replace(start=nts.done, actor_carry=a_h, critic_carry=c_h)
+        return s, (step, nts.metrics)
 
-    init = (
-        state.env_state,
-        state.timestep,
-        state.start,
-        state.actor_carry,
-        state.critic_carry,
-        state.key,
+    state, (rollout, metrics) = run_steps(
+        batch_step(env, cfg.num_envs), state, cfg.rollout_length, act, record
     )
-    (env_state, ts, start, a_h, c_h, key), (rollout, metrics) = jax.lax.scan(
-        body, init, None, length=cfg.rollout_length
-    )
+    ts, c_h = state.timestep, state.critic_carry
     # the last step's true next observation (its final one where it ended)
     last_in = nets.critic_input(ts.final_obs, ts.final_state)
     _, last = nets.critic_apply(
@@ -365,9 +362,6 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     following = jnp.concatenate([rollout.value[1:], last], axis=0)
     done = rollout.done.reshape(rollout.done.shape + (1,) * (following.ndim - 2))
     rollout = rollout.replace(next_value=jnp.where(done, rollout.next_value, following))
-    state = state.replace(
-        env_state=env_state, timestep=ts, start=start, actor_carry=a_h, critic_carry=c_h, key=key
-    )
     return state, rollout, episode_metrics(metrics)
 
 

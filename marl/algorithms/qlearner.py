@@ -44,6 +44,7 @@ from marl.core.learner import (
     warn_unscheduled,
 )
 from marl.core.wrappers import episode_metrics, training_env
+from marl.learning.acting import batch_step, rollout
 from marl.learning.networks import ACTIVATIONS, AgentParams, QNetwork, agent_ids
 
 from . import packing, replay
@@ -449,30 +450,29 @@ def make_train(
         )
 
     def collect(state: QState) -> tuple[QState, dict[str, Array]]:
-        def body(s: QState, _):
-            key, k_act, k_env = jax.random.split(s.key, 3)
+        def act(s: QState, key: Array) -> tuple[Array, Array]:
             ts = s.timestep
             x = nets.inputs(ts.obs, s.last_action)[None]
             carry, q = nets.apply(s.params, s.carry, x, (s.t == 0)[None])
-            actions = epsilon_greedy(k_act, q[0], ts.avail_actions, epsilon(s.env_steps))
-            env_state, nts = wrapped.step_batch(jax.random.split(k_env, b), s.env_state, actions)
+            return epsilon_greedy(key, q[0], ts.avail_actions, epsilon(s.env_steps)), carry
+
+        def record(s: QState, ts, actions, carry, nts) -> tuple[QState, Any]:
             building = record_step(s.building, s.t, ts, actions, nts, cfg.reward_scale)
             done = nts.done
             buffer, building = finish_episodes(s.buffer, building, done)
             s = s.replace(
                 buffer=buffer,
                 building=building,
-                env_state=env_state,
-                timestep=nts,
                 carry=carry,
                 last_action=jnp.where(done[:, None], -1, actions),
                 t=jnp.where(done, 0, s.t + 1),
-                key=key,
                 env_steps=s.env_steps + b,
             )
             return s, (nts.metrics, nts.reward * cfg.reward_scale)
 
-        state, (metrics, rewards) = jax.lax.scan(body, state, None, length=cfg.rollout_length)
+        state, (metrics, rewards) = rollout(
+            batch_step(wrapped, b), state, cfg.rollout_length, act, record
+        )
         if cfg.standardise_rewards:
             state = state.replace(
                 reward_norm=state.reward_norm.update(rewards, jnp.ones_like(rewards), beta=0.999)

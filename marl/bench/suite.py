@@ -46,9 +46,11 @@ from marl.core.env import MultiAgentEnv
 from marl.core.learner import SEED_AXIS
 from marl.core.registry import make
 from marl.core.wrappers import AutoReset
+from marl.learning.acting import Acting, batch_step, policy_actions, rollout
 
 NUM_ENVS = (1, 64, 1024, 4096)
 SCALING_AGENTS = (3, 10, 30, 100, 300, 1000)
+Array = jax.Array
 
 
 # --- environments ---------------------------------------------------------------------------
@@ -146,34 +148,24 @@ def _policy_rollout(env: MultiAgentEnv, policy: Any, params: Any, num_envs: int,
     """(function, carry): `steps` steps of `num_envs` auto-resetting envs acted in by `policy`
     (sampling, not greedy), as a training rollout acts; the function maps the carry on."""
     wrapped = AutoReset(env)
-    v_step = wrapped.step_batch
 
-    def act(seen, avail, h, start, key, neighbours):
-        extra = {"neighbours": neighbours} if policy.neighbourhood else {}
-        return policy.act(params, seen, avail, h, start, key, False, **extra)
+    def one(state, ts, h, start, key):
+        return policy_actions(wrapped, policy, params, state, ts, h, start, key, False)
 
-    v_act = jax.vmap(act)
-    neighbourhood = jax.vmap(env.neighbourhood) if policy.neighbourhood else None
+    def act(c: Acting, key: Array) -> tuple[Array, Any]:
+        keys = jax.random.split(key, num_envs)
+        return jax.vmap(one)(c.env_state, c.timestep, c.carry, c.start, keys)
 
-    def body(carry, _):
-        state, ts, h, start, key = carry
-        key, key_act, key_step = jax.random.split(key, 3)
-        seen = state if policy.privileged else ts.obs
-        near = neighbourhood(state) if neighbourhood is not None else jnp.zeros((num_envs,))
-        actions, h = v_act(
-            seen, ts.avail_actions, h, start, jax.random.split(key_act, num_envs), near
-        )
-        state, ts = v_step(jax.random.split(key_step, num_envs), state, actions)
-        return (state, ts, h, ts.done, key), None
+    def record(c: Acting, ts, actions, h, nts) -> tuple[Acting, None]:
+        return c.replace(carry=h, start=nts.done), None
 
     def run(carry):
-        carry, _ = jax.lax.scan(body, carry, None, length=steps)
-        return carry
+        return rollout(batch_step(wrapped, num_envs), carry, steps, act, record)[0]
 
     key_reset, key_run = jax.random.split(jax.random.PRNGKey(1))
     state, ts = jax.jit(jax.vmap(wrapped.reset))(jax.random.split(key_reset, num_envs))
     h = jax.vmap(lambda _: policy.initial_carry())(jnp.arange(num_envs))
-    return run, (state, ts, h, jnp.ones((num_envs,), bool), key_run)
+    return run, Acting(state, ts, key_run, h, jnp.ones((num_envs,), bool))
 
 
 def training_program(train: Any, seeds: int, updates: int) -> tuple[Callable[[Any], Any], Any]:

@@ -11,11 +11,27 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from flax import struct
 
-from marl.core.env import MultiAgentEnv
+from marl.core.env import MultiAgentEnv, TimeStep
 from marl.core.learner import Policy
+from marl.learning.acting import policy_actions, rollout
 
 Array = jax.Array
+
+
+class _Episode(struct.PyTreeNode):
+    """One evaluation episode's rollout carry: the env, the policy's carry, the tallies."""
+
+    env_state: Any
+    timestep: TimeStep
+    key: Array
+    carry: Any
+    start: Array  # [] the next step is the episode's first
+    ret: Array  # [N] return so far, per agent
+    length: Array  # [] steps until the episode ended
+    done: Array  # [] the episode has ended
+    metrics: dict[str, Array]  # task metrics at the episode's last step
 
 
 def evaluate(
@@ -45,39 +61,39 @@ def evaluate(
         k_reset, k_run = jax.random.split(k)
         state, ts = env.reset(k_reset)
 
-        def body(carry, _):
-            state, ts, h, ret, length, done, metrics, start, key = carry
-            key, k_act, k_env = jax.random.split(key, 3)
-            seen = state if policy.privileged else ts.obs
-            extra = {"neighbours": env.neighbourhood(state)} if policy.neighbourhood else {}
-            actions, h = policy.act(
-                params, seen, ts.avail_actions, h, start, k_act, greedy, **extra
+        def act(c: _Episode, key: Array) -> tuple[Array, Any]:
+            actions, h = policy_actions(
+                env, policy, params, c.env_state, c.timestep, c.carry, c.start, key, greedy
             )
-            recorded = None if trace is None else trace(state, actions)
-            state, nts = env.step(k_env, state, actions)
-            active = jnp.logical_not(done)
-            ret = ret + nts.reward * active
-            length = length + active.astype(jnp.int32)
-            ends = jnp.logical_and(active, nts.done)
-            metrics = jax.tree.map(lambda new, old: jnp.where(ends, new, old), nts.metrics, metrics)
-            done = jnp.logical_or(done, nts.done)
-            return (state, nts, h, ret, length, done, metrics, jnp.zeros((), bool), key), recorded
+            return actions, (h, None if trace is None else trace(c.env_state, actions))
 
-        zeros = jax.tree.map(jnp.zeros_like, ts.metrics)
-        init = (
-            state,
-            ts,
-            policy.initial_carry(),
-            jnp.zeros(spec.num_agents),
-            jnp.zeros((), jnp.int32),
-            jnp.zeros((), bool),
-            zeros,
-            jnp.ones((), bool),
-            k_run,
+        def record(c: _Episode, ts, actions, aux, nts) -> tuple[_Episode, Any]:
+            h, recorded = aux
+            active = jnp.logical_not(c.done)
+            ends = jnp.logical_and(active, nts.done)
+            c = c.replace(
+                carry=h,
+                start=jnp.zeros((), bool),
+                ret=c.ret + nts.reward * active,
+                length=c.length + active.astype(jnp.int32),
+                done=jnp.logical_or(c.done, nts.done),
+                metrics=jax.tree.map(lambda n, o: jnp.where(ends, n, o), nts.metrics, c.metrics),
+            )
+            return c, recorded
+
+        init = _Episode(
+            env_state=state,
+            timestep=ts,
+            key=k_run,
+            carry=policy.initial_carry(),
+            start=jnp.ones((), bool),
+            ret=jnp.zeros(spec.num_agents),
+            length=jnp.zeros((), jnp.int32),
+            done=jnp.zeros((), bool),
+            metrics=jax.tree.map(jnp.zeros_like, ts.metrics),
         )
-        (_, _, _, ret, length, _, metrics, _, _), steps = jax.lax.scan(
-            body, init, None, length=spec.episode_limit
-        )
+        end, steps = rollout(env.step, init, spec.episode_limit, act, record)
+        ret, length, metrics = end.ret, end.length, end.metrics
         out = {"return": jnp.sum(ret), "length": length.astype(jnp.float32)}
         if len(groups) > 1:
             for g in groups:

@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from marl.core.animation import write_gif
 from marl.core.env import MultiAgentEnv, TimeStep
 from marl.core.spaces import sample_actions
 from marl.core.wrappers import env_hook
+from marl.learning.acting import Acting, policy_actions, rollout
 
 __all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer", "write_gif"]
 
@@ -47,31 +50,32 @@ def render_episode(
     policy = random_policy(env) if policy is None else policy
     steps = env.spec.episode_limit if steps is None else steps
 
-    def act(key, state, ts, carry, start):
+    def act(c: Acting, key: jax.Array) -> tuple[jax.Array, Any]:
         if trained is None:
-            return policy(key, ts), carry
+            return policy(key, c.timestep), c.carry
         learner, params = trained
-        seen = state if learner.privileged else ts.obs
-        extra = {"neighbours": env.neighbourhood(state)} if learner.neighbourhood else {}
-        return learner.act(params, seen, ts.avail_actions, carry, start, key, True, **extra)
+        return policy_actions(
+            env, learner, params, c.env_state, c.timestep, c.carry, c.start, key, True
+        )
+
+    def record(c: Acting, ts, actions, carry, nts) -> tuple[Acting, Any]:
+        return c.replace(carry=carry, start=jnp.zeros((), bool)), (c.env_state, nts.done)
 
     @jax.jit
-    def step(key, state, ts, carry, start):
-        key_act, key_step = jax.random.split(key)
-        actions, carry = act(key_act, state, ts, carry, start)
-        return env.step(key_step, state, actions), carry
+    def play(key: jax.Array) -> tuple[Any, Any, jax.Array]:
+        key, key_reset = jax.random.split(key)
+        state, ts = env.reset(key_reset)
+        carry = None if trained is None else trained[0].initial_carry()
+        init = Acting(state, ts, key, carry, jnp.ones((), bool))
+        end, (acted_in, done) = rollout(env.step, init, steps, act, record)
+        return acted_in, end.env_state, done
 
-    key, key_reset = jax.random.split(key)
-    state, ts = jax.jit(env.reset)(key_reset)
-    carry = None if trained is None else trained[0].initial_carry()
-    states = [state]
-    for t in range(steps):
-        key, key_step = jax.random.split(key)
-        (state, ts), carry = step(key_step, state, ts, carry, jax.numpy.asarray(t == 0))
-        states.append(state)
-        if bool(ts.done):
-            break
-    return states
+    acted_in, last, done = play(key)
+    done = np.asarray(done)
+    played = int(np.argmax(done)) + 1 if done.any() else steps
+    following = [jax.tree.map(lambda x, t=t: x[t], acted_in) for t in range(1, played)]
+    after = last if played == steps else jax.tree.map(lambda x: x[played], acted_in)
+    return [jax.tree.map(lambda x: x[0], acted_in), *following, after]
 
 
 def viewer(env: MultiAgentEnv) -> Any:
