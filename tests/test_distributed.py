@@ -58,9 +58,17 @@ def _returns(path):
 
 
 def test_two_processes_train_one_run_that_host_0_alone_writes(tmp_path):
+    """Host 1 runs `marl train`, host 0 the Hydra entry point (`python -m marl.app`): both
+    join before anything else, and the run equals the one-process run."""
     port = _free_port()
     args = [*ARGS, "distributed=true", "name=mh", f"out={tmp_path}"]
-    procs = [_train(args, _env(port, i)) for i in (1, 0)]
+    app = [sys.executable, "-m", "marl.app", *args, f"hydra.run.dir={tmp_path / 'hydra'}"]
+    procs = [
+        _train(args, _env(port, 1)),
+        subprocess.Popen(
+            app, env=_env(port, 0), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ),
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (_, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err[-2000:]
@@ -73,25 +81,6 @@ def test_two_processes_train_one_run_that_host_0_alone_writes(tmp_path):
     assert got.keys() == want.keys()
     for key in want:  # seeds sharded over two processes: the same runs, up to float rounding
         np.testing.assert_allclose(got[key], want[key], rtol=0.02, atol=0.05, err_msg=str(key))
-
-
-def test_the_hydra_entry_point_joins_first_too(tmp_path):
-    port = _free_port()
-    args = [*ARGS, "distributed=true", "name=app", f"out={tmp_path}"]
-    procs = []
-    for i in (1, 0):
-        run_dir = f"hydra.run.dir={tmp_path / f'hydra{i}'}"
-        cmd = [sys.executable, "-m", "marl.app", *args, run_dir]
-        procs.append(
-            subprocess.Popen(
-                cmd, env=_env(port, i), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-        )
-    for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err[-2000:]
-    assert [p.name for p in (tmp_path / "particle/simple/ippo").iterdir()] == ["app"]
-    assert (tmp_path / "particle/simple/ippo/app/record.json").exists()
 
 
 def test_an_unreachable_coordinator_fails_in_one_line_within_the_timeout():

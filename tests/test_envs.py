@@ -136,16 +136,23 @@ def test_tag_invariants_over_counts_and_actions(num_good, num_adversaries, num_o
     n = num_good + num_adversaries
     assert env.spec.num_agents == n
     assert env.spec.obs_sizes[0] == 4 + 2 * num_obstacles + 2 * (n - 1) + 2 * num_good
-    key = jax.random.key(seed)
-    state, ts = env.reset(key)
-    actions = jax.random.randint(jax.random.fold_in(key, 1), (10, n), 0, 5)
-    for a in actions:
-        state, ts = env.step(key, state, a)
-        speed = np.linalg.norm(np.asarray(state.vel[:n]), axis=-1)
-        assert np.all(speed <= np.asarray(env.world.max_speed[:n]) + 1e-5)
-        r = np.asarray(ts.reward)
-        assert np.allclose(r[:num_adversaries], r[0])
-        assert np.all(np.isfinite(np.asarray(ts.obs)))
+
+    def play(key):  # 10 random steps in one compiled program (eager steps cost more)
+        state, _ = env.reset(key)
+        actions = jax.random.randint(jax.random.fold_in(key, 1), (10, n), 0, 5)
+
+        def body(state, a):
+            state, ts = env.step(key, state, a)
+            return state, (state.vel[:n], ts.reward, ts.obs)
+
+        return jax.lax.scan(body, state, actions)[1]
+
+    vel, rewards, obs = jax.jit(play)(jax.random.key(seed))
+    speed = np.linalg.norm(np.asarray(vel), axis=-1)
+    assert np.all(speed <= np.asarray(env.world.max_speed[:n]) + 1e-5)
+    r = np.asarray(rewards)
+    assert np.allclose(r[:, :num_adversaries], r[:, :1])
+    assert np.all(np.isfinite(np.asarray(obs)))
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -165,20 +172,28 @@ def test_spread_invariants(num_agents, local_ratio, continuous, seed):
         continuous_actions=continuous,
     )
     assert env.spec.obs_dim == 4 + 2 * num_agents + 4 * (num_agents - 1)
-    key = jax.random.key(seed)
-    state, ts = env.reset(key)
-    landmarks0 = np.asarray(state.pos[num_agents:])
-    for t in range(5):
-        a = marl.core.spaces.sample_actions(
-            jax.random.fold_in(key, t), env.spec.action_space, ts.avail_actions
-        )
-        state, ts = env.step(key, state, a)
-        r = np.asarray(ts.reward)
-        assert np.all(r <= 1e-6)
-        # with no collisions every agent gets the same (shared) reward
-        if float(ts.metrics["collisions"]) == 0:
-            assert np.allclose(r, r[0], atol=1e-5)
-    assert np.array_equal(np.asarray(state.pos[num_agents:]), landmarks0)
+
+    def play(key):  # 5 random steps in one compiled program (eager steps cost more)
+        state, ts = env.reset(key)
+
+        def body(carry, t):
+            state, ts = carry
+            a = marl.core.spaces.sample_actions(
+                jax.random.fold_in(key, t), env.spec.action_space, ts.avail_actions
+            )
+            state, ts = env.step(key, state, a)
+            return (state, ts), (ts.reward, ts.metrics["collisions"])
+
+        (last, _), out = jax.lax.scan(body, (state, ts), jnp.arange(5))
+        return state.pos[num_agents:], last.pos[num_agents:], out
+
+    landmarks0, landmarks, (rewards, collisions) = jax.jit(play)(jax.random.key(seed))
+    r = np.asarray(rewards)
+    assert np.all(r <= 1e-6)
+    # with no collisions every agent gets the same (shared) reward
+    calm = np.asarray(collisions) == 0
+    assert np.allclose(r[calm], r[calm][:, :1], atol=1e-5)
+    assert np.array_equal(np.asarray(landmarks), np.asarray(landmarks0))
 
 
 def test_spread_counts_each_colliding_pair_once():
@@ -217,16 +232,27 @@ def test_time_in_the_state_makes_the_limit_terminal(env_id, kwargs, base):
         env = marl.make(env_id, episode_limit=limit, time_in_state=timed, **kwargs)
         assert env.spec.state_dim == base + int(timed)
         assert env.spec.time_limit_terminal is timed
-        state, ts = env.reset(jax.random.key(0))
         spec = env.spec
         dtype = jnp.int32 if spec.discrete else jnp.float32
         stop = jnp.full(spec.action_shape, 4 if env_id.startswith("combat") else 0, dtype)
-        for t in range(limit):
-            assert not bool(ts.done)
-            if timed:
-                np.testing.assert_allclose(float(ts.state[-1]), t / limit, rtol=1e-6)
-            state, ts = env.step(jax.random.key(t), state, stop)
-        assert bool(ts.terminated) is timed and bool(ts.truncated) is not timed
+
+        def play(env=env, stop=stop):  # the episode in one compiled program
+            state, ts = env.reset(jax.random.key(0))
+
+            def body(carry, t):
+                state, ts = carry
+                seen = (ts.done, ts.state[-1])
+                state, ts = env.step(jax.random.key(t), state, stop)
+                return (state, ts), seen
+
+            (_, last), (done, clock) = jax.lax.scan(body, (state, ts), jnp.arange(limit))
+            return last, done, clock
+
+        last, done, clock = jax.jit(play)()
+        assert not np.asarray(done).any()
+        if timed:
+            np.testing.assert_allclose(np.asarray(clock), np.arange(limit) / limit, rtol=1e-6)
+        assert bool(last.terminated) is timed and bool(last.truncated) is not timed
     check_env(marl.make(env_id, episode_limit=limit, time_in_state=True, **kwargs))
 
 

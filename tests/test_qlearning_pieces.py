@@ -106,7 +106,9 @@ def test_epsilon_one_covers_all_available_actions():
 
 
 def test_linear_schedule():
-    f = qlearning.linear_schedule(1.0, 0.05, 100)
+    from marl.learning.schedule import linear
+
+    f = linear(1.0, 0.05, 100)
     np.testing.assert_allclose([f(0), f(50), f(100), f(1000)], [1.0, 0.525, 0.05, 0.05], rtol=1e-6)
 
 
@@ -250,18 +252,32 @@ def test_rmsprop_steps_as_pymarls_torch_rmsprop():
 
 
 def test_annealed_learning_rate_follows_the_runs_updates():
-    """The rate's share falls linearly over the run's updates (warm-up ones included, so it is 0
-    at the end), gradient steps within an update interpolate, and without anneal_lr or a run
-    length it stays 1."""
-    from marl.algorithms.qlearner import QConfig, lr_fraction
+    """The rate's share falls linearly over the run's gradient steps (a replay learner counts
+    its warm-up updates, so it is 0 at the end), and without the run's length it stays whole."""
+    from marl.learning.schedule import linear_decay, scaled
 
-    cfg = QConfig(anneal_lr=True, train_steps=2)
+    train_steps, total = 2, 4 * 2  # 4 updates of 2 gradient steps
     shares = [
-        float(lr_fraction(cfg, 4, jnp.asarray(u), jnp.asarray(i))) for u in range(5) for i in (0, 1)
+        float(linear_decay(jnp.asarray(u * train_steps + i), total))
+        for u in range(5)
+        for i in (0, 1)
     ]
     assert shares == pytest.approx([1, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8, 0, 0])
-    assert float(lr_fraction(QConfig(train_steps=2), 4, jnp.asarray(3), jnp.asarray(1))) == 1.0
-    assert float(lr_fraction(cfg, None, jnp.asarray(3), jnp.asarray(1))) == 1.0
+    updates = {"w": jnp.ones(3)}
+    assert scaled(updates, jnp.asarray(6), total)["w"].tolist() == [0.25] * 3
+    assert scaled(updates, jnp.asarray(6), None) is updates
+
+
+def test_annealed_rate_is_optax_linear_schedule_bit_for_bit():
+    """The PPO family's rate is the one rule too, and equals the optax schedule it replaced."""
+    import optax
+
+    from marl.learning.schedule import learning_rate
+
+    ours, theirs = learning_rate(2e-3, True, 997), optax.linear_schedule(2e-3, 0.0, 997)
+    counts = jnp.arange(0, 1100, dtype=jnp.int32)
+    assert np.array_equal(np.asarray(jax.vmap(ours)(counts)), np.asarray(jax.vmap(theirs)(counts)))
+    assert learning_rate(2e-3, False, 997) == 2e-3 and learning_rate(2e-3, True, None) == 2e-3
 
 
 def test_annealed_learner_stops_moving_at_the_runs_end():

@@ -19,8 +19,9 @@ SCRIPT = textwrap.dedent(
     env = marl.make("particle/simple")
     # a replay learner whose gradient step agrees on an unroll length across seeds (lax.pmax
     # over the seed axis): the collective must span both devices
+    # (a small feed-forward network: the collective, not the GRU, is under test)
     cfg = {"num_envs": 2, "rollout_length": 5, "buffer_size": 8, "batch_size": 4,
-           "unroll_buckets": 2}
+           "unroll_buckets": 2, "recurrent": False, "hidden": [16]}
     train = marl.algorithm("iql")(env, cfg)
     settings = RunSettings(seeds=2, budget=train.steps_per_update * 12, num_evaluations=3,
                            eval_episodes=3, absolute_episodes=0)

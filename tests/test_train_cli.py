@@ -93,13 +93,13 @@ def test_algo_yaml_sets_every_ppo_field_with_a_comment(algo):
 @pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
 def test_value_based_yaml_sets_every_field_with_a_comment(algo):
     from marl.algorithms.qlearner import QConfig
-    from marl.algorithms.qmix import MIXER_DEFAULTS
+    from marl.algorithms.qmix import MIXER_KEYS
 
     text = read_conf(f"algo/{algo}.yaml")
     data = yaml.safe_load(text)
     assert data.pop("name") == algo
     fields = {f.name for f in dataclasses.fields(QConfig)}
-    assert set(data) == fields | (set(MIXER_DEFAULTS) if algo == "qmix" else set())
+    assert set(data) == fields | (set(MIXER_KEYS) if algo == "qmix" else set())
     for line in text.splitlines():
         if line and not line.startswith("#"):
             assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
@@ -115,8 +115,6 @@ def test_mean_field_yaml_sets_every_field_with_a_comment(algo):
     data = yaml.safe_load(text)
     assert data.pop("name") == algo
     assert set(data) == {f.name for f in dataclasses.fields(config)}
-    defaults = config(mean_action=False) if algo == "il" else config()
-    assert config.from_dict(data) == defaults  # the yaml states the defaults
     for line in text.splitlines():
         if line and not line.startswith("#"):
             assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
@@ -142,31 +140,55 @@ def test_mappo_defaults_are_the_documented_mpe_settings():
     h = yaml.safe_load(read_conf("algo/happo.yaml"))
     assert (h["lr"], h["epochs"], h["num_minibatches"], h["ent_coef"]) == (2e-3, 5, 2, 0.01)
     assert (h["huber_delta"], h["max_grad_norm"], h["parameter_sharing"]) == (None, 0.5, "none")
-    from marl.algorithms import happo
-
-    assert {k: h[k] for k in happo.DEFAULTS} == {
-        k: list(v) if isinstance(v, tuple) else v for k, v in happo.DEFAULTS.items()
-    }
 
 
-@pytest.mark.parametrize("algo", ["ippo", "mappo", "happo", "iql", "vdn", "qmix"])
-def test_python_defaults_are_the_yaml_defaults(algo):
-    """`marl.algorithm(name)(env)` builds the learner `marl train algo=name` builds."""
-    from marl.algorithms import happo, ippo, iql, mappo
+@pytest.mark.parametrize("algo", ["mappo", "qmix", "mfq", "mfac"])
+def test_config_defaults_are_the_shipped_yaml_typed(algo):
+    """Learner defaults live in one place: a config dataclass's defaults are its learner's
+    shipped yaml, each value of its field's type (`1e5` in yaml would be a string)."""
+    from marl.algorithms.mfac import MFACConfig
+    from marl.algorithms.mfq import MFQConfig
     from marl.algorithms.qlearner import QConfig
-    from marl.algorithms.qmix import MIXER_DEFAULTS
+    from marl.algorithms.qmix import MIXER_KEYS
+    from marl.learning.learner_config import shipped
 
-    data = yaml.safe_load(read_conf(f"algo/{algo}.yaml"))
-    data.pop("name")
-    if algo in ("ippo", "mappo", "happo"):
-        module = {"ippo": ippo, "mappo": mappo, "happo": happo}[algo]
-        python = happo.config(None) if algo == "happo" else PPOConfig.from_dict(module.DEFAULTS)
-        assert PPOConfig.from_dict(data) == python
-        return
-    mixer = {k: data.pop(k) for k in MIXER_DEFAULTS if algo == "qmix"}
-    assert mixer == (dict(MIXER_DEFAULTS) if algo == "qmix" else {})
-    python = QConfig.from_dict(iql.DEFAULTS) if algo == "iql" else QConfig()
-    assert QConfig.from_dict(data) == python
+    config = {"mappo": PPOConfig, "qmix": QConfig, "mfq": MFQConfig, "mfac": MFACConfig}[algo]
+    data = {k: v for k, v in shipped(algo).items() if k not in MIXER_KEYS}
+    assert config.from_dict(data) == config() == config(**data)
+
+
+def test_a_config_field_the_yaml_does_not_set_fails_at_import():
+    from marl.learning.learner_config import LearnerConfig, defaults_from
+
+    with pytest.raises(TypeError, match="mfac.yaml sets no not_a_field"):
+
+        @dataclasses.dataclass(frozen=True)
+        @defaults_from("mfac")
+        class Broken(LearnerConfig):
+            gamma: float
+            not_a_field: int
+
+
+@pytest.mark.parametrize("algo", ["ippo", "mappo", "happo", "iql", "vdn", "qmix", "il"])
+def test_python_learners_read_their_own_yaml(algo, monkeypatch):
+    """`marl.algorithm(name)(env)` takes its defaults from `marl/conf/algo/<name>.yaml`: a value
+    changed there reaches the config the learner builds from Python."""
+    import importlib
+
+    from marl.algorithms.mfq import MFQConfig
+    from marl.algorithms.qlearner import QConfig
+    from marl.learning.learner_config import shipped
+
+    module = importlib.import_module(f"marl.algorithms.{'mfq' if algo == 'il' else algo}")
+    monkeypatch.setattr(
+        module, "shipped", lambda name: {**shipped(name), "gamma": 0.5} if name == algo else None
+    )
+    built = []
+    for cls in (PPOConfig, QConfig, MFQConfig):
+        monkeypatch.setattr(cls, "checks", lambda self: built.append(self) or {})
+    family = {"il": "combat/battle64", "ippo": "particle/spread", "mappo": "particle/spread"}
+    marl.algorithm(algo)(marl.make(family.get(algo, "combat/3m")))
+    assert built and built[-1].gamma == 0.5
 
 
 def test_env_yaml_for_every_particle_scenario_documents_its_defaults():

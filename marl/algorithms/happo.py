@@ -40,6 +40,7 @@ import optax
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Train, check_cooperative
 from marl.core.wrappers import training_env
+from marl.learning.learner_config import shipped
 
 from .onpolicy import ValueNorm, gae, normalize_advantages, sgd_epochs, take_envs
 from .ppo import (
@@ -62,7 +63,8 @@ Array = jax.Array
 # particle/spread: without the two layer norms, relu networks at these settings collapsed the
 # policy entropy to ~0.02 on 2 of 3 seeds within 150k steps (HAPPO; also MAPPO, 1 of 3 seeds),
 # presumably because relu logits grow with the unbounded positions of agents that drift away;
-# with them (4 seeds, 3e5 steps) no seed collapsed, but learning was slower than DEFAULTS.
+# with them (4 seeds, 3e5 steps) no seed collapsed, but learning was slower than the shipped
+# defaults (marl/conf/algo/happo.yaml).
 HARL: dict[str, Any] = {
     "epochs": 5,  # HARL ppo_epoch 5 and critic_epoch 5 (one knob here)
     "num_minibatches": 1,  # HARL actor_num_mini_batch 1 and critic_num_mini_batch 1
@@ -83,27 +85,6 @@ HARL: dict[str, Any] = {
     "layer_norm": True,  # HARL's MLP layers end in a LayerNorm
     "advantage_norm": True,  # HARL normalises the advantages over active samples
 }
-# The defaults: HARL's algorithm (epochs 5, clip 0.2, entropy 0.01, value norm, clipped value
-# loss) with MAPPO's MPE optimisation settings, which learn on particle/spread where HARL's do
-# not (above): tanh, width 64, lr 2e-3 annealed, gradient clip 0.5, squared value error, and
-# 2 minibatches. num_envs / rollout_length: PPOConfig's 16 x 128 (HARL: 20 threads x 200).
-DEFAULTS: dict[str, Any] = {
-    **HARL,
-    "critic": "central",  # centralised V on the global state (HARL "EP")
-    "parameter_sharing": "none",  # HARL share_param False; forced
-    "agent_id": False,  # no id: one team value per state, and ids are moot without sharing
-    "critic_agent_id": False,
-    "num_minibatches": 2,
-    "lr": 2e-3,
-    "critic_lr": 2e-3,
-    "anneal_lr": True,
-    "huber_delta": None,
-    "max_grad_norm": 0.5,
-    "hidden": (64, 64),
-    "activation": "tanh",
-    "feature_norm": False,
-    "layer_norm": False,
-}
 # values HAPPO cannot run without; a config asking for others is rejected
 FORCED: dict[str, Any] = {
     "critic": "central",
@@ -114,14 +95,16 @@ FORCED: dict[str, Any] = {
 
 
 def config(cfg: PPOConfig | dict[str, Any] | None) -> PPOConfig:
-    """HAPPO's config: `DEFAULTS` overridden by a mapping; a PPOConfig gets `FORCED` set."""
+    """HAPPO's config: its shipped defaults (`marl/conf/algo/happo.yaml`: HARL's algorithm
+    with MAPPO's MPE optimisation settings, each explained there) overridden by a mapping; a
+    PPOConfig gets `FORCED` set."""
     if isinstance(cfg, PPOConfig):
         return dataclasses.replace(cfg, **FORCED)
     cfg = dict(cfg or {})
     for k, v in FORCED.items():
         if k in cfg and cfg[k] != v:
             raise ValueError(f"happo needs {k}={v!r} (got {cfg[k]!r})")
-    return PPOConfig.from_dict({**DEFAULTS, **cfg})
+    return PPOConfig.from_dict({**shipped("happo"), **cfg})
 
 
 # --- the compounded ratio ---------------------------------------------------------------------
@@ -309,8 +292,8 @@ def make_train(
     cfg: PPOConfig | dict[str, Any] | None = None,
     total_updates: int | None = None,
 ) -> Train:
-    """HAPPO on `env` (one cooperative team); `cfg` overrides `DEFAULTS` (PPOConfig fields;
-    `FORCED` ones fixed)."""
+    """HAPPO on `env` (one cooperative team); `cfg` overrides the shipped defaults (PPOConfig
+    fields; `FORCED` ones fixed)."""
     check_cooperative(
         env, "happo", "trains every agent on one team advantage (the mean reward)", "mappo or ippo"
     )
@@ -372,7 +355,6 @@ def make_train(
 
 
 __all__ = [
-    "DEFAULTS",
     "HARL",
     "FORCED",
     "agent_order",

@@ -9,15 +9,14 @@ from typing import Any
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Train
+from marl.learning.learner_config import shipped
 
 from .ppo import PPOConfig
 from .ppo import make_train as _make_ppo
-
-DEFAULTS: dict[str, Any] = {"critic": "central"}
 
 
 def make_train(
     env: MultiAgentEnv, cfg: dict[str, Any] | None = None, total_updates: int | None = None
 ) -> Train:
     """MAPPO on `env`; `cfg` overrides `PPOConfig` fields (critic is "central")."""
-    return _make_ppo(env, PPOConfig.from_dict({**DEFAULTS, **(cfg or {})}), total_updates)
+    return _make_ppo(env, PPOConfig.from_dict({**shipped("mappo"), **(cfg or {})}), total_updates)

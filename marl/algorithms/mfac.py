@@ -27,10 +27,10 @@ import optax
 from flax import struct
 
 from marl.core.env import MultiAgentEnv
-from marl.core.learner import Policy, Train, check_config, config_from_dict, traced
+from marl.core.learner import Policy, Train
 from marl.core.wrappers import episode_metrics, training_env
 from marl.learning.acting import batch_step, rollout
-from marl.learning.networks import ACTIVATIONS
+from marl.learning.learner_config import LearnerConfig, defaults_from
 
 from .meanfield import mean_action
 from .mfq import MeanFieldQ, MFQConfig, _neighbourhoods
@@ -42,44 +42,31 @@ ACTION_KINDS = ("discrete",)
 
 
 @dataclass(frozen=True)
-class MFACConfig:
+@defaults_from("mfac")
+class MFACConfig(LearnerConfig):
     """MF-AC hyperparameters."""
 
-    num_envs: int = 8  # parallel environments per seed
-    rollout_length: int = 16  # steps per environment per update
-    actor_lr: float = 3e-4  # Adam
-    critic_lr: float = 1e-3  # Adam
-    max_grad_norm: float = 10.0
-    gamma: float = 0.95
-    ent_coef: float = 0.01  # entropy bonus of the actor
-    tau: float = 0.01  # Polyak rate of the target critic per update
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "relu"
-    layer_norm: bool = False
-    parameter_sharing: str = "group"  # "all", "group" or "none"
-    agent_id: bool = False
-    mean_action: bool = True  # False: independent actor-critic with the same networks
-    reward_scale: float = 1.0
+    num_envs: int  # parallel environments per seed
+    rollout_length: int  # steps per environment per update
+    actor_lr: float  # Adam
+    critic_lr: float  # Adam
+    max_grad_norm: float
+    gamma: float
+    ent_coef: float  # entropy bonus of the actor
+    tau: float  # Polyak rate of the target critic per update
+    hidden: tuple[int, ...]
+    activation: str
+    layer_norm: bool
+    parameter_sharing: str  # "all", "group" or "none"
+    agent_id: bool
+    mean_action: bool  # False: independent actor-critic with the same networks
+    reward_scale: float
 
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any] | None) -> MFACConfig:
-        return config_from_dict(cls, cfg)
-
-    def __post_init__(self) -> None:
-        if traced(self):  # a vmapped sweep's values, checked before tracing
-            return
-        checks = {
-            "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
-            "parameter_sharing": (
-                self.parameter_sharing in ("all", "group", "none"),
-                "all, group or none",
-            ),
-            "num_envs": (self.num_envs >= 1, "a positive integer"),
-            "rollout_length": (self.rollout_length >= 1, "a positive integer"),
+    def checks(self) -> dict[str, tuple[bool, str]]:
+        """Checks of its own (the shared ones: `LearnerConfig`)."""
+        return {
             "tau": (0.0 < self.tau <= 1.0, "in (0, 1]"),
-            "hidden": (len(self.hidden) >= 1, "at least one width"),
         }
-        check_config(self, checks)
 
     def networks_config(self) -> MFQConfig:
         """The fields `MeanFieldQ` reads, for the actor and the critic alike."""

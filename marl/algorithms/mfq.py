@@ -36,14 +36,16 @@ import optax
 from flax import struct
 
 from marl.core.env import MultiAgentEnv
-from marl.core.learner import Policy, Train, check_config, config_from_dict, traced
+from marl.core.learner import Policy, Train
 from marl.core.wrappers import episode_metrics, training_env
 from marl.learning.acting import batch_step, rollout
-from marl.learning.networks import ACTIVATIONS, MLP, AgentParams, agent_ids
+from marl.learning.learner_config import LearnerConfig, defaults_from, shipped
+from marl.learning.networks import MLP, AgentParams, agent_ids
+from marl.learning.schedule import linear
 
 from . import replay
 from .meanfield import boltzmann_logits, mean_action, mean_field_value
-from .qlearning import keep_if, linear_schedule, update_target
+from .offpolicy import replay_step, replay_update
 from .replay import EpisodeBuffer
 
 Array = jax.Array
@@ -53,58 +55,43 @@ TARGETS = ("boltzmann", "max")
 
 
 @dataclass(frozen=True)
-class MFQConfig:
+@defaults_from("mfq")
+class MFQConfig(LearnerConfig):
     """MF-Q hyperparameters (the paper's battle settings where they apply)."""
 
-    num_envs: int = 8  # parallel environments per seed
-    rollout_length: int = 4  # steps per environment per update
-    train_steps: int = 1  # gradient steps per update
-    buffer_size: int = 50_000  # agent-steps in replay: buffer_size // N env steps (>= batch)
-    batch_size: int = 64  # env steps per gradient step (each with all its agents)
-    lr: float = 1e-4  # Adam (the paper's 1e-4)
-    max_grad_norm: float = 10.0
-    gamma: float = 0.95  # the paper's battle discount
-    temperature_start: float = 1.0  # Boltzmann temperature at step 0
-    temperature_end: float = 0.1  # ... after `temperature_steps` env steps
-    temperature_steps: int = 200_000
-    target: str = "boltzmann"  # "boltzmann" (mean-field value) or "max"
-    tau: float | None = 0.01  # Polyak rate per update (None: hard copies)
-    target_update_interval: int = 100  # updates between hard copies when tau is None
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "relu"
-    layer_norm: bool = False
-    parameter_sharing: str = "group"  # "all", "group" or "none"
-    agent_id: bool = False  # one-hot agent id input (off: the network fits any agent count)
-    mean_action: bool = True  # False: independent Q-learning with the same network
-    reward_scale: float = 1.0
+    num_envs: int  # parallel environments per seed
+    rollout_length: int  # steps per environment per update
+    train_steps: int  # gradient steps per update
+    buffer_size: int  # agent-steps in replay: buffer_size // N env steps (>= batch)
+    batch_size: int  # env steps per gradient step (each with all its agents)
+    lr: float  # Adam (the paper's 1e-4)
+    max_grad_norm: float
+    gamma: float  # the paper's battle discount
+    temperature_start: float  # Boltzmann temperature at step 0
+    temperature_end: float  # ... after `temperature_steps` env steps
+    temperature_steps: int
+    target: str  # "boltzmann" (mean-field value) or "max"
+    tau: float | None  # Polyak rate per update (None: hard copies)
+    target_update_interval: int  # updates between hard copies when tau is None
+    hidden: tuple[int, ...]
+    activation: str
+    layer_norm: bool
+    parameter_sharing: str  # "all", "group" or "none"
+    agent_id: bool  # one-hot agent id input (off: the network fits any agent count)
+    mean_action: bool  # False: independent Q-learning with the same network
+    reward_scale: float
 
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any] | None) -> MFQConfig:
-        return config_from_dict(cls, cfg)
-
-    def __post_init__(self) -> None:
-        if traced(self):  # a vmapped sweep's values, checked before tracing
-            return
-        checks = {
-            "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
+    def checks(self) -> dict[str, tuple[bool, str]]:
+        """Checks of its own (the shared ones: `LearnerConfig`)."""
+        return {
             "target": (self.target in TARGETS, "boltzmann or max"),
-            "parameter_sharing": (
-                self.parameter_sharing in ("all", "group", "none"),
-                "all, group or none",
-            ),
-            "num_envs": (self.num_envs >= 1, "a positive integer"),
-            "rollout_length": (self.rollout_length >= 1, "a positive integer"),
-            "train_steps": (self.train_steps >= 0, "an integer >= 0"),
-            "batch_size": (1 <= self.batch_size <= self.buffer_size, "in 1 .. buffer_size"),
             "temperature_end": (
                 0.0 < self.temperature_end <= self.temperature_start,
                 "in (0, temperature_start]",
             ),
             "tau": (self.tau is None or 0.0 < self.tau <= 1.0, "null or in (0, 1]"),
             "target_update_interval": (self.target_update_interval >= 1, "a positive integer"),
-            "hidden": (len(self.hidden) >= 1, "at least one width"),
         }
-        check_config(self, checks)
 
 
 class MFQNet(nn.Module):
@@ -216,7 +203,7 @@ def make_train(
     nets = MeanFieldQ(env, cfg)
     wrapped = training_env(env)
     tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr))
-    temperature = linear_schedule(cfg.temperature_start, cfg.temperature_end, cfg.temperature_steps)
+    temperature = linear(cfg.temperature_start, cfg.temperature_end, cfg.temperature_steps)
     n, b, a = spec.num_agents, cfg.num_envs, spec.action_dim
     # a stored env step holds every agent's transition: size the buffer in agent-steps so
     # memory does not grow with N (64 units of 1,727-float observations fill gigabytes fast)
@@ -296,43 +283,40 @@ def make_train(
     def learn(state: MFQState) -> tuple[MFQState, dict[str, Array]]:
         temp = temperature(state.env_steps)
 
-        def grad_step(carry, key):
+        def grad_step(carry, xs):
             params, opt_state = carry
-            batch = replay.sample(state.buffer, key, cfg.batch_size)
+            batch = replay.sample(state.buffer, xs[0], cfg.batch_size)
             (_, m), grads = jax.value_and_grad(loss_fn, has_aux=True)(
                 params, state.target_params, batch, temp
             )
             updates, opt_state = tx.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state), m
 
-        key, k_learn = jax.random.split(state.key)
-        (params, opt_state), m = jax.lax.scan(
-            grad_step, (state.params, state.opt_state), jax.random.split(k_learn, cfg.train_steps)
-        )
-        ready = state.buffer.size >= cfg.batch_size
-        params, opt_state = keep_if(ready, (params, opt_state), (state.params, state.opt_state))
-        updates = state.updates + 1
-        target = update_target(
-            state.target_params, params, updates, cfg.tau, cfg.target_update_interval
+        done = replay_update(
+            state.key,
+            state.params,
+            state.opt_state,
+            state.target_params,
+            state.updates,
+            grad_step,
+            state.buffer.size,
+            cfg,
         )
         state = state.replace(
-            params=params, target_params=target, opt_state=opt_state, key=key, updates=updates
+            params=done.online,
+            target_params=done.target,
+            opt_state=done.opt_state,
+            key=done.key,
+            updates=done.updates,
         )
-        metrics = {k: jnp.mean(v) for k, v in m.items()}
-        metrics["learning"] = ready.astype(jnp.float32)
-        return state, metrics
+        return state, done.metrics
 
-    def step(state: MFQState) -> tuple[MFQState, dict[str, Array]]:
-        state, metrics = collect(state)
-        if cfg.train_steps:
-            state, learn_metrics = learn(state)
-            metrics = {**metrics, **learn_metrics}
-        metrics["temperature"] = temperature(state.env_steps)
-        return state, metrics
+    def schedules(state: MFQState) -> dict[str, Array]:
+        return {"temperature": temperature(state.env_steps)}
 
     return Train(
         init=init,
-        step=step,
+        step=replay_step(collect, learn, cfg.train_steps, schedules),
         params=lambda s: s.params,
         policy=make_policy(nets, cfg.temperature_end),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
@@ -349,4 +333,4 @@ def make_train_il(
         return make_train(env, replace(cfg, mean_action=False), total_updates)
     if (cfg or {}).get("mean_action", False) is True:
         raise ValueError("il is MF-Q without the mean action: mean_action must be false (use mfq)")
-    return make_train(env, {**(cfg or {}), "mean_action": False}, total_updates)
+    return make_train(env, {**shipped("il"), **(cfg or {})}, total_updates)

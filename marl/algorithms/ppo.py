@@ -23,16 +23,15 @@ from marl.core.env import MultiAgentEnv
 from marl.core.learner import (
     Policy,
     Train,
-    check_config,
-    config_from_dict,
     seed_max,
-    traced,
     warn_unscheduled,
 )
 from marl.core.wrappers import episode_metrics, training_env
 from marl.learning.acting import batch_step
 from marl.learning.acting import rollout as run_steps
+from marl.learning.learner_config import LearnerConfig, defaults_from
 from marl.learning.networks import Actor, AgentParams, Critic, agent_ids
+from marl.learning.schedule import learning_rate
 
 from .onpolicy import (
     ValueNorm,
@@ -49,66 +48,51 @@ Array = jax.Array
 
 
 @dataclass(frozen=True)
-class PPOConfig:
+@defaults_from("mappo")
+class PPOConfig(LearnerConfig):
     """Hyperparameters of IPPO / MAPPO / HAPPO (every one is a config value). The defaults are
     MAPPO's shipped ones, `marl/conf/algo/mappo.yaml` (where each is explained), so Python and
     `marl train` build the same learner."""
 
-    critic: str = "central"  # "local" (IPPO: own observation) or "central" (global state)
-    num_envs: int = 16  # parallel environments per seed
-    rollout_length: int = 128  # steps per environment per update
-    epochs: int = 10  # passes over the rollout per update
-    num_minibatches: int = 2  # minibatches per epoch (split over environments)
-    lr: float = 2e-3  # actor learning rate (Adam)
-    critic_lr: float = 2e-3  # critic learning rate (Adam)
-    anneal_lr: bool = True  # linear decay to 0 over the run (needs total_updates)
-    gamma: float = 0.99  # discount
-    gae_lambda: float = 0.95  # GAE lambda
-    clip_eps: float = 0.2  # PPO ratio clip
-    value_clip_eps: float | None = 0.2  # value clip around the old prediction (None: off)
-    ent_coef: float = 0.01  # entropy bonus
-    max_grad_norm: float = 0.5  # gradient-norm clip per network (per actor parameter set)
-    value_norm: bool = True  # normalise value targets (running mean/std)
-    huber_delta: float | None = None  # Huber value loss (None: squared error)
-    hidden: tuple[int, ...] = (64, 64)  # MLP widths (first is the GRU's input encoder)
-    activation: str = "tanh"
-    recurrent: bool = False  # GRU torso in actor and critic
-    gru_hidden: int = 128
-    layer_norm: bool = False
-    feature_norm: bool = False  # layer norm of the network inputs
-    parameter_sharing: str = "group"  # "all", "group" (per agent group) or "none"
-    agent_id: bool = True  # append a one-hot agent id to network inputs
+    critic: str  # "local" (IPPO: own observation) or "central" (global state)
+    num_envs: int  # parallel environments per seed
+    rollout_length: int  # steps per environment per update
+    epochs: int  # passes over the rollout per update
+    num_minibatches: int  # minibatches per epoch (split over environments)
+    lr: float  # actor learning rate (Adam)
+    critic_lr: float  # critic learning rate (Adam)
+    anneal_lr: bool  # linear decay to 0 over the run (needs total_updates)
+    gamma: float  # discount
+    gae_lambda: float  # GAE lambda
+    clip_eps: float  # PPO ratio clip
+    value_clip_eps: float | None  # value clip around the old prediction (None: off)
+    ent_coef: float  # entropy bonus
+    max_grad_norm: float  # gradient-norm clip per network (per actor parameter set)
+    value_norm: bool  # normalise value targets (running mean/std)
+    huber_delta: float | None  # Huber value loss (None: squared error)
+    hidden: tuple[int, ...]  # MLP widths (first is the GRU's input encoder)
+    activation: str
+    recurrent: bool  # GRU torso in actor and critic
+    gru_hidden: int
+    layer_norm: bool
+    feature_norm: bool  # layer norm of the network inputs
+    parameter_sharing: str  # "all", "group" (per agent group) or "none"
+    agent_id: bool  # append a one-hot agent id to network inputs
     # agent ids in the critic's input: None follows `agent_id`, and adds them to a central
     # critic whenever the agents' rewards can differ (`critic_needs_ids`); False is refused there
-    critic_agent_id: bool | None = None
-    reward_scale: float = 1.0
-    advantage_norm: bool = True
+    critic_agent_id: bool | None
+    reward_scale: float
+    advantage_norm: bool
 
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any] | None) -> PPOConfig:
-        """Build from a (Hydra) mapping, rejecting unknown keys with the valid ones named."""
-        return config_from_dict(cls, cfg)
-
-    def __post_init__(self) -> None:
-        if traced(self):  # a vmapped sweep's values, checked before tracing
-            return
-        from marl.learning.networks import ACTIVATIONS
-
-        checks = {
-            "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
+    def checks(self) -> dict[str, tuple[bool, str]]:
+        """Checks of its own (the shared ones: `LearnerConfig`)."""
+        return {
             "critic": (self.critic in ("central", "local"), "central or local"),
-            "parameter_sharing": (
-                self.parameter_sharing in ("all", "group", "none"),
-                "all, group or none",
-            ),
-            "num_envs": (self.num_envs >= 1, "a positive integer"),
-            "rollout_length": (self.rollout_length >= 1, "a positive integer"),
             "num_minibatches": (
                 self.num_minibatches >= 1 and self.num_envs % self.num_minibatches == 0,
                 f"a divisor of num_envs ({self.num_envs})",
             ),
         }
-        check_config(self, checks)
 
 
 class Rollout(struct.PyTreeNode):
@@ -393,10 +377,9 @@ def advantages_and_targets(nets: Networks, cfg: PPOConfig, vn: ValueNorm, ro: Ro
 def make_optimizer(cfg: PPOConfig, lr: float, total_steps: int | None, per_set: bool = False):
     """Adam after gradient-norm clipping; `per_set`: each parameter set (the leading axis of
     `AgentParams`-stacked parameters) clipped by its own norm, as separate networks are."""
-    if cfg.anneal_lr and total_steps:
-        lr = optax.linear_schedule(lr, 0.0, total_steps)
+    rate = learning_rate(lr, cfg.anneal_lr, total_steps)
     clip = clip_by_set_norm if per_set else optax.clip_by_global_norm
-    return optax.chain(clip(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+    return optax.chain(clip(cfg.max_grad_norm), optax.adam(rate, eps=1e-5))
 
 
 def clip_by_set_norm(max_norm: float) -> optax.GradientTransformation:

@@ -36,27 +36,20 @@ from marl.core.env import MultiAgentEnv
 from marl.core.learner import (
     Policy,
     Train,
-    check_config,
     check_cooperative,
-    config_from_dict,
     seed_max,
-    traced,
     warn_unscheduled,
 )
 from marl.core.wrappers import episode_metrics, training_env
 from marl.learning.acting import batch_step, rollout
-from marl.learning.networks import ACTIVATIONS, AgentParams, QNetwork, agent_ids
+from marl.learning.learner_config import LearnerConfig, defaults_from
+from marl.learning.networks import AgentParams, QNetwork, agent_ids
+from marl.learning.schedule import linear, scaled
 
 from . import packing, replay
+from .offpolicy import replay_step, replay_update
 from .onpolicy import ValueNorm
-from .qlearning import (
-    double_q_targets,
-    epsilon_greedy,
-    keep_if,
-    linear_schedule,
-    masked_td_loss,
-    update_target,
-)
+from .qlearning import double_q_targets, epsilon_greedy, masked_td_loss
 from .replay import Episode, EpisodeBuffer
 
 Array = jax.Array
@@ -67,77 +60,57 @@ ACTION_KINDS = ("discrete",)
 
 
 @dataclass(frozen=True)
-class QConfig:
+@defaults_from("qmix")
+class QConfig(LearnerConfig):
     """Hyperparameters shared by IQL, VDN and QMIX: the shipped `marl/conf/algo/{vdn,qmix}.yaml`
     defaults (pymarl2's tuned QMIX with pymarl's batch of 32; each explained there), so Python
     and `marl train` build the same learner; IQL's own default is one-step targets."""
 
-    num_envs: int = 8  # parallel environments per seed (pymarl2: batch_size_run 8)
-    rollout_length: int = 8  # steps per environment per update
-    train_steps: int = 1  # gradient steps per update
-    buffer_size: int = 5000  # episodes kept in the replay buffer
-    batch_size: int = 32  # episodes per gradient step (pymarl: 32; pymarl2: 128)
-    lr: float = 1e-3  # learning rate
-    anneal_lr: bool = False  # linear decay to 0 over the run's updates (needs total_updates)
-    optimizer: str = (
-        "adam"  # "adam" (pymarl2), "rmsprop" (pymarl: alpha 0.99, eps 1e-5), "radam" (JaxMARL)
-    )
-    max_grad_norm: float = 10.0  # global gradient-norm clip
-    gamma: float = 0.99  # discount
-    td_lambda: float = 0.6  # TD(lambda) targets (0: one-step)
-    double_q: bool = True  # argmax by the online network, value by the target network
-    epsilon_start: float = 1.0  # exploration at step 0
-    epsilon_end: float = 0.05  # exploration after `epsilon_steps` (and when not greedy)
-    epsilon_steps: int = 100_000  # env steps (per seed) over which epsilon is annealed
-    target_update_interval: int = 50  # updates between hard target copies (~200 episodes)
-    tau: float | None = None  # Polyak rate per update instead of hard copies (None: hard)
-    hidden: tuple[int, ...] = (64,)  # MLP widths (the first feeds the GRU when recurrent)
-    activation: str = "relu"
-    recurrent: bool = True  # GRU agent (pymarl's RNN agent)
-    gru_hidden: int = 64  # GRU state size
-    layer_norm: bool = False
-    feature_norm: bool = False  # layer norm of the network inputs
-    parameter_sharing: str = "group"  # "all", "group" (one network per agent group) or "none"
-    agent_id: bool = True  # one-hot agent id input
-    last_action: bool = True  # one-hot previous action input (zeros at an episode's start)
-    reward_scale: float = 1.0  # multiply rewards before computing targets
-    standardise_rewards: bool = False  # targets from (r - running mean) / running std
-    unroll_buckets: int = 8  # unroll lengths: the row length split evenly into this many
-    pack_episodes: int = 1  # episodes laid end to end per unrolled row (same loss, less padding)
+    num_envs: int  # parallel environments per seed (pymarl2: batch_size_run 8)
+    rollout_length: int  # steps per environment per update
+    train_steps: int  # gradient steps per update
+    buffer_size: int  # episodes kept in the replay buffer
+    batch_size: int  # episodes per gradient step (pymarl: 32; pymarl2: 128)
+    lr: float  # learning rate
+    anneal_lr: bool  # linear decay to 0 over the run's updates (needs total_updates)
+    optimizer: str  # "adam" (pymarl2), "rmsprop" (pymarl: alpha 0.99, eps 1e-5), "radam" (JaxMARL)
+    max_grad_norm: float  # global gradient-norm clip
+    gamma: float  # discount
+    td_lambda: float  # TD(lambda) targets (0: one-step)
+    double_q: bool  # argmax by the online network, value by the target network
+    epsilon_start: float  # exploration at step 0
+    epsilon_end: float  # exploration after `epsilon_steps` (and when not greedy)
+    epsilon_steps: int  # env steps (per seed) over which epsilon is annealed
+    target_update_interval: int  # updates between hard target copies (~200 episodes)
+    tau: float | None  # Polyak rate per update instead of hard copies (None: hard)
+    hidden: tuple[int, ...]  # MLP widths (the first feeds the GRU when recurrent)
+    activation: str
+    recurrent: bool  # GRU agent (pymarl's RNN agent)
+    gru_hidden: int  # GRU state size
+    layer_norm: bool
+    feature_norm: bool  # layer norm of the network inputs
+    parameter_sharing: str  # "all", "group" (one network per agent group) or "none"
+    agent_id: bool  # one-hot agent id input
+    last_action: bool  # one-hot previous action input (zeros at an episode's start)
+    reward_scale: float  # multiply rewards before computing targets
+    standardise_rewards: bool  # targets from (r - running mean) / running std
+    unroll_buckets: int  # unroll lengths: the row length split evenly into this many
+    pack_episodes: int  # episodes laid end to end per unrolled row (same loss, less padding)
 
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any] | None, also_valid: tuple[str, ...] = ()) -> QConfig:
-        """Build from a (Hydra) mapping, rejecting unknown keys with the valid ones named.
-
-        `also_valid`: the learner's own keys (already taken out of `cfg`), named in the error.
-        """
-        return config_from_dict(cls, cfg, also_valid)
-
-    def __post_init__(self) -> None:
-        if traced(self):  # a vmapped sweep's values, checked before tracing
-            return
-        checks = {
-            "activation": (self.activation in ACTIVATIONS, f"one of {', '.join(ACTIVATIONS)}"),
+    def checks(self) -> dict[str, tuple[bool, str]]:
+        """Checks of its own (the shared ones: `LearnerConfig`)."""
+        return {
             "optimizer": (self.optimizer in ("adam", "rmsprop", "radam"), "adam, rmsprop or radam"),
-            "parameter_sharing": (
-                self.parameter_sharing in ("all", "group", "none"),
-                "all, group or none",
-            ),
             "num_envs": (1 <= self.num_envs <= self.buffer_size, "in 1 .. buffer_size"),
-            "rollout_length": (self.rollout_length >= 1, "a positive integer"),
-            "train_steps": (self.train_steps >= 0, "an integer >= 0"),
-            "batch_size": (1 <= self.batch_size <= self.buffer_size, "in 1 .. buffer_size"),
             "td_lambda": (0.0 <= self.td_lambda <= 1.0, "in [0, 1]"),
             "target_update_interval": (self.target_update_interval >= 1, "a positive integer"),
             "tau": (self.tau is None or 0.0 < self.tau <= 1.0, "null or in (0, 1]"),
-            "hidden": (len(self.hidden) >= 1, "at least one width"),
             "unroll_buckets": (self.unroll_buckets >= 1, "a positive integer"),
             "pack_episodes": (
                 self.pack_episodes >= 1 and self.batch_size % self.pack_episodes == 0,
                 "a positive divisor of batch_size",
             ),
         }
-        check_config(self, checks)
 
 
 class QState(struct.PyTreeNode):
@@ -373,7 +346,7 @@ def td_loss(
 
 def make_optimizer(cfg: QConfig) -> optax.GradientTransformation:
     """Gradient clip then Adam, RMSprop or RAdam at the constant rate `cfg.lr` (`anneal_lr`
-    scales the updates by `lr_fraction`)."""
+    scales its updates: `marl.learning.schedule`)."""
     if cfg.optimizer == "rmsprop":  # pymarl's torch RMSprop: g / (sqrt(v) + eps), v from 0
         opt = optax.rmsprop(cfg.lr, decay=0.99, eps=1e-5, eps_in_sqrt=False)
     elif cfg.optimizer == "radam":  # JaxMARL's QLearning baselines
@@ -381,16 +354,6 @@ def make_optimizer(cfg: QConfig) -> optax.GradientTransformation:
     else:
         opt = optax.adam(cfg.lr)
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), opt)
-
-
-def lr_fraction(cfg: QConfig, total_updates: int | None, update: Array, grad_step: Array) -> Array:
-    """The share of `cfg.lr` at gradient step `grad_step` of update `update`: 1 - progress over
-    the run's `total_updates` updates with `anneal_lr` (warm-up updates, which take no gradient
-    step, count, so the rate reaches 0 at the run's end), else 1."""
-    if not (cfg.anneal_lr and total_updates):
-        return jnp.ones(())
-    progress = (update * cfg.train_steps + grad_step) / (total_updates * cfg.train_steps)
-    return jnp.clip(1.0 - progress, 0.0, 1.0)
 
 
 def check_team(env: MultiAgentEnv, learner: str) -> None:
@@ -416,7 +379,8 @@ def make_train(
     # a row holds `pack_episodes` episodes, each with its final state row
     row_steps = cfg.pack_episodes * (spec.episode_limit + 1) - 1
     lengths = unroll_lengths(row_steps, cfg.unroll_buckets)
-    epsilon = linear_schedule(cfg.epsilon_start, cfg.epsilon_end, cfg.epsilon_steps)
+    grad_steps = total_updates * cfg.train_steps if total_updates else None
+    epsilon = linear(cfg.epsilon_start, cfg.epsilon_end, cfg.epsilon_steps)
     n, b = spec.num_agents, cfg.num_envs
 
     def init(key: Array) -> QState:
@@ -510,49 +474,42 @@ def make_train(
 
             (_, m), grads = jax.lax.switch(bucket, [loss_and_grad(n) for n in lengths], online)
             updates, opt_state = tx.update(grads, opt_state, online)
-            if cfg.anneal_lr and total_updates:
-                scale = lr_fraction(cfg, total_updates, state.updates, i)
-                updates = jax.tree.map(lambda u: u * scale.astype(u.dtype), updates)
+            if cfg.anneal_lr:  # on the run's gradient steps, warm-up included
+                updates = scaled(updates, state.updates * cfg.train_steps + i, grad_steps)
             m["grad_norm"] = optax.tree.norm(grads)
             m["unroll_steps"] = jnp.asarray(lengths, jnp.float32)[bucket]
             return (optax.apply_updates(online, updates), opt_state), m
 
-        key, k_learn = jax.random.split(state.key)
-        online = (state.params, state.mixer_params)
-        (new_online, new_opt), m = jax.lax.scan(
+        done = replay_update(
+            state.key,
+            (state.params, state.mixer_params),
+            state.opt_state,
+            target,
+            state.updates,
             grad_step,
-            (online, state.opt_state),
-            (jax.random.split(k_learn, cfg.train_steps), jnp.arange(cfg.train_steps)),
+            state.buffer.size,
+            cfg,
         )
-        ready = state.buffer.size >= cfg.batch_size
-        online, opt_state = keep_if(ready, (new_online, new_opt), (online, state.opt_state))
-        updates = state.updates + 1
-        target = update_target(target, online, updates, cfg.tau, cfg.target_update_interval)
         state = state.replace(
-            params=online[0],
-            mixer_params=online[1],
-            opt_state=opt_state,
-            target_params=target[0],
-            target_mixer_params=target[1],
-            key=key,
-            updates=updates,
+            params=done.online[0],
+            mixer_params=done.online[1],
+            opt_state=done.opt_state,
+            target_params=done.target[0],
+            target_mixer_params=done.target[1],
+            key=done.key,
+            updates=done.updates,
         )
-        metrics = {k: jnp.mean(v) for k, v in m.items()}
-        metrics["learning"] = ready.astype(jnp.float32)
-        return state, metrics
+        return state, done.metrics
 
-    def step(state: QState) -> tuple[QState, dict[str, Array]]:
-        state, metrics = collect(state)
-        if cfg.train_steps:
-            state, learn_metrics = learn(state)
-            metrics = {**metrics, **learn_metrics}
-        metrics["epsilon"] = epsilon(state.env_steps)
-        metrics["buffer/episodes"] = state.buffer.size.astype(jnp.float32)
-        return state, metrics
+    def schedules(state: QState) -> dict[str, Array]:
+        return {
+            "epsilon": epsilon(state.env_steps),
+            "buffer/episodes": state.buffer.size.astype(jnp.float32),
+        }
 
     return Train(
         init=init,
-        step=step,
+        step=replay_step(collect, learn, cfg.train_steps, schedules),
         params=lambda s: s.params,
         policy=make_policy(nets, cfg.epsilon_end),
         steps_per_update=cfg.num_envs * cfg.rollout_length,

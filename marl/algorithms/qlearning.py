@@ -33,16 +33,6 @@ def epsilon_greedy(key: Array, q: Array, avail: Array, epsilon: float | Array) -
     return jnp.where(explore, random, greedy).astype(jnp.int32)
 
 
-def linear_schedule(start: float, end: float, steps: int) -> Callable[[Array], Array]:
-    """`f(count)`: linear from `start` at 0 to `end` at `steps`, constant afterwards."""
-
-    def schedule(count: Array) -> Array:
-        frac = jnp.clip(jnp.asarray(count, jnp.float32) / jnp.maximum(steps, 1), 0.0, 1.0)
-        return start + frac * (end - start)
-
-    return schedule
-
-
 def double_q_values(q_online_next: Array, q_target_next: Array, avail_next: Array) -> Array:
     """Double Q: `Q_target(s', argmax_{a available} Q_online(s', a))`.
 

@@ -11,24 +11,25 @@ from typing import Any
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Train, typed_value
+from marl.learning.learner_config import shipped
 
 from .mixers import QMixer
 from .qlearner import ACTION_KINDS, QConfig, check_team
 from .qlearner import make_train as _make_q
 
-__all__ = ["ACTION_KINDS", "MIXER_DEFAULTS", "make_train", "resolve_state_norm"]
+__all__ = ["ACTION_KINDS", "MIXER_KEYS", "make_train", "resolve_state_norm"]
 
-# pymarl: mixing_embed_dim 32, hypernet_layers 2, hypernet_embed 64; plus a layer norm of the
-# state (see `QMixer.state_norm`) where the env's state is not bounded (None: decide by
-# `EnvSpec.state_bounded`; True / False force it); flax's default initialisation (or an
-# orthogonal gain for every mixer layer, JaxMARL's MIXER_INIT_SCALE)
-MIXER_DEFAULTS: dict[str, int | float | bool | None] = {
-    "mixing_embed_dim": 32,
-    "hypernet_embed": 64,
-    "hypernet_layers": 2,
-    "state_norm": None,
-    "mixer_init_scale": None,
-}
+# the mixer's settings beside QConfig's in qmix.yaml (defaults and reasons there): pymarl's
+# widths and depth, a layer norm of the state where the env's state is not bounded (null:
+# decide by `EnvSpec.state_bounded`), and flax's default initialisation or an orthogonal gain
+# for every mixer layer (JaxMARL's MIXER_INIT_SCALE)
+MIXER_KEYS = (
+    "mixing_embed_dim",
+    "hypernet_embed",
+    "hypernet_layers",
+    "state_norm",
+    "mixer_init_scale",
+)
 
 
 def resolve_state_norm(value: bool | str | None, env: MultiAgentEnv) -> bool:
@@ -48,9 +49,9 @@ def make_train(
 ) -> Train:
     """QMIX on `env` (one cooperative team); `cfg` overrides `QConfig` and mixer fields."""
     check_team(env, "qmix")
-    cfg = dict(cfg or {})
-    mix = {k: cfg.pop(k, v) for k, v in MIXER_DEFAULTS.items()}
-    widths = [typed_value("QMIX", k, mix[k], int) for k in list(MIXER_DEFAULTS)[:3]]
+    cfg = {**shipped("qmix"), **(cfg or {})}
+    mix = {k: cfg.pop(k) for k in MIXER_KEYS}
+    widths = [typed_value("QMIX", k, mix[k], int) for k in MIXER_KEYS[:3]]
     scale = mix["mixer_init_scale"]
     if scale is not None and not (isinstance(scale, int | float) and scale > 0):
         raise ValueError(f"mixer_init_scale must be null or a positive number, got {scale!r}")
@@ -59,4 +60,4 @@ def make_train(
         resolve_state_norm(mix["state_norm"], env),
         None if scale is None else float(scale),
     )
-    return _make_q(env, QConfig.from_dict(cfg, tuple(MIXER_DEFAULTS)), total_updates, mixer=mixer)
+    return _make_q(env, QConfig.from_dict(cfg, MIXER_KEYS), total_updates, mixer=mixer)

@@ -9,6 +9,7 @@ from typing import Any
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Train
+from marl.learning.learner_config import shipped
 
 from .mixers import VDNMixer
 from .qlearner import ACTION_KINDS, QConfig, check_team
@@ -22,4 +23,6 @@ def make_train(
 ) -> Train:
     """VDN on `env` (one cooperative team); `cfg` overrides `QConfig` fields."""
     check_team(env, "vdn")
-    return _make_q(env, QConfig.from_dict(cfg), total_updates, mixer=VDNMixer())
+    return _make_q(
+        env, QConfig.from_dict({**shipped("vdn"), **(cfg or {})}), total_updates, mixer=VDNMixer()
+    )
