@@ -21,7 +21,6 @@ from flax import struct
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import (
-    Policy,
     Train,
     seed_max,
     warn_unscheduled,
@@ -30,7 +29,6 @@ from marl.core.wrappers import episode_metrics, training_env
 from marl.learning.acting import batch_step
 from marl.learning.acting import rollout as run_steps
 from marl.learning.learner_config import LearnerConfig, defaults_from
-from marl.learning.networks import Actor, AgentParams, Critic, agent_ids
 from marl.learning.schedule import learning_rate
 
 from .onpolicy import (
@@ -42,6 +40,11 @@ from .onpolicy import (
     sgd_epochs,
     take_envs,
     value_loss,
+)
+from .ppo_networks import (
+    Networks,
+    env_actions,
+    make_policy,
 )
 
 Array = jax.Array
@@ -126,160 +129,6 @@ class PPOState(struct.PyTreeNode):
     critic_carry: Array  # [B, N, H]
     key: Array
     updates: Array
-
-
-def critic_needs_ids(cfg: PPOConfig, spec) -> bool:
-    """A critic shared by all agents on the global state returns one value for all of them
-    unless told which agent it values: wrong wherever their returns can differ (rewards not
-    shared: pathfinding pays each agent its own, tag and adversary have teams)."""
-    return cfg.critic == "central" and not spec.shared_reward
-
-
-def critic_agent_ids(cfg: PPOConfig, spec, team: bool = False) -> bool:
-    """Whether the critic's input carries one-hot agent ids (see `PPOConfig.critic_agent_id`);
-    `team`: HAPPO's team value V(s) of the mean reward, which never takes them."""
-    if team:
-        return False
-    if cfg.critic_agent_id is None:
-        return cfg.agent_id or critic_needs_ids(cfg, spec)
-    if critic_needs_ids(cfg, spec) and not cfg.critic_agent_id:
-        raise ValueError(
-            f"critic_agent_id=false: a central critic without agent ids gives every agent of "
-            f"{spec.name} one value, but their rewards differ (set critic_agent_id=true or null)"
-        )
-    return bool(cfg.critic_agent_id)
-
-
-class Networks:
-    """Actor and critic modules with their parameter sets, and how inputs are built.
-
-    `team_critic`: one team value V(s) (HAPPO), never given agent ids."""
-
-    def __init__(
-        self,
-        env: MultiAgentEnv,
-        cfg: PPOConfig,
-        actor_sharing: str | None = None,
-        team_critic: bool = False,
-    ):
-        spec = env.spec
-        self.spec, self.cfg = spec, cfg
-        n = spec.num_agents
-        self.id_dim = n if cfg.agent_id else 0
-        self.critic_id_dim = n if critic_agent_ids(cfg, spec, team_critic) else 0
-        self.actor = Actor(
-            spec.action_dim,
-            spec.discrete,
-            cfg.hidden,
-            cfg.activation,
-            cfg.recurrent,
-            cfg.gru_hidden,
-            cfg.layer_norm,
-            feature_norm=cfg.feature_norm,
-        )
-        self.critic = Critic(
-            cfg.hidden,
-            cfg.activation,
-            cfg.recurrent,
-            cfg.gru_hidden,
-            cfg.layer_norm,
-            feature_norm=cfg.feature_norm,
-        )
-        groups = spec.agent_group
-        self.actor_sets = AgentParams.sharing(actor_sharing or cfg.parameter_sharing, groups)
-        # the critic is shared by all agents (agent ids tell them apart), as in MAPPO
-        self.critic_sets = AgentParams.sharing("all", groups)
-        self.actor_dim = spec.obs_dim + self.id_dim
-        base = spec.state_dim if cfg.critic == "central" else spec.obs_dim
-        if cfg.critic not in ("central", "local"):
-            raise ValueError(f"critic {cfg.critic!r} unknown; valid: central, local")
-        self.critic_dim = base + self.critic_id_dim
-        self.hidden_dim = cfg.gru_hidden if cfg.recurrent else 1
-
-    # inputs -----------------------------------------------------------------------------
-    def actor_input(self, obs: Array) -> Array:
-        """[..., N, obs_dim] -> [..., N, obs_dim + id]."""
-        return self._with_ids(obs) if self.id_dim else obs
-
-    def _with_ids(self, x: Array) -> Array:
-        ids = agent_ids(self.spec.num_agents, x.shape[:-1], x.ndim - 2)
-        return jnp.concatenate([x, ids], axis=-1)
-
-    def critic_input(self, obs: Array, state: Array) -> Array:
-        """Central: global state [..., S] broadcast to agents; local: own observation; then
-        the agent ids where the critic takes them."""
-        n = self.spec.num_agents
-        if self.cfg.critic == "central":
-            x = jnp.broadcast_to(state[..., None, :], (*state.shape[:-1], n, state.shape[-1]))
-        else:
-            x = obs
-        return self._with_ids(x) if self.critic_id_dim else x
-
-    # init -------------------------------------------------------------------------------
-    def init(self, key: Array) -> tuple[Any, Any]:
-        ka, kc = jax.random.split(key)
-        h = jnp.zeros((1, self.hidden_dim))
-        resets = jnp.zeros((1, 1), bool)
-        avail = jnp.ones((1, 1, self.spec.action_dim), bool)
-
-        def init_actor(k):
-            return self.actor.init(k, h, jnp.zeros((1, 1, self.actor_dim)), resets, avail)
-
-        def init_critic(k):
-            return self.critic.init(k, h, jnp.zeros((1, 1, self.critic_dim)), resets)
-
-        return self.actor_sets.init(init_actor, ka), self.critic_sets.init(init_critic, kc)
-
-    # apply over agents: inputs [T, B, N, ...], carries [B, N, H] -------------------------
-    def actor_apply(self, params, carry, x, resets, avail):
-        """-> (carry [B, N, H], dist with leaves [T, B, N, ...])."""
-        return self.actor_sets.apply(
-            self.actor.apply,
-            params,
-            carry,
-            x,
-            jnp.broadcast_to(resets[..., None], x.shape[:-1]),
-            avail,
-            in_axes=(1, 2, 2, 2),
-            out_axes=(1, 2),
-        )
-
-    def critic_apply(self, params, carry, x, resets):
-        """-> (carry [B, N, H], value [T, B, N])."""
-        return self.critic_sets.apply(
-            self.critic.apply,
-            params,
-            carry,
-            x,
-            jnp.broadcast_to(resets[..., None], x.shape[:-1]),
-            in_axes=(1, 2, 2),
-            out_axes=(1, 2),
-        )
-
-
-def env_actions(spec, actions: Array) -> Array:
-    """Clip continuous samples into the action space's bounds (discrete: unchanged)."""
-    if spec.discrete:
-        return actions
-    return jnp.clip(actions, spec.action_space.low, spec.action_space.high)
-
-
-def make_policy(nets: Networks) -> Policy:
-    """Acting in one environment from actor parameters."""
-    n = nets.spec.num_agents
-
-    def initial_carry():
-        return jnp.zeros((n, nets.hidden_dim))
-
-    def act(params, obs, avail, carry, start, key, greedy):
-        x = nets.actor_input(obs)[None, None]  # [1, 1, N, D]
-        carry, dist = nets.actor_apply(
-            params, carry[None], x, jnp.reshape(start, (1, 1)), avail[None, None]
-        )
-        sample = jax.lax.cond(greedy, lambda: dist.mode(), lambda: dist.sample(key))
-        return env_actions(nets.spec, sample[0, 0]), carry[0]
-
-    return Policy(initial_carry, act)
 
 
 def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState):

@@ -89,3 +89,52 @@ def sample(buffer: EpisodeBuffer, key: Array, batch_size: int) -> Any:
     """
     idx = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
     return jax.tree.map(lambda d: d[idx], buffer.data)
+
+
+# --- building episodes step by step (the value learners' rollouts) ---
+
+
+def empty_episodes(spec, batch: int) -> Episode:
+    """`batch` blank episodes padded to the episode limit (rewards per agent)."""
+    t, n = spec.episode_limit, spec.num_agents
+    return Episode(
+        obs=jnp.zeros((batch, t + 1, n, spec.obs_dim)),
+        state=jnp.zeros((batch, t + 1, spec.state_dim)),
+        avail=jnp.zeros((batch, t + 1, n, spec.action_dim), bool),
+        actions=jnp.zeros((batch, t, n), jnp.int32),
+        rewards=jnp.zeros((batch, t, n)),
+        terminated=jnp.zeros((batch, t), bool),
+        filled=jnp.zeros((batch, t), bool),
+    )
+
+
+def record_step(building: Episode, t: Array, ts, actions: Array, nts, reward_scale: float):
+    """Write one transition of every environment into the episodes being built.
+
+    `t [B]` is each environment's step in its episode; row `t` gets the observation acted on,
+    row `t + 1` the true next observation (`final_*` of the auto-reset TimeStep).
+    """
+    b = jnp.arange(t.shape[0])
+
+    def rows(x, now, nxt):
+        return x.at[b, t].set(now).at[b, t + 1].set(nxt)
+
+    return building.replace(
+        obs=rows(building.obs, ts.obs, nts.final_obs),
+        state=rows(building.state, ts.state, nts.final_state),
+        avail=rows(building.avail, ts.avail_actions, nts.final_avail),
+        actions=building.actions.at[b, t].set(actions),
+        rewards=building.rewards.at[b, t].set(nts.reward * reward_scale),
+        terminated=building.terminated.at[b, t].set(nts.terminated),
+        filled=building.filled.at[b, t].set(True),
+    )
+
+
+def finish_episodes(buffer: EpisodeBuffer, building: Episode, done: Array):
+    """Commit the episodes that ended (`done [B]`) to the buffer and blank their slots."""
+    buffer = add_masked(buffer, building, done)
+    keep = jnp.logical_not(done)[:, None]
+    building = building.replace(
+        filled=building.filled & keep, terminated=building.terminated & keep
+    )
+    return buffer, building
