@@ -107,19 +107,31 @@ def make_pair(env_id: str, continuous: bool, **kwargs):
 
 
 def play_episode(
-    env_id: str, continuous: bool, seed: int, atol: float = 1e-5, **kwargs
+    env_id: str,
+    continuous: bool,
+    seed: int,
+    atol: float = 1e-5,
+    reuse: dict | None = None,
+    **kwargs,
 ) -> Comparison:
-    """Play one whole episode in both and compare obs, rewards, terminations, truncations."""
+    """Play one whole episode in both and compare obs, rewards, terminations, truncations.
+
+    `reuse`: a dict kept across calls with the same arguments (seeds of one case): marl's env
+    and its compiled functions are built on the first call and kept, so each compiles once."""
     env, ref = make_pair(env_id, continuous, **kwargs)
+    if reuse is None:
+        reuse = {}
+    env, step, start, observe = reuse.setdefault(
+        "marl", (env, jax.jit(env.step), jax.jit(env.initial_state), jax.jit(env.observe))
+    )
     spec = env.spec
     names = list(spec.agent_names)
     ref_obs, _ = ref.reset(seed=seed)
     assert list(ref.possible_agents) == names, f"agent order {ref.possible_agents} vs {names}"
     world = ref.unwrapped.world
     pos = np.stack([e.state.p_pos for e in world.entities])
-    state = env.initial_state(jnp.asarray(pos), reference_task(env_id, world))
-    step = jax.jit(env.step)
-    ts = env.observe(state)
+    state = start(jnp.asarray(pos), reference_task(env_id, world))
+    ts = observe(state)
     cmp = Comparison()
 
     def compare_obs(ts, ref_obs):

@@ -35,17 +35,28 @@ CASES = [
         {"num_good": 1, "num_adversaries": 2, "num_food": 1, "num_forests": 1, "num_obstacles": 0},
     ),
 ]
-# every registered environment passes the contract in CI, the larger ones too (~20 s)
-ENV_CASES = [pytest.param(e, k, id=f"{e}-{k}") for e, k in [*CASES, *MORE_CASES]]
+
+# Particle scenarios share one continuous-action path (the base env's), and
+# tests/test_particle_fidelity.py plays every scenario's continuous actions against mpe2: the
+# default run checks the contract with continuous actions on two scenarios, `-m slow` on all.
+CONTINUOUS_CORE = ("particle/spread", "particle/world_comm")
+CHECK_CASES = [
+    pytest.param(
+        e,
+        k,
+        continuous,
+        id=f"{e}-{k}-{'continuous' if continuous else 'discrete'}",
+        marks=[pytest.mark.slow] if continuous and (k or e not in CONTINUOUS_CORE) else [],
+    )
+    for e, k in [*CASES, *MORE_CASES]
+    for continuous in ((False, True) if e.startswith("particle/") else (False,))
+]
 
 
-@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
-@pytest.mark.parametrize("env_id,kwargs", ENV_CASES)
+@pytest.mark.parametrize("env_id,kwargs,continuous", CHECK_CASES)
 def test_check_env(env_id, kwargs, continuous):
     if env_id.startswith("particle/"):
         kwargs = {**kwargs, "continuous_actions": continuous}
-    elif continuous:
-        pytest.skip(f"{env_id} has discrete actions only")
     report = check_env(marl.make(env_id, **kwargs), num_episodes=1)
     assert report["steps"] >= 1
 
