@@ -35,6 +35,8 @@ CASES = [
         {"num_good": 1, "num_adversaries": 2, "num_food": 1, "num_forests": 1, "num_obstacles": 0},
     ),
 ]
+# Non-default counts run under -m slow, but for the one-agent edge case: the fidelity test
+# plays other counts of spread, adversary, tag and world_comm against mpe2 by default.
 
 # Particle scenarios share one continuous-action path (the base env's), and
 # tests/test_particle_fidelity.py plays every scenario's continuous actions against mpe2: the
@@ -46,7 +48,10 @@ CHECK_CASES = [
         k,
         continuous,
         id=f"{e}-{k}-{'continuous' if continuous else 'discrete'}",
-        marks=[pytest.mark.slow] if continuous and (k or e not in CONTINUOUS_CORE) else [],
+        marks=[pytest.mark.slow]
+        if (continuous and (k or e not in CONTINUOUS_CORE))
+        or (e.startswith("particle/") and k and k != {"num_agents": 1})
+        else [],
     )
     for e, k in [*CASES, *MORE_CASES]
     for continuous in ((False, True) if e.startswith("particle/") else (False,))
