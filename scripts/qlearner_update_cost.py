@@ -25,8 +25,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import marl  # noqa: E402
-from marl import config  # noqa: E402
 from marl.core.learner import SEED_AXIS  # noqa: E402
+from marl.learning.training import init_seeds  # noqa: E402
+from marl.run import config  # noqa: E402
 
 
 def synthetic_buffer(buffer, lengths: np.ndarray, key):
@@ -61,7 +62,7 @@ def time_updates(env_id, algo, overrides, seeds, lengths, repeats):
     run = config.resolve(config.compose([f"env={env_id}", f"algo={algo}", *overrides]))
     _, train = config.build(run)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
-    state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)
+    state = init_seeds(train, keys)
     buffers = jax.vmap(lambda b, k: synthetic_buffer(b, lengths, k))(
         state.buffer, jax.random.split(jax.random.PRNGKey(1), seeds)
     )

@@ -18,8 +18,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from marl import saved  # noqa: E402
 from marl.learning.evaluation import evaluate  # noqa: E402
+from marl.run import saved  # noqa: E402
 
 
 def wall_gaps(run: saved.SavedRun, episodes: int, key: jax.Array) -> dict[str, np.ndarray]:

@@ -43,9 +43,9 @@ from marl.bench.suite_tables import (
     train_row,
 )
 from marl.core.env import MultiAgentEnv
-from marl.core.learner import SEED_AXIS
 from marl.core.registry import make
 from marl.core.wrappers import AutoReset
+from marl.learning import training
 from marl.learning.acting import Acting, batch_step, policy_actions, rollout
 
 NUM_ENVS = (1, 64, 1024, 4096)
@@ -172,15 +172,7 @@ def training_program(train: Any, seeds: int, updates: int) -> tuple[Callable[[An
     """(function, initial state): `updates` updates of `seeds` seeds vmapped over the seed axis,
     as `marl.learning.training` runs them, and the initialised training state (seeds from key 0)."""
     keys = jax.random.split(jax.random.key(0), seeds)
-    state = jax.jit(lambda k: jax.lax.map(train.init, k))(keys)  # no batched QR: training.py
-
-    def many(s):
-        def body(s, _):
-            return jax.vmap(train.step, axis_name=SEED_AXIS)(s)
-
-        return jax.lax.scan(body, s, None, length=updates)
-
-    return many, state
+    return training.updates(train, updates), training.init_seeds(train, keys)
 
 
 def bench_training(

@@ -117,6 +117,26 @@ class RunResult:
         return np.stack([e[metric].mean(axis=-1) for e in self.evaluations])
 
 
+def init_seeds(train: Train, keys: Array) -> Any:
+    """Every seed's first state from its key (leaves `[seeds, ...]`), compiled: a `lax.map`
+    of `train.init`, not a vmap, because batched QR (orthogonal initialisation) can deadlock
+    XLA's CPU backend (seen at 10 seeds of PPO on particle/spread)."""
+    return jax.jit(lambda k: jax.lax.map(train.init, k))(keys)
+
+
+def updates(train: Train, length: int) -> Callable[[Any], tuple[Any, dict[str, Array]]]:
+    """`state -> (state, metrics [length, seeds])`: `length` updates of every seed, a scan of
+    `vmap(train.step)` over the seed axis (`SEED_AXIS`, so `seed_max` agrees across seeds)."""
+
+    def many(state: Any) -> tuple[Any, dict[str, Array]]:
+        def body(s: Any, _: Any) -> tuple[Any, dict[str, Array]]:
+            return jax.vmap(train.step, axis_name=SEED_AXIS)(s)
+
+        return jax.lax.scan(body, state, None, length=length)
+
+    return many
+
+
 def seed_sharding(
     seeds: int, devices: Sequence[jax.Device] | None = None, log: Callable[[str], None] = print
 ) -> Callable[[Any], Any]:
@@ -223,11 +243,7 @@ def run(
     eval_key = jax.random.fold_in(root, EVAL_SALT)
 
     def segment(state):
-        def body(s, _):
-            s, m = jax.vmap(train.step, axis_name=SEED_AXIS)(s)
-            return s, m
-
-        state, metrics = jax.lax.scan(body, state, None, length=per_segment)
+        state, metrics = updates(train, per_segment)(state)
         return state, segment_means(metrics)
 
     def evaluate_all(state):
@@ -272,11 +288,11 @@ def run(
         best_step = np.where(better, steps, best_step)
 
     t0 = time.perf_counter()
-    # Seeds are initialised with lax.map, not vmap: batched QR (orthogonal init) can deadlock
-    # on XLA's CPU backend. Wait for init before dispatching anything that reads its result.
+    # Seeds are initialised with lax.map (`init_seeds`). Wait for init before dispatching
+    # anything that reads its result.
     place = seed_sharding(settings.seeds, devices, say)
     inputs = init_keys if init_inputs is None else init_inputs
-    state = jax.jit(lambda k: jax.lax.map(train.init, k))(inputs)
+    state = init_seeds(train, inputs)
     state = jax.block_until_ready(place(state))
     done = None if checkpoints is None else checkpoints.latest()
     train_time = 0.0

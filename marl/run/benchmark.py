@@ -150,21 +150,20 @@ def state(run: Any) -> tuple[str, dict[str, Any]]:
 
 def measure(run: Any, updates: int = 3) -> dict[str, float]:
     """Seconds per update of a run's vmapped seeds on this machine, training only (after one
-    compile of `updates` updates in a scan), and the compile time."""
+    compile of `updates` updates in a scan, the runner's program), and the compile time."""
     import jax
 
+    from marl.learning import training
     from marl.run import config
 
     env, train = config.build(run)
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
-    init = jax.jit(jax.vmap(train.init))
 
-    def many(state: Any) -> Any:
-        step = jax.vmap(lambda s: train.step(s)[0])
-        return jax.lax.scan(lambda s, _: (step(s), None), state, None, length=updates)[0]
+    def many(state: Any) -> Any:  # as the runner trains: seeds on SEED_AXIS
+        return training.updates(train, updates)(state)[0]
 
     start = time.perf_counter()
-    state0 = jax.block_until_ready(init(keys))
+    state0 = jax.block_until_ready(training.init_seeds(train, keys))
     program = jax.jit(many).lower(state0).compile()
     compiled = time.perf_counter() - start
     jax.block_until_ready(program(state0))  # warm

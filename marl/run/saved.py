@@ -50,6 +50,7 @@ def load(path: str | Path, which: str = "best") -> SavedRun:
     from flax import serialization
     from omegaconf import OmegaConf
 
+    from marl.learning.training import init_seeds
     from marl.run import config
 
     path = Path(path)
@@ -68,7 +69,7 @@ def load(path: str | Path, which: str = "best") -> SavedRun:
         raise SavedRunError(f"{cfg_path}: {e}") from None
     env, train = config.build(run)
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
-    like = jax.eval_shape(lambda k: train.params(jax.lax.map(train.init, k)), keys)
+    like = jax.eval_shape(lambda k: train.params(init_seeds(train, k)), keys)
     raw = serialization.msgpack_restore(params_path.read_bytes())
     try:
         params = serialization.from_state_dict(like, raw)
