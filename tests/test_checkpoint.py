@@ -426,3 +426,13 @@ def test_resume_without_a_name_continues_the_newest_unfinished_run_of_the_config
         "algo",
         "seeds",
     ]
+
+
+def test_the_restore_template_holds_no_arrays_but_the_keys():
+    """A resumed run frees its fresh state before restoring: the template keeps shapes and
+    dtypes only (a replay buffer of GBs held twice ran a 2s3z resume out of memory), and the
+    typed keys, whose implementation rewraps the restored key data."""
+    tree = {"buffer": jax.numpy.zeros((4, 3)), "key": jax.random.split(jax.random.key(0), 2)}
+    like = checkpoint.template(tree)
+    assert isinstance(like["buffer"], jax.ShapeDtypeStruct) and like["buffer"].shape == (4, 3)
+    assert like["key"] is tree["key"]

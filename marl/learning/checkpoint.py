@@ -46,6 +46,13 @@ def _is_key(x: Any) -> bool:
     return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
+def template(tree: Any) -> Any:
+    """`tree`'s shapes and dtypes (`jax.ShapeDtypeStruct`), typed keys kept as they are (small,
+    and their implementation rewraps the restored key data): a restore template that holds
+    no array memory, so a restored state never sits beside the one it replaces."""
+    return jax.tree.map(lambda x: x if _is_key(x) else jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+
+
 def _pack(tree: Any) -> dict[str, Any]:
     """The tree's leaves by flat index: typed keys as their key data, empty arrays left out
     (orbax cannot store them; `_unpack` rebuilds them from the template)."""

@@ -32,7 +32,7 @@ import numpy as np
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import SEED_AXIS, Train
-from marl.learning.checkpoint import SegmentCheckpoints, stack_history, unstack
+from marl.learning.checkpoint import SegmentCheckpoints, stack_history, template, unstack
 from marl.learning.evaluation import evaluate
 from marl.learning.xla import warn_if_unsafe
 
@@ -305,8 +305,10 @@ def run(
             on_evaluation(0, first)
         done = 0
     else:  # continue after the saved segment
-        best_like = jax.eval_shape(train.params, state)
-        state, best, saved = checkpoints.restore(done, state, best_like)
+        like = template(state)
+        del state  # never hold the fresh state beside the restored one (a replay buffer: GBs)
+        best_like = jax.eval_shape(train.params, like)
+        state, best, saved = checkpoints.restore(done, like, best_like)
         state, best = place(state), place(best)
         result.steps = [int(x) for x in saved["steps"]]
         result.evaluations = unstack(saved["evaluations"])
