@@ -319,3 +319,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         write_json(Path(args.json), {"run": str(saved.path), "episodes": args.episodes, **summary})
     return 0
+
+
+def cmd_crossplay(args: argparse.Namespace) -> int:
+    """Play saved policies of different runs against each other; write the cross-play record."""
+    import shlex
+
+    from marl.run.crossplay import crossplay, load_players, rating_lines, record_dir, write_record
+
+    which = "final" if args.final else "best"
+    env, task, players = load_players(args.players, args.task, which)
+    print(
+        f"cross-play on {task.name}: {len(players)} players "
+        f"({', '.join(f'{p.name} x {p.seeds}' for p in players)}), {args.episodes} episodes per "
+        f"seat and pair of seeds, {which} parameters",
+        flush=True,
+    )
+    record = crossplay(env, task, players, args.episodes, args.seed, which, args.reps)
+    given = [*args.players, *(["--task", args.task] if args.task else [])]
+    given += ["--episodes", str(args.episodes), "--seed", str(args.seed), "--reps", str(args.reps)]
+    given += [*(["--final"] if args.final else []), "--out", args.out]
+    command = "marl crossplay " + " ".join(shlex.quote(a) for a in given)
+    paths = write_record(record, record_dir(Path(args.out), task), command)
+    print("ratings (Elo scale, 95% bootstrap interval over seeds):")
+    print("\n".join(rating_lines(record)))
+    print("wrote " + ", ".join(map(str, paths)))
+    return 0

@@ -11,6 +11,7 @@ from marl.cli.args import BENCH_STEPS, DEFAULT_NUM_ENVS, PEERS, SUITE_AGENTS, at
 from marl.cli.commands import (
     cmd_bench,
     cmd_benchmark,
+    cmd_crossplay,
     cmd_eval,
     cmd_leaderboard,
     cmd_list,
@@ -199,4 +200,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
     p.add_argument("--json", metavar="FILE", help="also write the per-seed means as JSON")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "crossplay",
+        help="saved policies of different runs play each other; ratings and a matrix",
+        description="Every pair of players meets on fixed evaluation keys, every seed against\n"
+        "every seed, in both seats. A player is a finished run directory of a contest task\n"
+        "(combat with env.kwargs.opponent=self_play, particle/adversary) or a reference policy\n"
+        "(scripted, random). Writes <out>/<family>/<task>/crossplay.json (win/draw/loss per\n"
+        "pair, the score matrix and Elo-scale Bradley-Terry ratings with 95%% bootstrap\n"
+        "intervals over seeds) and crossplay.png.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("players", nargs="+", help="run directories, or scripted / random")
+    p.add_argument(
+        "--task", help="the task when every player is a reference: combat/3m[opponent=self_play]"
+    )
+    p.add_argument("--episodes", type=at_least(1), default=32, help="episodes per seat, seed pair")
+    p.add_argument("--seed", type=at_least(0), default=0, help="episode keys (and the bootstrap)")
+    p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
+    p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
+    p.add_argument("--out", default="results/crossplay", help="records folder")
+    p.set_defaults(func=cmd_crossplay)
     return parser

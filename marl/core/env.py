@@ -274,6 +274,19 @@ class MultiAgentEnv(Generic[StateT]):
         same = group[:, None] == group[None, :]
         return (same & ~jnp.eye(self.spec.num_agents, dtype=bool)).astype(jnp.float32)
 
+    @property
+    def contest(self) -> bool:
+        """A two-sided task (two agent groups, each a side) whose episodes `contest_score`
+        scores, so that policies can meet in cross-play (`marl.learning.contest`). Default
+        False."""
+        return False
+
+    def contest_score(self, episode: dict[str, Array]) -> Array:
+        """Contests only: group 0's score in each finished episode (1 a win, 0.5 a draw, 0 a
+        loss), from the evaluator's per-episode values (returns per group, last-step metrics).
+        """
+        raise NotImplementedError(f"{self.spec.name} is not a contest")
+
     def render_frame(self, state: StateT) -> dict[str, Any]:  # pragma: no cover - optional
         """Optional: what a viewer draws for `state` (see the family's viewer)."""
         raise NotImplementedError(f"{type(self).__name__} has no renderer")

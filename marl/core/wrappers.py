@@ -70,6 +70,13 @@ class Wrapper(MultiAgentEnv):
     def neighbourhood(self, state: Any) -> Array:
         return self.env.neighbourhood(self.inner_state(state))
 
+    @property
+    def contest(self) -> bool:
+        return self.env.contest
+
+    def contest_score(self, episode: dict[str, Array]) -> Array:
+        return self.env.contest_score(episode)
+
     def render_frame(self, state: Any) -> dict[str, Any]:  # pragma: no cover - delegation
         return self.env.render_frame(self.inner_state(state))
 

@@ -240,3 +240,43 @@ def task_curves(
     algos = sorted(per_algo)
     cmap = _colors(algos, colors)
     return _curves(per_algo, path, cmap, xlabel, ylabel, title)
+
+
+def head_to_head(
+    names: Sequence[str],
+    score: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    path: str | Path,
+    *,
+    title: str = "Head to head",
+) -> Path:
+    """A cross-play matrix: cell (i, j) is row i's mean score against column j (1 a win, 0.5
+    a draw), coloured from red (0) through white (0.5) to blue (1), with its interval written
+    in; the diagonal (a player against itself) is blank."""
+    score, low, high = (np.asarray(v, dtype=np.float64) for v in (score, low, high))
+    n = len(names)
+    fig = _figure(1.2 * n + 2.2, 1.0 * n + 1.4)
+    ax = fig.add_subplot()
+    image = ax.imshow(np.ma.masked_invalid(score), cmap="RdBu", vmin=0.0, vmax=1.0)
+    for i in range(n):
+        for j in range(n):
+            if np.isfinite(score[i, j]):
+                text = f"{score[i, j]:.2f}\n[{low[i, j]:.2f}, {high[i, j]:.2f}]"
+                dark = abs(score[i, j] - 0.5) > 0.3
+                ax.text(
+                    j,
+                    i,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if dark else "black",
+                )
+    ax.set_xticks(range(n), names, rotation=30, ha="right")
+    ax.set_yticks(range(n), names)
+    ax.set_xlabel("opponent")
+    ax.set_ylabel("player")
+    ax.set_title(title)
+    fig.colorbar(image, ax=ax, label="mean score (win 1, draw 0.5)")
+    return _save(fig, path)

@@ -421,6 +421,19 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         zeros = jnp.zeros((self.spec.num_agents,), jnp.float32)
         return self._timestep(state, state.t, zeros, jnp.zeros((), bool))
 
+    @property
+    def contest(self) -> bool:
+        """Self-play battles are contests: each team a side."""
+        return self.opponent == "self_play"
+
+    def contest_score(self, episode: dict[str, jax.Array]) -> jax.Array:
+        """The allies' score: the side with more units alive at the end wins (eliminating the
+        other side, or holding more at the time limit, as MAgent's battle counts), equal
+        numbers draw."""
+        allies = jnp.round(episode["allies_alive"] * self.num_allies)
+        enemies = jnp.round((1.0 - episode["enemies_killed"]) * self.num_enemies)
+        return 0.5 + 0.5 * jnp.sign(allies - enemies)
+
     def neighbourhood(self, state: CombatState) -> jax.Array:
         """Living teammates within each living agent's sight range (those it observes)."""
         return super().neighbourhood(state) * _in_sight(state, slice(0, self.spec.num_agents))

@@ -87,6 +87,16 @@ class Adversary(ParticleEnv):
         good, adv = self._distances(s)
         return jnp.concatenate([-adv[None], jnp.full(len(self._good), adv - good)])
 
+    @property
+    def contest(self) -> bool:
+        return True
+
+    def contest_score(self, episode):
+        """The adversary's score: it wins when, over the episode, it was nearer the goal than
+        the nearest good agent (the good team's return, a sum of `adversary distance - good
+        distance`, is negative); a tie draws."""
+        return 0.5 - 0.5 * jnp.sign(episode["return/good"])
+
     def metrics(self, s: ParticleState):
         good, adv = self._distances(s)
         return {"good_distance": good, "adversary_distance": adv}

@@ -1,0 +1,153 @@
+"""Cross-play: policies meet in contest envs (`marl.learning.contest`), ratings from the
+scores (`marl.results.ratings`) and `marl crossplay` (`marl.run.crossplay`)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import marl
+from marl import cli
+from marl.baselines import random_policy, scripted_policy
+from marl.learning.contest import NotAContest, play
+from marl.results.ratings import ELO, bradley_terry, crossplay_table
+
+SELF_PLAY = "combat/3m[opponent=self_play]"
+
+
+def test_bradley_terry_recovers_the_ratings_that_generated_the_scores():
+    r = np.array([0.0, 100.0, 300.0, -50.0])
+    games = np.full((4, 4), 1000.0) - 1000.0 * np.eye(4)
+    expected = games / (1.0 + 10 ** ((r[None, :] - r[:, None]) / 400))
+    np.testing.assert_allclose(bradley_terry(expected, games, prior=0.0), r - r.mean(), atol=1e-6)
+    # an unbeaten player stays finite: the prior's drawn game
+    won = np.array([[0.0, 10.0], [0.0, 0.0]])
+    fit = bradley_terry(won, np.array([[0.0, 10.0], [10.0, 0.0]]))
+    assert np.all(np.isfinite(fit)) and fit[0] - fit[1] == pytest.approx(ELO * np.log(10.5 / 0.5))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 5), st.integers(0, 2**31 - 1))
+def test_ratings_follow_the_players_not_their_order(n, seed):
+    rng = np.random.default_rng(seed)
+    games = rng.integers(1, 20, size=(n, n)).astype(float)
+    games = np.triu(games, 1) + np.triu(games, 1).T
+    share = rng.uniform(size=(n, n))
+    score = np.triu(games * share, 1) + np.tril((games * (1 - share.T)), -1)
+    perm = rng.permutation(n)
+    fit = bradley_terry(score, games)
+    moved = bradley_terry(score[np.ix_(perm, perm)], games[np.ix_(perm, perm)])
+    np.testing.assert_allclose(moved, fit[perm], atol=1e-6)
+    assert abs(fit.sum()) < 1e-6
+
+
+def test_the_score_matrix_is_complementary_and_its_interval_holds_the_point():
+    scores = {(0, 1): np.array([[1.0, 0.5], [1.0, 1.0]]), (1, 2): np.array([[0.25], [0.75]])}
+    t = crossplay_table(scores, [2, 2, 1], games=8, reps=200)
+    m = t["matrix"]
+    assert m[0, 1] == pytest.approx(0.875) and m[1, 0] == pytest.approx(0.125)
+    assert np.isnan(m[0, 2]) and np.isnan(np.diag(m)).all()
+    assert np.all(t["elo_low"] <= t["elo"] + 1e-9) and np.all(t["elo"] <= t["elo_high"] + 1e-9)
+    assert t["elo"][0] > t["elo"][1]
+
+
+def test_swapping_seats_swaps_the_scores_and_fixed_keys_repeat_them():
+    env = marl.make("particle/adversary")
+    scripted, rand = scripted_policy(env), random_policy(env)
+    key = jax.random.key(3)
+    run = jax.jit(lambda k: play(env, scripted, None, rand, None, k, 8))
+    swapped = jax.jit(lambda k: play(env, rand, None, scripted, None, k, 8))
+    ab, ba = np.asarray(run(key)), np.asarray(swapped(key))
+    np.testing.assert_array_equal(ab, 1.0 - ba[::-1])  # A as group 0 is B's game as group 1
+    np.testing.assert_array_equal(ab, np.asarray(run(key)))
+    assert ab.mean() > 0.6  # the scripted sides beat random actions
+
+
+def test_the_scripted_policy_against_itself_is_about_even():
+    """Both sides focus fire from mirrored starts: each side wins about as often, and the
+    seat-averaged score is exactly even."""
+    env = marl.make("combat/3m", opponent="self_play")
+    scripted = scripted_policy(env)
+    scores = np.asarray(
+        jax.jit(lambda k: play(env, scripted, None, scripted, None, k, 24))(jax.random.key(0))
+    )
+    assert scores.mean() == pytest.approx(0.5)
+    assert 0.25 <= scores[0].mean() <= 0.75  # group 0's rate
+
+
+def test_a_task_without_two_sides_is_refused():
+    env = marl.make("particle/spread")
+    p = random_policy(env)
+    with pytest.raises(NotAContest, match="not a contest"):
+        play(env, p, None, p, None, jax.random.key(0), 2)
+
+
+def _crossplay(*args):
+    with (
+        contextlib.redirect_stdout(io.StringIO()) as out,
+        contextlib.redirect_stderr(io.StringIO()) as err,
+    ):
+        code = cli.main(["crossplay", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def adversary_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    args = [
+        "env=particle/adversary",
+        "algo=ippo",
+        "seeds=2",
+        "budget=2048",
+        "algo.num_envs=4",
+        "algo.rollout_length=16",
+        "protocol.eval_episodes=4",
+        "protocol.num_evaluations=2",
+        "protocol.absolute_episodes=4",
+        f"out={out}",
+        "name=a",
+    ]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.main(["train", *args]) == 0
+    return out / "particle" / "adversary" / "ippo" / "a"
+
+
+def test_marl_crossplay_writes_the_same_record_twice(adversary_run, tmp_path):
+    args = [str(adversary_run), "random", "--episodes", "4", "--reps", "50"]
+    code, said, err = _crossplay(*args, "--out", str(tmp_path / "one"))
+    assert code == 0, err
+    assert "ippo" in said and "Elo" in said
+    record = json.loads((tmp_path / "one/particle/adversary/crossplay.json").read_text())
+    assert (tmp_path / "one/particle/adversary/crossplay.png").is_file()
+    assert [p["name"] for p in record["players"]] == ["ippo", "random"]
+    assert [p["seeds"] for p in record["players"]] == [2, 1]
+    first = record["pairs"][0]
+    assert np.asarray(first["score"]).shape == (2, 1)
+    assert first["win"] + first["draw"] + first["loss"] == pytest.approx(1.0)
+    assert record["command"].startswith("marl crossplay ")
+    assert _crossplay(*args, "--out", str(tmp_path / "two"))[0] == 0
+    again = json.loads((tmp_path / "two/particle/adversary/crossplay.json").read_text())
+    assert again["matrix"] == record["matrix"] and again["ratings"] == record["ratings"]
+
+
+@pytest.mark.parametrize(
+    "players, needle",
+    [
+        (["scripted", "random"], "name the task with --task"),
+        (["scripted", "--task", "particle/spread"], "at least two players"),
+        (["scripted", "random", "--task", "particle/spread"], "not a contest"),
+        (["RUN", "scripted", "--task", SELF_PLAY], "players of different tasks cannot meet"),
+        (["RUN", "/nonexistent"], "not a run directory"),
+    ],
+)
+def test_marl_crossplay_refuses_in_one_line(adversary_run, players, needle):
+    players = [str(adversary_run) if p == "RUN" else p for p in players]
+    code, _, err = _crossplay(*players)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
