@@ -89,13 +89,17 @@ def test_a_task_without_two_sides_is_refused():
         play(env, p, None, p, None, jax.random.key(0), 2)
 
 
-def _crossplay(*args):
+def _run(*argv):
     with (
         contextlib.redirect_stdout(io.StringIO()) as out,
         contextlib.redirect_stderr(io.StringIO()) as err,
     ):
-        code = cli.main(["crossplay", *args])
+        code = cli.main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+def _crossplay(*args):
+    return _run("crossplay", *args)
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +139,32 @@ def test_marl_crossplay_writes_the_same_record_twice(adversary_run, tmp_path):
     assert _crossplay(*args, "--out", str(tmp_path / "two"))[0] == 0
     again = json.loads((tmp_path / "two/particle/adversary/crossplay.json").read_text())
     assert again["matrix"] == record["matrix"] and again["ratings"] == record["ratings"]
+    # the leaderboard's competitive section: the rating table and the matrix figure
+    board = tmp_path / "board"
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        argv = ["leaderboard", str(adversary_run), "--crossplay", str(tmp_path / "one")]
+        assert cli.main([*argv, "--out", str(board), "--reps", "50"]) == 0
+    assert "1 contest(s)" in said.getvalue()
+    md = (board / "leaderboard.md").read_text()
+    section = md[md.index("# Competitive tasks") :]
+    assert "## particle/adversary" in section and record["command"] in section
+    assert section.index("| 1 | ") < section.index("| 2 | ")
+    assert (board / "leaderboard_files/figures/crossplay_particle_adversary.png").is_file()
+    assert json.loads((board / "leaderboard.json").read_text())["contests"][0]["task"] == (
+        "particle/adversary"
+    )
+    # two records of one task cannot both be shown
+    code, _, err = _run(
+        "leaderboard",
+        str(adversary_run),
+        "--crossplay",
+        str(tmp_path / "one"),
+        "--crossplay",
+        str(tmp_path / "two"),
+        "--out",
+        str(board),
+    )
+    assert code == 2 and "two cross-play records of particle/adversary" in err
 
 
 @pytest.mark.parametrize(

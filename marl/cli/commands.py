@@ -89,10 +89,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 DEFAULT_RECORDS = ("results/reference/runs", "results/external")
+DEFAULT_CONTESTS = ("results/crossplay",)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     """Rank algorithms per task and overall; writes leaderboard.md, .json and .html."""
+    from marl.results.contests import read_contests
     from marl.results.leaderboard import write_leaderboard
     from marl.run.jobs import load_study
 
@@ -108,9 +110,21 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         given += ["--reps", str(args.reps)]
     if args.seed:
         given += ["--seed", str(args.seed)]
+    crossplay = args.crossplay or [p for p in DEFAULT_CONTESTS if os.path.isdir(p)]
+    if args.crossplay:
+        given += [a for p in args.crossplay for a in ("--crossplay", p)]
+    try:
+        contests = read_contests(crossplay)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     command = "marl leaderboard " + " ".join(given)
-    paths = write_leaderboard(study, args.out, reps=args.reps, seed=args.seed, command=command)
-    print(f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s); wrote {paths['md']}")
+    paths = write_leaderboard(
+        study, args.out, reps=args.reps, seed=args.seed, command=command, contests=contests
+    )
+    print(
+        f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s), {len(contests)} "
+        f"contest(s); wrote {paths['md']}"
+    )
     return 0
 
 

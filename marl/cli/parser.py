@@ -120,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", default="episode_return", help="record metric to rank by")
     p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
     p.add_argument("--seed", type=at_least(0), default=0, help="bootstrap seed")
+    p.add_argument(
+        "--crossplay",
+        action="append",
+        metavar="DIR",
+        help="cross-play records for the competitive section (default: results/crossplay)",
+    )
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("list", help="list registered environments and algorithms")

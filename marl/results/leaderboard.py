@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from marl.results import stats
+from marl.results.contests import contest_figures, contests_markdown
 from marl.results.files import atomic_write, write_json
 from marl.results.report import fmt_ci, html_page, summarise, write_figures
 from marl.results.study import Group, Study
@@ -139,16 +140,28 @@ def leaderboard_markdown(
 
 
 def write_leaderboard(
-    study: Study, out: str | Path, reps: int = stats.REPS, seed: int = 0, command: str = ""
+    study: Study,
+    out: str | Path,
+    reps: int = stats.REPS,
+    seed: int = 0,
+    command: str = "",
+    contests: list[dict[str, Any]] = (),
 ) -> dict[str, Path]:
     """Write `leaderboard.md`, `.json` and `.html` (figures inlined) into the directory `out`,
-    and the figures into `out/leaderboard_files/figures/`."""
+    and the figures into `out/leaderboard_files/figures/`; `contests`: cross-play records
+    (`marl.results.contests.read_contests`) for the competitive section."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     board = leaderboard(study, reps=reps, seed=seed)
     figs = write_figures(study, out / "leaderboard_files", reps, seed)
+    figs.update(contest_figures(list(contests), out / "leaderboard_files" / "figures"))
+    board["contests"] = [
+        {k: r[k] for k in ("task", "command", "players", "ratings", "matrix")} for r in contests
+    ]
     rel = {name: str(path.relative_to(out)) for name, path in figs.items()}
-    markdown = leaderboard_markdown(board, command, rel)
+    markdown = "\n".join(
+        [leaderboard_markdown(board, command, rel), "", *contests_markdown(list(contests), rel)]
+    ).rstrip()
     atomic_write(out / "leaderboard.md", markdown + "\n")
     write_json(out / "leaderboard.json", board)
     atomic_write(out / "leaderboard.html", html_page(markdown, figs, out, "marl leaderboard"))
