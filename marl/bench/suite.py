@@ -228,15 +228,16 @@ def bench_training(
 
 # --- agent scaling --------------------------------------------------------------------------
 
-SCALING_FAMILIES = ("particle", "combat", "pathfinding", "cleanup")
+SCALING_FAMILIES = ("particle", "combat", "pathfinding", "cleanup", "swarm")
 
 
 def scaled_env(family: str, n: int) -> MultiAgentEnv:
     """A task of `family` with `n` agents whose world grows so the density stays that of the
     family's standard task: particle spread (arena side ~ sqrt(n / 3)), an n-vs-n marine battle
     (the 8 nearest units seen beyond 8 a side; map side ~ sqrt(n)), a random pathfinding grid
-    (the free cells per agent of random_grid) and an ocean (the vessels and plastic per area of
-    cleanup/comm)."""
+    (the free cells per agent of random_grid), an ocean (the vessels and plastic per area of
+    cleanup/comm) and a Vicsek swarm on the unit torus (the mean-field limit: the world stays,
+    the swarm grows denser)."""
     if n < 1:
         raise ValueError(f"agent count must be >= 1, got {n}")
     if family == "particle":
@@ -268,6 +269,8 @@ def scaled_env(family: str, n: int) -> MultiAgentEnv:
             port=(5.0 * scale, 0.0),
             neighbours=6,
         )
+    if family == "swarm":
+        return make("swarm/vicsek", num_agents=max(n, 2))
     raise ValueError(f"unknown family {family!r}; valid: {', '.join(SCALING_FAMILIES)}")
 
 

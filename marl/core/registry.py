@@ -71,6 +71,9 @@ _ENVS: dict[str, str | EnvFactory] = {
     "cleanup/nocomm": "marl.envs.cleanup:make_nocomm",
     "cleanup/fleet16": "marl.envs.cleanup:make_fleet16",
     "cleanup/fleet128": "marl.envs.cleanup:make_fleet128",
+    "swarm/aggregation": "marl.envs.swarm:Aggregation",
+    "swarm/vicsek": "marl.envs.swarm:Vicsek",
+    "swarm/kuramoto": "marl.envs.swarm:Kuramoto",
     "jaxmarl/smax": "marl.envs.jaxmarl_smax:JaxMARLSMAX",
 }
 
