@@ -105,12 +105,14 @@ def test_value_based_yaml_sets_every_field_with_a_comment(algo):
             assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
 
 
-@pytest.mark.parametrize("algo", ["mfq", "mfac", "il"])
+@pytest.mark.parametrize("algo", ["mfq", "mfac", "il", "decpomfc"])
 def test_mean_field_yaml_sets_every_field_with_a_comment(algo):
+    from marl.algorithms.decpomfc import DecPOMFCConfig
     from marl.algorithms.mfac import MFACConfig
     from marl.algorithms.mfq import MFQConfig
 
-    config = {"mfq": MFQConfig, "mfac": MFACConfig, "il": MFQConfig}[algo]
+    config = {"mfq": MFQConfig, "mfac": MFACConfig, "il": MFQConfig, "decpomfc": DecPOMFCConfig}
+    config = config[algo]
     text = read_conf(f"algo/{algo}.yaml")
     data = yaml.safe_load(text)
     assert data.pop("name") == algo
@@ -142,17 +144,19 @@ def test_mappo_defaults_are_the_documented_mpe_settings():
     assert (h["huber_delta"], h["max_grad_norm"], h["parameter_sharing"]) == (None, 0.5, "none")
 
 
-@pytest.mark.parametrize("algo", ["mappo", "qmix", "mfq", "mfac"])
+@pytest.mark.parametrize("algo", ["mappo", "qmix", "mfq", "mfac", "decpomfc"])
 def test_config_defaults_are_the_shipped_yaml_typed(algo):
     """Learner defaults live in one place: a config dataclass's defaults are its learner's
     shipped yaml, each value of its field's type (`1e5` in yaml would be a string)."""
+    from marl.algorithms.decpomfc import DecPOMFCConfig
     from marl.algorithms.mfac import MFACConfig
     from marl.algorithms.mfq import MFQConfig
     from marl.algorithms.qlearner import QConfig
     from marl.algorithms.qmix import MIXER_KEYS
     from marl.learning.learner_config import shipped
 
-    config = {"mappo": PPOConfig, "qmix": QConfig, "mfq": MFQConfig, "mfac": MFACConfig}[algo]
+    config = {"mappo": PPOConfig, "qmix": QConfig, "mfq": MFQConfig, "mfac": MFACConfig}
+    config = {**config, "decpomfc": DecPOMFCConfig}[algo]
     data = {k: v for k, v in shipped(algo).items() if k not in MIXER_KEYS}
     assert config.from_dict(data) == config() == config(**data)
 

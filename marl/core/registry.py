@@ -89,6 +89,7 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
     "mfq": f"{_A}.mfq:make_train",
     "il": f"{_A}.mfq:make_train_il",
     "mfac": f"{_A}.mfac:make_train",
+    "decpomfc": f"{_A}.decpomfc:make_train",
 }
 
 
