@@ -71,7 +71,7 @@ def test_cells_carry_their_tasks_keywords_and_overrides(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["status", "v0"], "benchmark 'v0' unknown; valid: contests, v1"),
+        (["status", "v0"], "benchmark 'v0' unknown; valid: contests, swarms, v1"),
         (["status", "v1", "--tier", "tpu"], "tier 'tpu' unknown; valid: all, cpu, gpu"),
         (["status", "v1", "--only", "combat/3m/maddpg"], "matches no cell"),
     ],
