@@ -35,7 +35,7 @@ def test_the_decision_rule_is_a_masked_softmax_of_a_linear_map():
 def test_execution_is_decentralised_each_agent_on_its_own_observation():
     env = marl.make("swarm/vicsek", num_agents=12)
     train = make_train(env, SMALL)
-    params = train.params(train.init(jax.random.key(0)))
+    params = train.params(jax.jit(train.init)(jax.random.key(0)))
     policy = train.policy
     _, ts = env.reset(jax.random.key(1))
     greedy = jax.jit(
@@ -55,7 +55,7 @@ def test_execution_is_decentralised_each_agent_on_its_own_observation():
 def test_one_update_runs_and_other_envs_are_refused():
     env = marl.make("swarm/kuramoto", num_agents=20)
     train = make_train(env, SMALL)
-    state, metrics = jax.jit(train.step)(train.init(jax.random.key(0)))
+    state, metrics = jax.jit(lambda k: train.step(train.init(k)))(jax.random.key(0))
     metrics = jax.device_get(metrics)
     assert all(np.isfinite(v).all() for v in metrics.values())
     assert train.steps_per_update == 40
