@@ -39,19 +39,19 @@ def _matrix(record: dict[str, Any], key: str) -> np.ndarray:
     return np.array([[np.nan if x is None else x for x in row] for row in rows], dtype=float)
 
 
+def head_to_head_figure(record: dict[str, Any], path: Path) -> Path:
+    """A cross-play record's head-to-head matrix, drawn from the record."""
+    names = [p["name"] for p in record["players"]]
+    arrays = (_matrix(record, k) for k in ("score", "low", "high"))
+    return plots.head_to_head(names, *arrays, path, title=f"Cross-play on {record['task']}")
+
+
 def contest_figures(records: list[dict[str, Any]], fig_dir: Path) -> dict[str, Path]:
-    """The head-to-head figure of each record, drawn from the record; name -> path."""
-    figs = {}
-    for record in records:
-        names = [p["name"] for p in record["players"]]
-        arrays = (_matrix(record, k) for k in ("score", "low", "high"))
-        figs[f"contest/{record['task']}"] = plots.head_to_head(
-            names,
-            *arrays,
-            fig_dir / f"crossplay_{slug(record['task'])}.png",
-            title=f"Cross-play on {record['task']}",
-        )
-    return figs
+    """The head-to-head figure of each record; name -> path."""
+    return {
+        f"contest/{r['task']}": head_to_head_figure(r, fig_dir / f"crossplay_{slug(r['task'])}.png")
+        for r in records
+    }
 
 
 def contests_markdown(records: list[dict[str, Any]], figs: dict[str, str]) -> list[str]:

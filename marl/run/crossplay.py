@@ -230,19 +230,12 @@ def record_dir(out: Path, task: Task) -> Path:
 
 def write_record(record: dict[str, Any], folder: Path, command: str) -> list[Path]:
     """crossplay.json (with the command that regenerates it) and crossplay.png."""
-    from marl.results.plots import head_to_head
+    from marl.results.contests import head_to_head_figure
 
     folder.mkdir(parents=True, exist_ok=True)
     record = {**record, "command": command}
     write_json(folder / RECORD, record)
-    m = record["matrix"]
-    nan = np.nan
-    arrays = [
-        np.array([[nan if x is None else x for x in row] for row in m[k]])
-        for k in ("score", "low", "high")
-    ]
-    names = [p["name"] for p in record["players"]]
-    head_to_head(names, *arrays, folder / FIGURE, title=f"Cross-play on {record['task']}")
+    head_to_head_figure(record, folder / FIGURE)
     return [folder / RECORD, folder / FIGURE]
 
 

@@ -148,15 +148,14 @@ class Swarm(MultiAgentEnv[SwarmState]):
 
     def reset(self, key: Array) -> tuple[SwarmState, TimeStep]:
         state = self.init_state(key)
-        return state, self._timestep(state, jnp.zeros(self.n), jnp.zeros((), bool))
+        return state, self._timestep(state, None)
 
     def step_env(
         self, key: Array, state: SwarmState, actions: Array
     ) -> tuple[SwarmState, TimeStep]:
         u = self.controls(actions)
         nxt = self.move(key, state, u)
-        reward = self.order(nxt) - self.action_cost * jnp.mean(jnp.sum(u**2, axis=-1))
-        return nxt, self._timestep(nxt, jnp.full(self.n, reward), jnp.zeros((), bool))
+        return nxt, self._timestep(nxt, self.action_cost * jnp.mean(jnp.sum(u**2, axis=-1)))
 
     def _windows(self, state: SwarmState) -> Array:
         """[N, W, F] every agent's window of cell sums, scaled to the mean field."""
@@ -186,18 +185,21 @@ class Swarm(MultiAgentEnv[SwarmState]):
                               self.w, periodic=True)  # fmt: skip
         return jnp.mean(jnp.sum(counts[..., 0], axis=1) - 1.0) / (self.n - 1)
 
-    def _timestep(self, state: SwarmState, reward: Array, terminated: Array) -> TimeStep:
+    def _timestep(self, state: SwarmState, cost: Array | None) -> TimeStep:
+        """The TimeStep of `state`; the reward is its order minus `cost` (0 at a reset)."""
         n = self.n
+        order = self.order(state)
+        reward = jnp.zeros(n) if cost is None else jnp.full(n, order - cost)
         return TimeStep(
             obs=self.observe(state),
             state=self.global_state(state),
             reward=reward.astype(jnp.float32),
-            terminated=terminated,
+            terminated=jnp.zeros((), bool),
             truncated=jnp.zeros((), bool),
             avail_actions=jnp.ones((n, self.spec.action_dim), bool),
             alive=jnp.ones(n, bool),
             metrics={
-                self.order_name: self.order(state).astype(jnp.float32),
+                self.order_name: order.astype(jnp.float32),
                 "neighbours": self.neighbours_seen(state).astype(jnp.float32),
             },
         )
