@@ -269,7 +269,21 @@ def test_time_in_the_state_makes_the_limit_terminal(env_id, kwargs, base):
         if timed:
             np.testing.assert_allclose(np.asarray(clock), np.arange(limit) / limit, rtol=1e-6)
         assert bool(last.terminated) is timed and bool(last.truncated) is not timed
-    check_env(marl.make(env_id, episode_limit=limit, time_in_state=True, **kwargs))
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("combat/3m", {"enemy_shoots": False}),
+        pytest.param(
+            "pathfinding/random_grid", {"num_agents": 2, "state_map": False}, marks=pytest.mark.slow
+        ),
+    ],
+)
+def test_a_timed_state_keeps_the_contract(env_id, kwargs):
+    """check_env holds a time-aware env to its claim that the limit terminates (one family by
+    default: the claim is checked by the same code for every env)."""
+    check_env(marl.make(env_id, episode_limit=5, time_in_state=True, **kwargs))
 
 
 def test_check_env_holds_an_env_to_its_shared_reward_claim():

@@ -136,6 +136,25 @@ def test_largest_component_matches_a_breadth_first_search(seed, kind, density):
     assert (comp <= free).all()
 
 
+def test_pool_components_on_the_host_equal_the_traced_ones():
+    """A pool's components are labelled on the host (scipy) and a fresh map's in the traced
+    program: the same cells either way, over maps of every generator and a tie (a wall down
+    column 5 leaves two 55-cell halves: the left one, holding the smaller largest index, wins)."""
+    tie = np.zeros((1, 11, 11), bool)
+    tie[0, :, 5] = True
+    keys = jax.random.split(jax.random.key(3), 48)
+    gens = (
+        mapgen.random_grid(11, 11, 0.45),
+        mapgen.rooms(11, 11, 5, 1, 0.2),
+        mapgen.caves(11, 11, 0.55),
+        mapgen.labyrinth(11, 11, 0.2),
+    )
+    pool = np.concatenate([tie, *(np.asarray(jax.jit(jax.vmap(g))(keys)) for g in gens)])
+    host = mapgen.largest_components(pool)
+    np.testing.assert_array_equal(host, jax.jit(jax.vmap(mapgen.largest_component))(pool))
+    assert host[0, :, :5].all() and not host[0, :, 5:].any()
+
+
 @FAST
 @given(seed=st.integers(0, 2**30), density=st.floats(0.0, 0.35))
 def test_distance_field_matches_dijkstra(seed, density):

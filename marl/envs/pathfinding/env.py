@@ -37,6 +37,23 @@ HOLONOMIC_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.floa
 DIFFDRIVE_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
 
 
+_POOLS: dict[tuple, tuple[Array, Array, np.ndarray]] = {}
+
+
+def _map_pool(generate, recipe: tuple) -> tuple[Array, Array, np.ndarray]:
+    """The map pool (obstacles, largest free component, free-cell counts) for `recipe` (map
+    kind, its parameters, pool size, seed), generated once per process: building the same env
+    again (a sweep, an evaluation env, a transfer target) neither retraces nor recompiles."""
+    if recipe not in _POOLS:
+        if len(_POOLS) >= 16:
+            _POOLS.pop(next(iter(_POOLS)))
+        keys = jax.random.split(jax.random.key(recipe[-1]), recipe[-2])
+        pool = np.asarray(jax.jit(jax.vmap(generate))(keys))
+        free = mapgen.largest_components(pool)
+        _POOLS[recipe] = (jnp.asarray(pool), jnp.asarray(free), free.sum(axis=(1, 2)))
+    return _POOLS[recipe]
+
+
 class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
     """Agents (discs) drive to their goals across a grid map without hitting obstacles or
     each other. Lengths are in cells (the map is `[0, W] x [0, H]`), times in seconds.
@@ -166,7 +183,10 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
             height, width = grid.shape
             generate = mapgen.fixed(grid)
             num_maps = 1
+            recipe: tuple = (map, grid.shape, grid.tobytes())
         else:
+            recipe = (map, height, width, density, extra_connections, room_size, extra_doors)
+            recipe += (fill, smoothing)
             generate = {
                 "random_grid": lambda: mapgen.random_grid(height, width, density),
                 "labyrinth": lambda: mapgen.labyrinth(height, width, extra_connections),
@@ -201,16 +221,13 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
         self.dynamics = dynamics
 
         if num_maps is not None:
-            keys = jax.random.split(jax.random.key(seed), int(num_maps))
-            pool = jax.jit(jax.vmap(generate))(keys)
-            free = jax.jit(jax.vmap(mapgen.largest_component))(pool)
-            counts = np.asarray(free.sum(axis=(1, 2)))
+            pool, free, counts = _map_pool(generate, (*recipe, int(num_maps), int(seed)))
             _check(
                 counts.min() >= 2 * n,
                 f"{name}: a generated map has only {counts.min()} reachable free cells for {n} "
                 "agents' starts and goals (lower the density or the agent count)",
             )
-            self.pool = (jnp.asarray(pool), jnp.asarray(free))
+            self.pool = (pool, free)
         else:
             self.pool = None
         self.spec = self._make_spec(name, int(episode_limit))

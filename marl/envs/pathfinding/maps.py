@@ -31,6 +31,7 @@ __all__ = [
     "fixed",
     "labyrinth",
     "largest_component",
+    "largest_components",
     "load_map",
     "parse_map",
     "random_grid",
@@ -206,6 +207,33 @@ def largest_component(obstacles: Array) -> Array:
     _, labels = jax.lax.while_loop(cond, lambda c: (c[1], round_(c[1])), (start, round_(start)))
     sizes = jnp.zeros(h * w + 1, jnp.int32).at[labels.ravel()].add(1).at[0].set(0)
     return (labels == jnp.argmax(sizes)) & free
+
+
+def largest_components(pool: np.ndarray) -> np.ndarray:
+    """`largest_component` of each map of a pool `[M, H, W]`, on the host in one pass
+    (`scipy.ndimage.label`, 4-connected within each map): building a pool of a thousand maps
+    takes milliseconds instead of seconds of batched gathers. Ties between equal-sized groups
+    go the same way: to the group whose largest flat index is smallest."""
+    from scipy import ndimage
+
+    pool = np.asarray(pool, bool)
+    m, h, w = pool.shape
+    free = ~pool
+    structure = np.zeros((3, 3, 3), bool)
+    structure[1] = [[0, 1, 0], [1, 1, 1], [0, 1, 0]]
+    labels, count = ndimage.label(free, structure)
+    flat = labels.reshape(m, h * w)
+    sizes = np.bincount(labels.ravel(), minlength=count + 1)
+    top = np.zeros(count + 1, np.int64)  # each group's largest flat index within its map
+    np.maximum.at(top, flat, np.broadcast_to(np.arange(h * w), flat.shape))
+    owner = np.zeros(count + 1, np.int64)  # the map each group lies in
+    owner[flat] = np.arange(m)[:, None]
+    # per map: the largest group, then the smallest largest index (label 0, walls, excluded)
+    order = np.lexsort((top[1:], -sizes[1:], owner[1:])) + 1
+    first = order[np.unique(owner[order], return_index=True)[1]]
+    best = np.zeros(m, np.int64)
+    best[owner[first]] = first
+    return (labels == best[:, None, None]) & free
 
 
 # --- MovingAI .map files --------------------------------------------------------------------
