@@ -59,9 +59,9 @@ def test_every_family_gives_spatial_neighbourhoods():
         ("cleanup/comm", 4.0),
     ]:
         env = marl.make(env_id)
-        state, _ = env.reset(jax.random.key(1))
+        state, _ = jax.jit(env.reset)(jax.random.key(1))  # compiled: an eager reset costs more
         pos = state.pos[: env.spec.num_agents]
-        w = np.asarray(env.neighbourhood(state))
+        w = np.asarray(jax.jit(env.neighbourhood)(state))
         d = np.linalg.norm(np.asarray(pos)[:, None] - np.asarray(pos)[None], axis=-1)
         expected = (d < far) & ~np.eye(len(d), dtype=bool)
         np.testing.assert_array_equal(w > 0, expected, err_msg=env_id)

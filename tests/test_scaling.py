@@ -10,7 +10,7 @@ import marl
 
 
 def program_size(env) -> int:
-    state, ts = env.reset(jax.random.key(0))
+    state, _ = jax.eval_shape(env.reset, jax.random.key(0))  # shapes only: nothing runs
     actions = jnp.zeros(env.spec.action_shape, env.spec.action_space.dtype)
     jaxpr = jax.make_jaxpr(env.step)(jax.random.key(1), state, actions)
     return len(jaxpr.eqns) + sum(
