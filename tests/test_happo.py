@@ -135,7 +135,7 @@ def setup(trained):
 def test_config_forces_no_sharing_and_rejects_conflicts():
     cfg = happo.config(None)
     assert cfg.parameter_sharing == "none" and not cfg.agent_id and cfg.critic == "central"
-    assert (cfg.epochs, cfg.num_minibatches, cfg.lr, cfg.critic_lr) == (5, 2, 2e-3, 2e-3)
+    assert (cfg.epochs, cfg.num_minibatches, cfg.lr, cfg.critic_lr) == (10, 2, 2e-3, 2e-3)
     harl = happo.config(happo.HARL)
     assert (harl.num_minibatches, harl.lr, harl.activation, harl.hidden) == (
         1,
@@ -145,6 +145,39 @@ def test_config_forces_no_sharing_and_rejects_conflicts():
     )
     with pytest.raises(ValueError, match="parameter_sharing"):
         happo.config({"parameter_sharing": "all"})
+
+
+# the settings that decide how hard each sample is optimised; HAPPO, IPPO and MAPPO must agree
+# on them for a comparison of their update rules to mean anything (HARL runs its HAPPO and MAPPO
+# at one ppo_epoch); HAPPO's 5 epochs against MAPPO's 10 made MAPPO look clearly better
+OPTIMISATION = (
+    "num_envs",
+    "rollout_length",
+    "epochs",
+    "num_minibatches",
+    "lr",
+    "critic_lr",
+    "anneal_lr",
+    "clip_eps",
+    "value_clip_eps",
+    "ent_coef",
+    "max_grad_norm",
+    "value_norm",
+    "huber_delta",
+    "hidden",
+    "activation",
+    "gamma",
+    "gae_lambda",
+    "advantage_norm",
+)
+
+
+def test_on_policy_learners_ship_the_same_optimisation_settings():
+    from marl.learning.learner_config import shipped
+
+    happo_cfg = {k: shipped("happo")[k] for k in OPTIMISATION}
+    for other in ("mappo", "ippo"):
+        assert happo_cfg == {k: shipped(other)[k] for k in OPTIMISATION}, other
 
 
 def test_refuses_tasks_without_one_team_objective():
