@@ -502,3 +502,81 @@ def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
     text = md["md"].read_text()
     assert f"collisions {want:.2f}" in text and "| 2.00 h | 0 |" in text
     assert "| (the return) |" in text
+
+
+# --- peers' published figures beside the tasks -----------------------------------------------
+
+
+def _published_file(path, **change):
+    entry = {
+        "task": "particle/spread",
+        "peer_task": "PettingZoo simple_spread_v2",
+        "source": "a paper, table 2",
+        "basis": "read",
+        "metric": "return, median over runs",
+        "budget": 1e7,
+        "seeds": 3,
+        "figures": {"mappo": "-59", "qmix": "-61 [-63, -60]"},
+        **change,
+    }
+    other = {**entry, "task": "combat/3m", "figures": {"qmix": "100"}}
+    import yaml
+
+    path.write_text(yaml.safe_dump({"sources": [entry, other]}))
+    return path
+
+
+def test_published_figures_stand_beside_their_task_marked_external_and_unranked(tmp_path):
+    from marl.results.published import read_published
+
+    study = _study(tmp_path / "runs")
+    published = read_published(_published_file(tmp_path / "pub.yaml"))
+    board = leaderboard(study, reps=100, published=published)
+    spread = board["tasks"]["particle/spread"]
+    assert [r["algorithm"] for r in spread["rows"]] == ["mappo", "ippo"]  # ranking: marl's only
+    assert spread["published"][0]["figures"] == {"mappo": "-59", "qmix": "-61 [-63, -60]"}
+    assert board["tasks"]["particle/simple"]["published"] == []
+    assert "combat/3m" not in board["tasks"]  # a source whose task has no runs is left out
+    paths = write_leaderboard(study, tmp_path / "out", reps=100, published=published)
+    md = paths["md"].read_text()
+    section = md.split("## particle/spread")[1].split("\n## ")[0]
+    assert "| mappo (external) | -59 | PettingZoo simple_spread_v2 |" in section
+    assert "| qmix (external) | -61 [-63, -60] |" in section and "| 1e7 | 3 |" in section
+    assert "combat/3m" not in md and "(external) | 100 |" not in md
+    assert json.loads(paths["json"].read_text())["tasks"]["particle/spread"]["published"]
+
+
+def test_a_malformed_published_file_fails_with_one_line_naming_the_entry(tmp_path):
+    from marl.results.published import read_published
+
+    with pytest.raises(ValueError, match=r"sources\[0\] basis 'guess' is not one of read"):
+        read_published(_published_file(tmp_path / "a.yaml", basis="guess"))
+    bad = _published_file(tmp_path / "b.yaml")
+    bad.write_text(bad.read_text().replace("  budget: 10000000.0\n", "", 1))
+    with pytest.raises(ValueError, match=r"sources\[0\] lacks budget"):
+        read_published(bad)
+    _study(tmp_path / "runs")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(
+            [
+                "leaderboard",
+                str(tmp_path / "runs"),
+                "--out",
+                str(tmp_path / "o"),
+                "--published",
+                str(tmp_path / "a.yaml"),
+            ]
+        )
+    assert code != 0 and "--published:" in err.getvalue() and "basis 'guess'" in err.getvalue()
+
+
+def test_the_shipped_published_figures_name_registered_tasks_and_learners():
+    from marl.core import registry
+    from marl.results.published import read_published
+
+    sources = read_published()
+    assert {s.basis for s in sources} <= {"read", "derived", "plot"}
+    for s in sources:
+        assert s.task in registry.list_envs(), s.task
+        assert set(s.figures) <= set(registry.list_algorithms()), s.task

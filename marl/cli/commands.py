@@ -94,8 +94,11 @@ DEFAULT_CONTESTS = ("results/crossplay",)
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     """Rank algorithms per task and overall; writes leaderboard.md, .json and .html."""
+    import yaml
+
     from marl.results.contests import read_contests
     from marl.results.leaderboard import write_leaderboard
+    from marl.results.published import SHIPPED, read_published
     from marl.run.jobs import load_study
 
     runs = args.runs or [p for p in DEFAULT_RECORDS if os.path.isdir(p)]
@@ -117,9 +120,23 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         contests = read_contests(crossplay)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    published = []
+    if args.published:
+        given += ["--published", args.published]
+    if args.published != "none":
+        try:
+            published = read_published(args.published or SHIPPED)
+        except (OSError, ValueError, yaml.YAMLError) as e:
+            raise UsageError(f"--published: {e}") from None
     command = "marl leaderboard " + " ".join(given)
     paths = write_leaderboard(
-        study, args.out, reps=args.reps, seed=args.seed, command=command, contests=contests
+        study,
+        args.out,
+        reps=args.reps,
+        seed=args.seed,
+        command=command,
+        contests=contests,
+        published=published,
     )
     print(
         f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s), {len(contests)} "

@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="cross-play records for the competitive section (default: results/crossplay)",
     )
+    p.add_argument(
+        "--published",
+        metavar="FILE",
+        help="peers' published figures shown beside the tasks they concern, marked external "
+        "(default: the shipped marl/conf/published.yaml; 'none': leave them out)",
+    )
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("list", help="list registered environments and algorithms")

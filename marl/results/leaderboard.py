@@ -10,15 +10,23 @@ from typing import Any
 from marl.results import stats
 from marl.results.contests import contest_figures, contests_markdown
 from marl.results.files import atomic_write, write_json
+from marl.results.published import Published, by_task, published_markdown
 from marl.results.report import fmt_ci, html_page, summarise, write_figures
 from marl.results.study import Group, Study
 
 
-def leaderboard(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, Any]:
+def leaderboard(
+    study: Study,
+    reps: int = stats.REPS,
+    seed: int = 0,
+    published: list[Published] = (),
+) -> dict[str, Any]:
     """Rankings per task (normalised IQM of the absolute metric; raw mean where a task has no
     reference) and overall: per group of normalised tasks that the same algorithms ran, the
-    IQM over the group's tasks (stratified bootstrap CI)."""
+    IQM over the group's tasks (stratified bootstrap CI). `published`: peers' figures, listed
+    under the tasks they stand beside (`marl.results.published`), never ranked."""
     summary = summarise(study, reps=reps, seed=seed)
+    beside = by_task(list(published), list(summary["tasks"]))
     tasks = {}
     for task, data in summary["tasks"].items():
         key = "normalised_iqm" if data["anchors"] else "absolute_mean"
@@ -30,6 +38,7 @@ def leaderboard(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str
             "lower_is_better": data["lower_is_better"],
             "anchors": data["anchors"],
             "rows": [{"rank": i + 1, "algorithm": a, **row} for i, (a, row) in enumerate(ranked)],
+            "published": beside.get(task, []),
         }
     overall = []
     for g in summary["groups"]:
@@ -135,6 +144,7 @@ def leaderboard_markdown(
                 f"{row['env_steps']:,} | {speed} |"
             )
         lines.append("")
+        lines += published_markdown(data.get("published", []))
         lines += figure("task_" + task.replace("/", "_"), f"{task}: evaluation curves")
     return "\n".join(lines)
 
@@ -146,13 +156,15 @@ def write_leaderboard(
     seed: int = 0,
     command: str = "",
     contests: list[dict[str, Any]] = (),
+    published: list[Published] = (),
 ) -> dict[str, Path]:
     """Write `leaderboard.md`, `.json` and `.html` (figures inlined) into the directory `out`,
     and the figures into `out/leaderboard_files/figures/`; `contests`: cross-play records
-    (`marl.results.contests.read_contests`) for the competitive section."""
+    (`marl.results.contests.read_contests`) for the competitive section; `published`: peers'
+    figures (`marl.results.published.read_published`) beside the tasks they concern."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    board = leaderboard(study, reps=reps, seed=seed)
+    board = leaderboard(study, reps=reps, seed=seed, published=published)
     figs = write_figures(study, out / "leaderboard_files", reps, seed)
     figs.update(contest_figures(list(contests), out / "leaderboard_files" / "figures"))
     board["contests"] = [

@@ -1,0 +1,117 @@
+"""Peers' published figures (`marl/conf/published.yaml`): shown beside marl's results for the
+task they stand closest to, marked external with their source and setting, never ranked.
+
+A figure is a string as its source gives it (a median with percentiles, a value with a spread,
+a reading off a curve); `basis` says how it was obtained (read, derived from released run
+data, or read off a plot), and each source names its budget, seeds and statistic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SHIPPED = Path(__file__).resolve().parents[1] / "conf" / "published.yaml"
+BASES = {
+    "read": "read from the authors' table, text or configs",
+    "derived": "computed here from run data the authors released",
+    "plot": "read off the authors' learning-curve figure (about +-2)",
+}
+_FIELDS = ("task", "peer_task", "source", "basis", "metric", "budget", "seeds", "figures")
+
+
+@dataclass(frozen=True)
+class Published:
+    """One source's figures for one marl task."""
+
+    task: str
+    peer_task: str
+    source: str
+    basis: str
+    metric: str
+    budget: float
+    seeds: int | str | None
+    figures: dict[str, str]
+
+    def row(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in _FIELDS}
+
+
+def _source(i: int, entry: Any, where: str) -> Published:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: sources[{i}] is not a mapping")
+    missing = [k for k in _FIELDS if k not in entry]
+    unknown = sorted(set(entry) - set(_FIELDS))
+    if missing or unknown:
+        raise ValueError(
+            f"{where}: sources[{i}] "
+            + (f"lacks {', '.join(missing)}" if missing else f"has unknown {', '.join(unknown)}")
+            + f" (fields: {', '.join(_FIELDS)})"
+        )
+    if entry["basis"] not in BASES:
+        raise ValueError(
+            f"{where}: sources[{i}] basis {entry['basis']!r} is not one of {', '.join(BASES)}"
+        )
+    figures = entry["figures"]
+    if not isinstance(figures, dict) or not figures:
+        raise ValueError(f"{where}: sources[{i}] figures must map learners to figures")
+    return Published(
+        task=str(entry["task"]),
+        peer_task=str(entry["peer_task"]),
+        source=str(entry["source"]),
+        basis=entry["basis"],
+        metric=str(entry["metric"]),
+        budget=float(entry["budget"]),
+        seeds=entry["seeds"],
+        figures={str(k): str(v) for k, v in figures.items()},
+    )
+
+
+def read_published(path: str | Path = SHIPPED) -> list[Published]:
+    """The sources of a published-figures file (default: the shipped one); a malformed entry
+    fails with one line naming it."""
+    path = Path(path)
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("sources"), list):
+        raise ValueError(f"{path}: expected a mapping with a 'sources' list")
+    return [_source(i, e, str(path)) for i, e in enumerate(data["sources"])]
+
+
+def by_task(published: list[Published], tasks: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of the sources that stand beside each of `tasks` (those with none left out)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for p in published:
+        if p.task in tasks:
+            out.setdefault(p.task, []).append(p.row())
+    return out
+
+
+def _steps(budget: float) -> str:
+    return f"{budget:.3g}".replace("e+0", "e").replace("e+", "e")
+
+
+def published_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """One task's published figures as a Markdown table (one line per source and learner)."""
+    if not rows:
+        return []
+    lines = [
+        "Published figures (external: another implementation of the task, its own budget and "
+        "statistic; not ranked with marl's runs):",
+        "",
+        "| learner | figure | peer's task | metric | env steps | seeds | source | basis |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        seeds = "not stated" if r["seeds"] is None else str(r["seeds"])
+        for learner, figure in r["figures"].items():
+            lines.append(
+                f"| {learner} (external) | {figure} | {r['peer_task']} | {r['metric']} | "
+                f"{_steps(r['budget'])} | {seeds} | {r['source']} | {r['basis']} |"
+            )
+    return [*lines, ""]
+
+
+__all__ = ["BASES", "SHIPPED", "Published", "by_task", "published_markdown", "read_published"]
