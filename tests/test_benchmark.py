@@ -150,3 +150,41 @@ def test_every_shipped_cell_resolves():
     for name in bm.names():
         for cell in bm.cells(bm.load(name)):
             bm.resolve(cell)
+
+
+GRID = """
+name: grid
+records: {records}
+protocol: default
+tiers:
+  cpu:
+    particle:
+      budget: 1e6
+      seeds: 2
+      tasks: [particle/spread]
+      algos: [ippo, iql]
+    particle-more:
+      budget: 1e6
+      seeds: 2
+      tasks: [particle/spread]
+      algos: [mfq]
+"""
+
+
+def test_a_tasks_cells_share_one_evaluation_grid_even_when_run_alone(tmp_path):
+    """Learners of different update sizes (PPO 2,048 env steps, IQL 64, MF-Q 32) would each
+    round the evaluation interval to their own updates and train different env steps, so their
+    records would not compare: the benchmark pins one interval per task, over all its cells."""
+    path = tmp_path / "grid.yaml"
+    path.write_text(GRID.format(records=tmp_path / "records"))
+    d = bm.load(str(path))
+    naive = {c.algo: bm.resolve(c) for c in bm.cells(d)}
+    assert len({r.total_updates * r.steps_per_update for r in naive.values()}) > 1  # the bug
+    runs = dict((c.algo, r) for c, r in bm.resolve_cells(d, bm.cells(d)))
+    steps = {a: r.total_updates * r.steps_per_update for a, r in runs.items()}
+    assert len(set(steps.values())) == 1, steps
+    intervals = {a: r.settings.eval_interval for a, r in runs.items()}
+    assert len(set(intervals.values())) == 1 and intervals["ippo"] % 2048 == 0
+    ((cell, alone),) = bm.resolve_cells(d, bm.cells(d, only=["*/iql"]))
+    assert alone.settings.eval_interval == intervals["iql"]
+    assert f"protocol.eval_interval={intervals['iql']}" in cell.overrides()

@@ -167,7 +167,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             return 0
         d = bm.load(args.name)
         chosen = bm.cells(d, args.tier, args.only or ())
-        runs = [(c, bm.resolve(c)) for c in chosen]  # every cell checked before any work
+        runs = bm.resolve_cells(d, chosen)  # every cell checked before any work
     except bm.BenchmarkError as e:
         raise UsageError(str(e)) from None
     records = Path(d["records"])

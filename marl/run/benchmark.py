@@ -10,6 +10,7 @@ definition yaml -> cells(tier, only) -> Cell.overrides -> marl train (one run pe
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import re
@@ -134,6 +135,33 @@ def resolve(cell: Cell) -> Any:
         return config.resolve(config.compose(cell.overrides()), command=cell.overrides())
     except config.ConfigError as e:
         raise BenchmarkError(f"{cell.key}: {e}") from None
+
+
+def resolve_cells(definition: dict[str, Any], chosen: Sequence[Cell]) -> list[tuple[Cell, Any]]:
+    """The chosen cells with their resolved runs, every one checked before any work, on one
+    evaluation grid per task: where a task's learners update in different sizes, the
+    evaluation interval is pinned to a multiple of all of them (`sweep.common_grid`), so that
+    every cell of the task trains the same env steps and its records compare. The grid of a
+    task is computed over all of the definition's cells of that task (every tier), so a cell
+    run alone (`--only`) lands on the grid it would have with the others."""
+    from marl.run.sweep import common_grid
+
+    tasks = {c.task for c in chosen}
+    group = list(chosen) + [
+        c for c in cells(definition) if c.task in tasks and c not in set(chosen)
+    ]
+    runs = [resolve(c) for c in group]
+    grid, notes = common_grid([c.overrides() for c in group], runs)
+    out = []
+    for cell, run, overrides in zip(group[: len(chosen)], runs, grid, strict=False):
+        pinned = overrides[len(cell.overrides()) :]
+        if pinned:
+            cell = dataclasses.replace(cell, extra=(*cell.extra, *pinned))
+            run = resolve(cell)
+        out.append((cell, run))
+    for note in notes:
+        print(note.replace("sweep: ", "benchmark: ", 1), flush=True)
+    return out
 
 
 def state(run: Any) -> tuple[str, dict[str, Any]]:
