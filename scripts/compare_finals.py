@@ -1,0 +1,83 @@
+"""Learners side by side on their final scores: per task, each run directory's absolute metric
+(each seed's best evaluated parameters, re-evaluated) as IQM [95% CI], and the probability of
+improvement between every pair of learners, with CIs (stratified bootstrap over seeds).
+
+    python scripts/compare_finals.py RUN_DIR... [--metric return] [--reps 50000]
+
+For claims checked on final performance where the runs' evaluation grids differ (learners that
+update in different sizes train slightly different env steps, so `marl report` keeps their
+records apart): the table states each run's env steps beside its figures. A run directory is
+any finished `marl train` run (its `final.json`); several runs of one learner on one task are
+pooled (their seeds concatenated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from marl.results.stats import REPS, iqm_ci, probability_of_improvement
+
+
+def _fmt(t) -> str:
+    point, low, high = t
+    return f"{point:,.2f} [{low:,.2f}, {high:,.2f}]"
+
+
+def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
+    """task -> learner -> {"scores": [seeds], "env_steps": {..}, "dirs": [..]}."""
+    out: dict[str, dict[str, dict]] = {}
+    for d in dirs:
+        path = Path(d) / "final.json"
+        if not path.is_file():
+            raise SystemExit(f"{d}: no final.json (not a finished run directory)")
+        final = json.loads(path.read_text())
+        if metric not in final["absolute"]:
+            raise SystemExit(f"{d}: no absolute {metric!r}; has {', '.join(final['absolute'])}")
+        task = Path(d).parent.parent.name  # <records>/<family>/<task>/<algo>/<name>
+        task = f"{Path(d).parent.parent.parent.name}/{task}"
+        entry = out.setdefault(task, {}).setdefault(
+            final["algo"], {"scores": [], "env_steps": set(), "dirs": []}
+        )
+        entry["scores"] += list(np.asarray(final["absolute"][metric], dtype=float))
+        entry["env_steps"].add(int(final["env_steps"]))
+        entry["dirs"].append(d)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    parser.add_argument("--metric", default="return", help="absolute metric of final.json")
+    parser.add_argument("--reps", type=int, default=REPS, help="bootstrap replicates")
+    args = parser.parse_args(argv)
+    for task, learners in load(args.runs, args.metric).items():
+        print(f"### {task} ({args.metric}, absolute metric)\n")
+        print("| learner | seeds | env steps | IQM [95% CI] |")
+        print("|---|---|---|---|")
+        for algo, e in learners.items():
+            steps = ", ".join(f"{s:,}" for s in sorted(e["env_steps"]))
+            ci = _fmt(iqm_ci(np.asarray(e["scores"]), reps=args.reps))
+            print(f"| {algo} | {len(e['scores'])} | {steps} | {ci} |")
+        print()
+        if len(learners) > 1:
+            print("| P(X > Y) | value [95% CI] |")
+            print("|---|---|")
+            for a, b in itertools.permutations(learners, 2):
+                p = probability_of_improvement(
+                    [np.asarray(learners[a]["scores"])],
+                    [np.asarray(learners[b]["scores"])],
+                    reps=args.reps,
+                )
+                print(f"| P({a} > {b}) | {_fmt(p)} |")
+            print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""scripts/compare_finals.py: learners' final absolute scores side by side, from run folders."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare_finals.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("compare_finals", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(root: Path, algo: str, scores: list[float], steps: int) -> str:
+    d = root / "swarm" / "vicsek[num_agents=50]" / algo / "x"
+    d.mkdir(parents=True)
+    final = {"algo": algo, "env_steps": steps, "absolute": {"return": scores, "order": scores}}
+    (d / "final.json").write_text(json.dumps(final))
+    return str(d)
+
+
+def test_pairs_are_compared_per_task_with_each_runs_env_steps(tmp_path):
+    a = _run(tmp_path, "decpomfc", [1.0, 2.0, 3.0, 4.0], 512_000)
+    b = _run(tmp_path, "mfac", [5.0, 6.0, 7.0, 8.0], 524_160)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _script().main([a, b, "--reps", "500"]) == 0
+    text = out.getvalue()
+    assert "### swarm/vicsek[num_agents=50] (return, absolute metric)" in text
+    assert "| decpomfc | 4 | 512,000 | 2.50 [" in text and "| mfac | 4 | 524,160 | 6.50 [" in text
+    assert "| P(mfac > decpomfc) | 1.00 [1.00, 1.00] |" in text  # every mfac seed is higher
+    assert "| P(decpomfc > mfac) | 0.00 [0.00, 0.00] |" in text
+
+
+def test_a_missing_metric_names_the_ones_there(tmp_path):
+    a = _run(tmp_path, "ippo", [1.0, 2.0], 1000)
+    with pytest.raises(SystemExit, match="no absolute 'cohesion'; has return, order"):
+        _script().main([a, "--metric", "cohesion"])
