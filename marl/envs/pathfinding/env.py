@@ -40,18 +40,20 @@ DIFFDRIVE_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.floa
 _POOLS: dict[tuple, tuple[Array, Array, np.ndarray]] = {}
 
 
-def _map_pool(generate, recipe: tuple) -> tuple[Array, Array, np.ndarray]:
-    """The map pool (obstacles, largest free component, free-cell counts) for `recipe` (map
-    kind, its parameters, pool size, seed), generated once per process: building the same env
-    again (a sweep, an evaluation env, a transfer target) neither retraces nor recompiles."""
-    if recipe not in _POOLS:
+def _map_pool(generate, recipe: tuple, num_maps: int, seed: int) -> tuple[Array, Array, np.ndarray]:
+    """The pool of `num_maps` maps from `seed` (obstacles, largest free component, free-cell
+    counts) for `recipe` (map kind and its parameters), generated once per process: building
+    the same env again (a sweep, an evaluation env, a transfer target) neither retraces nor
+    recompiles."""
+    key = (*recipe, num_maps, seed)
+    if key not in _POOLS:
         if len(_POOLS) >= 16:
             _POOLS.pop(next(iter(_POOLS)))
-        keys = jax.random.split(jax.random.key(recipe[-1]), recipe[-2])
+        keys = jax.random.split(jax.random.key(seed), num_maps)
         pool = np.asarray(jax.jit(jax.vmap(generate))(keys))
         free = mapgen.largest_components(pool)
-        _POOLS[recipe] = (jnp.asarray(pool), jnp.asarray(free), free.sum(axis=(1, 2)))
-    return _POOLS[recipe]
+        _POOLS[key] = (jnp.asarray(pool), jnp.asarray(free), free.sum(axis=(1, 2)))
+    return _POOLS[key]
 
 
 class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
@@ -221,7 +223,7 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
         self.dynamics = dynamics
 
         if num_maps is not None:
-            pool, free, counts = _map_pool(generate, (*recipe, int(num_maps), int(seed)))
+            pool, free, counts = _map_pool(generate, recipe, int(num_maps), int(seed))
             _check(
                 counts.min() >= 2 * n,
                 f"{name}: a generated map has only {counts.min()} reachable free cells for {n} "
