@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scripts_loader import load_script
 
 import marl
 from marl.baselines.combat import focus_fire_policy
 from marl.envs.combat.observation import foe_features
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "combat_behaviour.py"
-
 
 def test_behaviour_reads_the_scripted_focus_fire():
-    spec = importlib.util.spec_from_file_location("combat_behaviour", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("combat_behaviour")
     env = marl.make("combat/3m")
     policy = focus_fire_policy(env)
     result = module.behaviour(env, policy, None, jax.random.key(0), 16)
@@ -41,9 +35,7 @@ def test_behaviour_reads_the_scripted_focus_fire():
 
 
 def test_targeting_counts_attacks_on_the_weakest_foe():
-    spec = importlib.util.spec_from_file_location("combat_behaviour", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("combat_behaviour")
     env = marl.make("combat/3m")
     focus = focus_fire_policy(env)  # attacks the attackable foe with the least health
 

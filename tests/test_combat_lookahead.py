@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import jax
 import numpy as np
+from scripts_loader import load_script
 
 import marl
 from marl.baselines.combat import focus_fire_policy
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "combat_lookahead.py"
-
 
 def _module():
-    spec = importlib.util.spec_from_file_location("combat_lookahead", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("combat_lookahead")
 
 
 def test_planner_over_focus_fire_wins_where_focus_fire_loses():

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare_finals.py"
+from scripts_loader import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("compare_finals", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("compare_finals")
 
 
 def _run(root: Path, algo: str, scores: list[float], steps: int) -> str:

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "learning_benchmark.py"
+from scripts_loader import load_script
 
 
 @pytest.fixture
 def lb(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("learning_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("learning_benchmark")
     monkeypatch.setattr(module, "ROOT", tmp_path)
     return module
 

@@ -140,7 +140,7 @@ def test_mappo_defaults_are_the_documented_mpe_settings():
     i = yaml.safe_load(read_conf("algo/ippo.yaml"))
     assert {k: v for k, v in i.items() if m[k] != v} == {"name": "ippo", "critic": "local"}
     h = yaml.safe_load(read_conf("algo/happo.yaml"))
-    assert (h["lr"], h["epochs"], h["num_minibatches"], h["ent_coef"]) == (2e-3, 5, 2, 0.01)
+    assert (h["lr"], h["epochs"], h["num_minibatches"], h["ent_coef"]) == (2e-3, 10, 2, 0.01)
     assert (h["huber_delta"], h["max_grad_norm"], h["parameter_sharing"]) == (None, 0.5, "none")
 
 
