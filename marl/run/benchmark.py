@@ -146,10 +146,8 @@ def resolve_cells(definition: dict[str, Any], chosen: Sequence[Cell]) -> list[tu
     run alone (`--only`) lands on the grid it would have with the others."""
     from marl.run.sweep import common_grid
 
-    tasks = {c.task for c in chosen}
-    group = list(chosen) + [
-        c for c in cells(definition) if c.task in tasks and c not in set(chosen)
-    ]
+    tasks, picked = {c.task for c in chosen}, set(chosen)
+    group = list(chosen) + [c for c in cells(definition) if c.task in tasks and c not in picked]
     runs = [resolve(c) for c in group]
     grid, notes = common_grid([c.overrides() for c in group], runs)
     out = []
