@@ -8,6 +8,8 @@
 # 1. Where a package index is reachable, fetch the other wheels (scripts/gpu_wheels.txt, about
 #    10 MB) into .whl/, which .git/info/exclude keeps out of git:
 #        bash scripts/gpu_check.sh --wheels
+#    It ends by saying how much travels to the device machine (at most 64 MiB, the wheels
+#    included), and how to leave the committed results out of the call if that is too much.
 # 2. On the GPU machine, from the repository root, with .whl/ carried along (it is ignored, so
 #    name it: the device runner's carry [".whl"]):
 #        bash scripts/gpu_check.sh OUT            # at most about 8 minutes on one H100
@@ -50,6 +52,16 @@ if [ "${1:-}" = "--wheels" ]; then
     "$PY" -m pip wheel --no-deps -w .whl "$(grep '^antlr4-python3-runtime' scripts/gpu_wheels.txt)" ||
         exit 1
     ls .whl && du -sh .whl
+    # What travels to the device machine: tracked and untracked-not-ignored files, plus .whl/
+    travel=$( (git ls-files -z; git ls-files -z --others --exclude-standard) |
+        xargs -0 du -cb 2>/dev/null | awk '$2 == "total" {s += $1} END {print s}')
+    travel=$((travel + $(du -sb .whl | cut -f1)))
+    echo "travels to the device machine: $((travel / 1048576)) MiB of its 64 MiB"
+    if [ "$travel" -gt $((64 * 1048576)) ]; then
+        echo "over the limit: leave results/ out of this call's tree, and put it back after:" >&2
+        echo "  git rm -r -q --cached results && echo /results/ >>.git/info/exclude" >&2
+        echo '  (after) git reset -q results && sed -i "\\#^/results/\$#d" .git/info/exclude' >&2
+    fi
     exit 0
 fi
 

@@ -76,6 +76,24 @@ def test_record_round_trip(tmp_path):
     assert values.shape == (3, 3) and list(curve_steps) == steps
 
 
+def test_single_precision_is_written_short_and_read_back_exactly(tmp_path):
+    """float32 metrics are written at their shortest decimal (float64's repr of them is twice
+    as long) and read back as the very same float32 values."""
+    rng = np.random.default_rng(0)
+    values = rng.normal(0.0, 10.0, (2, 64)).astype(np.float32)
+    values[0, 0] = np.nan
+    text = json.dumps(run_record("particle/spread", "mappo", [0], [{"return": values}]))
+    assert str(float(values[1, 0])) not in text and str(values[1, 0]) in text
+    (tmp_path / "record.json").write_text(text)
+    (rec,) = load([tmp_path / "record.json"])
+    for s, run in enumerate(rec.runs):
+        got = run.metrics["episode_return"][0].astype(np.float32)
+        np.testing.assert_array_equal(got, values[s])
+    wide = rng.normal(size=(1, 3))  # float64 stays float64
+    text = json.dumps(run_record("particle/spread", "mappo", [0], [{"return": wide}]))
+    assert str(float(wide[0, 1])) in text
+
+
 def test_record_metric_names_follow_marl_eval():
     assert protocol.record_metric("return") == "episode_return"
     assert protocol.record_metric("return/adversary") == "episode_return/adversary"

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from marl.results.files import float_list
+
 PROTOCOL_VERSION = "1"
 RECORD = "record.json"
 META = "meta.json"
@@ -85,15 +87,11 @@ def _value_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def _floats(values: Any) -> list[float]:
-    return [float(v) for v in np.asarray(values, np.float64).ravel()]
-
-
 def step_entry(step: int, evals: dict[str, np.ndarray], seed: int) -> dict[str, Any]:
     """One `step_k` of one run: `step_count` and each metric's per-episode values of `seed`."""
     out: dict[str, Any] = {"step_count": int(step)}
     for name, values in evals.items():
-        out[record_metric(name)] = _floats(np.asarray(values)[seed])
+        out[record_metric(name)] = float_list(np.asarray(values)[seed])
     return out
 
 
@@ -118,7 +116,7 @@ def run_record(
         }
         if absolute is not None:
             run[ABSOLUTE] = {
-                record_metric(m): _floats(np.asarray(v)[s]) for m, v in absolute.items()
+                record_metric(m): float_list(np.asarray(v)[s]) for m, v in absolute.items()
             }
         runs[f"run_{s}"] = run
     return {family: {task: {algo: runs}}}

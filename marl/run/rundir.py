@@ -25,6 +25,7 @@ so a reader never sees half a file; `record.json` is rewritten after each evalua
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ import numpy as np
 
 from marl.core.env import EnvSpec
 from marl.learning.training import RunResult
-from marl.results.files import atomic_write, write_json
+from marl.results.files import atomic_write, float_list, write_json
 from marl.results.protocol import (
     META,
     RECORD,
@@ -172,9 +173,11 @@ def device() -> dict[str, Any]:
 
 
 def _floats(x: Any) -> Any:
-    """JSON numbers (NaN, a statistic with nothing to average, as null)."""
-    x = np.asarray(x, dtype=np.float64)
-    return np.where(np.isnan(x), None, x).tolist()
+    """JSON numbers nested as `x` is (NaN, a statistic with nothing to average, as null;
+    float32 at its shortest decimal, `float_list`)."""
+    x = np.asarray(x)
+    values = [None if math.isnan(v) else v for v in float_list(x)]
+    return np.array(values, dtype=object).reshape(x.shape).tolist()
 
 
 class RunDir:
