@@ -79,6 +79,17 @@ def test_report_files_are_self_contained(tmp_path):
     assert group["aggregates"]["mappo"]["iqm"]["point"] > 0
 
 
+def test_a_report_written_again_keeps_only_its_own_figures(tmp_path):
+    study = _study(tmp_path / "runs")
+    stale = tmp_path / "out" / "figures" / "aggregates.png"  # an earlier layout's name
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"")
+    paths = write_report(study, tmp_path / "out", reps=200)
+    assert not stale.exists()
+    shown = sorted(p.name for p in stale.parent.glob("*.png"))
+    assert len(shown) == 6 and all(f"figures/{n}" in paths["md"].read_text() for n in shown)
+
+
 def test_leaderboard_ranks_and_marks_external(tmp_path):
     from test_protocol import evaluations
 

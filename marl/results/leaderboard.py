@@ -11,7 +11,7 @@ from marl.results import stats
 from marl.results.contests import contest_figures, contests_markdown
 from marl.results.files import atomic_write, write_json
 from marl.results.published import Published, by_task, published_markdown
-from marl.results.report import fmt_ci, html_page, summarise, write_figures
+from marl.results.report import fmt_ci, html_page, prune_figures, summarise, write_figures
 from marl.results.study import Group, Study
 
 
@@ -167,6 +167,7 @@ def write_leaderboard(
     board = leaderboard(study, reps=reps, seed=seed, published=published)
     figs = write_figures(study, out / "leaderboard_files", reps, seed)
     figs.update(contest_figures(list(contests), out / "leaderboard_files" / "figures"))
+    prune_figures(out / "leaderboard_files" / "figures", figs)
     board["contests"] = [
         {k: r[k] for k in ("task", "command", "players", "ratings", "matrix")} for r in contests
     ]

@@ -320,6 +320,15 @@ def html_page(markdown: str, figs: dict[str, Path], out: Path, title: str) -> st
     )
 
 
+def prune_figures(fig_dir: Path, figs: dict[str, Path]) -> None:
+    """Remove the PNGs in `fig_dir` that this writing did not draw (an earlier report's
+    figures for tasks or groups it no longer has), so the folder holds what the page shows."""
+    keep = {Path(p).resolve() for p in figs.values()}
+    for png in Path(fig_dir).glob("*.png"):
+        if png.resolve() not in keep:
+            png.unlink()
+
+
 def write_report(
     study: Study, out: str | Path, title: str = "marl report", reps: int = stats.REPS, seed: int = 0
 ) -> dict[str, Path]:
@@ -329,6 +338,7 @@ def write_report(
     summary = summarise(study, reps=reps, seed=seed)
     summary["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     figs = write_figures(study, out, reps, seed)
+    prune_figures(out / "figures", figs)
     markdown = _markdown(summary, figs, out, title)
     atomic_write(out / "report.md", markdown + "\n")
     atomic_write(out / "report.html", html_page(markdown, figs, out, title))
