@@ -117,6 +117,15 @@ def test_leaderboard_ranks_and_marks_external(tmp_path):
     assert "(leaderboard_files/figures/task_particle_spread.png)" in md
     page = paths["html"].read_text()
     assert page.count("data:image/png;base64,") == md.count("](leaderboard_files/figures/")
+    # regenerated from the same records, every file is the same byte for byte
+    again = write_leaderboard(study, tmp_path / "again", reps=200)
+    files = sorted(p.relative_to(tmp_path / "board") for p in (tmp_path / "board").rglob("*.*"))
+    assert files and files == sorted(
+        p.relative_to(tmp_path / "again") for p in (tmp_path / "again").rglob("*.*")
+    )
+    for f in files:
+        assert (tmp_path / "board" / f).read_bytes() == (tmp_path / "again" / f).read_bytes(), f
+    assert "created" not in json.loads(again["json"].read_text())  # no clock in the record
 
 
 def test_no_aggregate_ranks_algorithms_over_different_task_sets(tmp_path):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +62,6 @@ def leaderboard(
         )
     return {
         "metric": summary["metric"],
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "tasks": tasks,
         "overall": overall,
     }

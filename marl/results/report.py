@@ -17,7 +17,6 @@ import base64
 import html
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -336,7 +335,6 @@ def write_report(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(study, reps=reps, seed=seed)
-    summary["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     figs = write_figures(study, out, reps, seed)
     prune_figures(out / "figures", figs)
     markdown = _markdown(summary, figs, out, title)
