@@ -68,6 +68,16 @@ def test_cells_carry_their_tasks_keywords_and_overrides(tmp_path):
     assert [c.key for c in bm.cells(d, only=["*/vdn"])] == [cells[1].key, cells[3].key]
 
 
+def test_only_takes_a_cell_name_as_status_prints_it(tmp_path):
+    # the brackets of a task's keywords are a character class to a glob
+    d = bm.load(str(_definition(tmp_path)))
+    name = "particle/spread[num_agents=2]/vdn"
+    assert [c.key for c in bm.cells(d, only=[name])] == [name]
+    assert [c.key for c in bm.cells(d, only=["particle/spread*/ippo"])] == [
+        "particle/spread[num_agents=2]/ippo"
+    ]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -87,7 +87,7 @@ def load(name: str) -> dict[str, Any]:
 
 
 def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = ()) -> list[Cell]:
-    """The cells of `tier` (or all tiers) whose `task/algo` matches one of the `only` globs."""
+    """The cells of `tier` (or all tiers) whose `task/algo` is one of `only` or matches its globs."""
     tiers = definition["tiers"]
     if tier != "all" and tier not in tiers:
         raise BenchmarkError(f"tier {tier!r} unknown; valid: all, {', '.join(tiers)}")
@@ -117,14 +117,20 @@ def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = (
         known_tasks = sorted({c.task for c in out})
         known_algos = sorted({c.algo for c in out})
         for pattern in only:
-            if not any(fnmatch.fnmatchcase(c.key, pattern) for c in out):
+            if not any(_matches(c.key, pattern) for c in out):
                 raise BenchmarkError(
                     f"--only {pattern!r} matches no cell (task/learner globs, e.g. "
                     f"'combat/*/qmix'); tasks: {', '.join(known_tasks)}; learners: "
                     f"{', '.join(known_algos)}"
                 )
-        out = [c for c in out if any(fnmatch.fnmatchcase(c.key, p) for p in only)]
+        out = [c for c in out if any(_matches(c.key, p) for p in only)]
     return out
+
+
+def _matches(key: str, pattern: str) -> bool:
+    """A cell's name as `status` prints it (`swarm/vicsek[num_agents=50]/mappo`, whose brackets
+    a glob would read as a character class), or a glob over names."""
+    return key == pattern or fnmatch.fnmatchcase(key, pattern)
 
 
 def resolve(cell: Cell) -> Any:
