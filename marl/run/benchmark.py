@@ -87,7 +87,7 @@ def load(name: str) -> dict[str, Any]:
 
 
 def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = ()) -> list[Cell]:
-    """The cells of `tier` (or all tiers) whose `task/algo` is one of `only` or matches its globs."""
+    """The cells of `tier` (or all) whose `task/algo` is one of `only` or matches its globs."""
     tiers = definition["tiers"]
     if tier != "all" and tier not in tiers:
         raise BenchmarkError(f"tier {tier!r} unknown; valid: all, {', '.join(tiers)}")
