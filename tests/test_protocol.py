@@ -35,6 +35,7 @@ def write_run(
     protocol_over=None,
     algo_cfg=None,
     root_seed=None,
+    budget=None,
     **kw,
 ):
     steps, evals, absolute = evaluations(**kw)
@@ -52,6 +53,8 @@ def write_run(
     }
     if root_seed is not None:
         meta["config"]["seed"] = root_seed
+    if budget is not None:
+        meta["budget"] = budget
     (path / "meta.json").write_text(json.dumps(meta))
     return path, steps, evals, absolute
 
@@ -191,6 +194,22 @@ def test_different_budgets_are_refused_same_protocol_accepted(tmp_path):
     write_run(tmp_path / "c", algo="happo", steps=(0, 100, 300))
     with pytest.raises(RecordError, match="env steps"):
         check_comparable(load([tmp_path]))
+
+
+def test_one_nominal_budget_rounded_to_each_learners_update_compares(tmp_path):
+    """Learners round a budget and the evaluation interval up to their own update sizes: runs of
+    one nominal budget whose env steps differ by at most `BUDGET_RTOL` of it compare on their
+    final scores, whatever their evaluation counts; more than that, or two nominal budgets, not."""
+    write_run(tmp_path / "a", algo="ippo", budget=200, steps=(0, 100, 200))
+    write_run(tmp_path / "b", algo="mfac", budget=200, steps=(0, 69, 138, 207))
+    check_comparable(load([tmp_path]))  # 3.5% apart: one budget
+    write_run(tmp_path / "c", algo="happo", budget=200, steps=(0, 120, 240))
+    with pytest.raises(RecordError, match="env steps is 200 .* but 240"):
+        check_comparable(load([tmp_path]))
+    write_run(tmp_path / "d", algo="vdn", budget=190, steps=(0, 100, 195))
+    with pytest.raises(RecordError, match="env steps"):
+        check_comparable(load([tmp_path / "a", tmp_path / "d"]))
+    assert protocol.BUDGET_RTOL == 0.05
 
 
 def test_one_algorithm_with_different_settings_is_refused(tmp_path):

@@ -47,6 +47,11 @@ COMPARABLE = ("version", "eval_episodes", "absolute_episodes", "metric")
 # learner settings that change only how fast an update runs (the same loss), so runs differing
 # in them are still one algorithm; every other `algo.*` key must agree between pooled runs
 SPEED_ONLY = ("unroll_buckets", "pack_episodes")
+# marl records of one task trained to one nominal budget compare on their final scores when
+# their env steps differ by at most this fraction of it: each learner rounds the budget and the
+# evaluation interval up to its own update size, and where the updates share no multiple near
+# the interval (Dec-POMFC's 1,600 steps, MF-AC's 128, PPO's 2,048) no common grid pins them
+BUDGET_RTOL = 0.05
 
 
 class RecordError(ValueError):
@@ -460,7 +465,23 @@ def _settings(r: Record) -> dict[str, Any]:
 
 
 def _differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
-    return _changed(_settings(a), _settings(b))
+    sa, sb = _settings(a), _settings(b)
+    if _one_budget(a, b):  # steps and evaluation counts rounded to each learner's update
+        for key in ("env steps", "evaluations"):
+            sa.pop(key), sb.pop(key)
+    return _changed(sa, sb)
+
+
+def _one_budget(a: Record, b: Record) -> bool:
+    """Two marl records of one nominal budget whose env steps differ by `BUDGET_RTOL` of it at
+    most."""
+    if a.meta is None or b.meta is None:
+        return False
+    budget, other = a.meta.get("budget"), b.meta.get("budget")
+    steps = (a.meta.get("env_steps"), b.meta.get("env_steps"))
+    if budget is None or other is None or None in steps or not _same(budget, other):
+        return False
+    return abs(steps[0] - steps[1]) <= BUDGET_RTOL * float(budget)
 
 
 def _grid_differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
