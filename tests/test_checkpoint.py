@@ -126,6 +126,9 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch)
     np.testing.assert_array_equal(resumed.best_step, whole.best_step)
     np.testing.assert_array_equal(resumed.best_score, whole.best_score)
     assert resumed.steps_per_second == whole.steps_per_second == whole.steps[-1] * 2 / 6
+    # the wall clock too counts the killed run up to its last checkpoint (its meta, the
+    # leaderboard's wall time and `marl benchmark status` read it), not the last process only
+    assert resumed.wall_time >= whole.wall_time
 
 
 TINY = [

@@ -104,7 +104,7 @@ class RunResult:
     train_metrics: list[dict[str, np.ndarray]] = field(default_factory=list)  # [seeds]
     final_state: Any = None
     params: Any = None  # acting parameters at the end, [seeds, ...]
-    wall_time: float = 0.0
+    wall_time: float = 0.0  # seconds, over every process of a resumed run (to its last segment)
     compile_time: float = 0.0  # start-up: init, first evaluation and segment compilation
     steps_per_second: float = 0.0  # env steps per second over all seeds, excluding compile
     best_step: np.ndarray | None = None  # [seeds] env steps of each seed's best evaluation
@@ -296,6 +296,7 @@ def run(
     state = jax.block_until_ready(place(state))
     done = None if checkpoints is None else checkpoints.latest()
     train_time = 0.0
+    prior_wall = 0.0  # wall time of the processes before a resume, up to their last segment
     if done is None:
         first = fetch(evaluate_j(state))
         track(0, first)
@@ -315,6 +316,7 @@ def run(
         result.train_metrics = unstack(saved["train_metrics"])
         best_score, best_step = saved["best_score"], saved["best_step"]
         train_time = float(saved["train_time"])
+        prior_wall = float(saved.get("wall_time", 0.0))  # absent from older checkpoints
         if on_evaluation:
             for step, evals in zip(result.steps, result.evaluations, strict=True):
                 on_evaluation(step, evals)
@@ -351,6 +353,7 @@ def run(
                 best_score=best_score,
                 best_step=best_step,
                 train_time=train_time,
+                wall_time=prior_wall + time.perf_counter() - t0,
             )
             checkpoints.save(k, state, best, history)
         sps = steps * settings.seeds / max(train_time, 1e-9)
@@ -374,6 +377,6 @@ def run(
             f"{absolute.min():.2f}..{absolute.max():.2f}; best at steps "
             f"{', '.join(f'{s:,}' for s in best_step)})"
         )
-    result.wall_time = time.perf_counter() - t0
+    result.wall_time = prior_wall + time.perf_counter() - t0
     result.steps_per_second = result.steps[-1] * settings.seeds / max(train_time, 1e-9)
     return result
