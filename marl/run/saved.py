@@ -45,10 +45,27 @@ class SavedRun:
         return jax.tree.map(lambda x: x[k], self.params)
 
 
+def run_config(path: str | Path) -> RunConfig:
+    """The resolved `marl.run.config.RunConfig` of the run directory `path` (its config.yaml;
+    no parameters needed)."""
+    from omegaconf import OmegaConf
+
+    from marl.run import config
+
+    cfg_path = Path(path) / "config.yaml"
+    if not cfg_path.is_file():
+        raise SavedRunError(f"{path} is not a run directory (no config.yaml)")
+    data = yaml.safe_load(cfg_path.read_text())
+    data.pop("derived", None)
+    try:
+        return config.resolve(OmegaConf.create(data))
+    except config.ConfigError as e:
+        raise SavedRunError(f"{cfg_path}: {e}") from None
+
+
 def load(path: str | Path, which: str = "best") -> SavedRun:
     """The run in `path` with its `which` ("best" or "final") parameters of every seed."""
     from flax import serialization
-    from omegaconf import OmegaConf
 
     from marl.learning.training import init_seeds
     from marl.run import config
@@ -56,17 +73,12 @@ def load(path: str | Path, which: str = "best") -> SavedRun:
     path = Path(path)
     if which not in PARAMS:
         raise SavedRunError(f"unknown parameters {which!r}; valid: {', '.join(PARAMS)}")
-    cfg_path, params_path = path / "config.yaml", path / PARAMS[which]
-    if not cfg_path.is_file():
-        raise SavedRunError(f"{path} is not a run directory (no config.yaml)")
+    params_path = path / PARAMS[which]
+    run = run_config(path)
     if not params_path.is_file():
-        raise SavedRunError(f"{path} has no {PARAMS[which]} (is the run finished?)")
-    data = yaml.safe_load(cfg_path.read_text())
-    data.pop("derived", None)
-    try:
-        run = config.resolve(OmegaConf.create(data))
-    except config.ConfigError as e:
-        raise SavedRunError(f"{cfg_path}: {e}") from None
+        raise SavedRunError(
+            f"{path} has no {PARAMS[which]} (unfinished, or a record kept without its parameters)"
+        )
     env, train = config.build(run)
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
     like = jax.eval_shape(lambda k: train.params(init_seeds(train, k)), keys)
