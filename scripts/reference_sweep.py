@@ -8,7 +8,8 @@ a task may set its own seeds and budget) through `marl sweep`, then writes
 
     results/reference/runs/<env>/<algo>/reference/   the run directories (records + sidecars)
     results/reference/report/                        report.md, report.html, figures
-    results/leaderboard.md, .json, .html             `marl leaderboard` over those records
+    results/leaderboard.md, .json, .html             `marl leaderboard` over those records,
+                                                     the swarm benchmark's and the contests'
 
 Runs finished before are skipped (so a killed sweep resumes); `--fresh` deletes them first.
 The budget is CPU-friendly (about 20 minutes per task on 2 cores), far below the learning
@@ -108,7 +109,13 @@ def main() -> int:
     )
     if code != 0:
         return code
-    return cli.main(["leaderboard", str(runs), "--out", "results"])
+    return cli.main(["leaderboard", *leaderboard_sources(runs), "--out", "results"])
+
+
+def leaderboard_sources(runs: Path) -> list[str]:
+    """The leaderboard's sources: these runs, the swarm benchmark's records
+    (`marl benchmark run swarms`) and the contests' cross-play (`marl crossplay`)."""
+    return [str(runs), "results/swarms/runs", "--crossplay", "results/crossplay"]
 
 
 if __name__ == "__main__":
