@@ -119,6 +119,38 @@ def test_status_and_run_train_the_cells_left_and_go_on_past_a_failure(tmp_path, 
     assert code == 0 and trained == []  # finished cells are skipped
 
 
+def test_run_resumes_unfinished_cells_then_trains_the_cheapest_first(tmp_path, monkeypatch):
+    path = str(_definition(tmp_path))
+    records = tmp_path / "records"
+    records.mkdir()
+    costs = {  # particle/simple/vdn unmeasured
+        "particle/simple/ippo": {"s_per_update": 9.0, "compile_s": 1.0},
+        "particle/spread[num_agents=2]/ippo": {"s_per_update": 1.0, "compile_s": 1.0},
+        "particle/spread[num_agents=2]/vdn": {"s_per_update": 0.001, "compile_s": 1.0},
+    }
+    (records / "costs.json").write_text(json.dumps(costs))
+    cut = records / "particle/simple/ippo/tiny"  # the dearest, but half done: it goes first
+    cut.mkdir(parents=True)
+    (cut / "meta.json").write_text(json.dumps({"finished": False}))
+    trained = []
+
+    def train(run):
+        trained.append(f"{run.env_id}{dict(run.env_kwargs) or ''}/{run.algo}:{run.resume}")
+        folder = run_parent(run) / str(run.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 1.0}))
+        return folder
+
+    monkeypatch.setattr(jobs, "train_run", train)
+    code, _, _ = _cli("benchmark", "run", path, "--tier", "cpu")
+    assert code == 0 and trained == [
+        "particle/simple/ippo:True",
+        "particle/spread{'num_agents': 2}/vdn:False",
+        "particle/spread{'num_agents': 2}/ippo:False",
+        "particle/simple/vdn:False",
+    ]
+
+
 MEASURED = """
 name: measured
 records: {records}

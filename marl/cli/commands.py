@@ -180,7 +180,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         return 0
     from marl.run.jobs import train_run
 
-    failed = bm.run_cells(todo, train_run)
+    failed = bm.run_cells(bm.cheapest_first(todo, bm.read_costs(records)), train_run)
     for cell, error in failed:
         print(f"failed: {cell.key}: {error}", file=sys.stderr)
     return 1 if failed else 0

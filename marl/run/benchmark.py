@@ -228,6 +228,23 @@ def hours(seconds: float | None) -> str:
     return "unmeasured" if seconds is None else f"{seconds / 3600:.1f} h"
 
 
+def cheapest_first(
+    todo: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
+) -> list[tuple[Cell, Any]]:
+    """The cells left in the order `run` trains them: unfinished ones first (each resumes after
+    its last segment), then the measured ones cheapest first, then the unmeasured ones in the
+    definition's order; so a run cut short leaves the fewest cells unfinished."""
+
+    def key(item: tuple[int, tuple[Cell, Any]]) -> tuple[int, float, int]:
+        k, (cell, run) = item
+        if state(run)[0] == "unfinished":
+            return (0, 0.0, k)
+        est = estimate_s(run, costs.get(cell.key))
+        return (1, est, k) if est is not None else (2, 0.0, k)
+
+    return [cell_run for _, cell_run in sorted(enumerate(todo), key=key)]
+
+
 def run_cells(
     todo: Sequence[tuple[Cell, Any]],
     train: Callable[[Any], Any],
