@@ -524,6 +524,17 @@ def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
     assert "| (the return) |" in text
 
 
+def test_a_group_whose_learners_rounded_one_budget_differently_says_so(tmp_path):
+    write_run(tmp_path / "a", algo="ippo", seed=1, budget=200, steps=(0, 100, 200))
+    write_run(tmp_path / "b", algo="mfac", seed=2, budget=200, steps=(0, 69, 138, 207))
+    paths = write_leaderboard(load_study([tmp_path], facts=NO_ANCHORS), tmp_path / "o", reps=100)
+    text = paths["md"].read_text()
+    assert "Env steps per run range from 200 to 207 over these records" in text
+    write_run(tmp_path / "c", algo="ippo", seed=3)  # one grid: nothing to say
+    paths = write_leaderboard(load_study([tmp_path / "c"], facts=NO_ANCHORS), tmp_path / "p")
+    assert "Env steps per run range" not in paths["md"].read_text()
+
+
 # --- peers' published figures beside the tasks -----------------------------------------------
 
 

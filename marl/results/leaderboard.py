@@ -109,6 +109,14 @@ def leaderboard_markdown(
                 f"{fmt_ci(row['optimality_gap'])} |"
             )
         lines.append("")
+        steps = {row["env_steps"] for t in group["tasks"] for row in board["tasks"][t]["rows"]}
+        if len(steps) > 1:  # one nominal budget, rounded by each learner (protocol.BUDGET_RTOL)
+            lines += [
+                f"Env steps per run range from {min(steps):,} to {max(steps):,} over these "
+                "records: one nominal budget, which each learner rounds up to its own update "
+                "size (each task's table gives every run's).",
+                "",
+            ]
         slug = Group(group["name"], (), ()).slug
         for kind in ("aggregates", "profiles", "improvement", "sample_efficiency"):
             lines += figure(f"{kind}/{slug}", f"{kind.replace('_', ' ')}: {group['name']}")
