@@ -8,7 +8,8 @@ For claims checked on final performance where the runs' evaluation grids differ 
 update in different sizes train slightly different env steps, so `marl report` keeps their
 records apart): the table states each run's env steps beside its figures. A run directory is
 any finished `marl train` run (its `final.json`); several runs of one learner on one task are
-pooled (their seeds concatenated).
+pooled (their seeds concatenated) where they trained to one nominal budget, and shown apart,
+`learner (2e6)`, where not.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def _fmt(t) -> str:
 
 
 def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
-    """task -> learner -> {"scores": [seeds], "env_steps": {..}, "dirs": [..]}."""
-    out: dict[str, dict[str, dict]] = {}
+    """task -> learner -> {"scores": [seeds], "env_steps": {..}, "dirs": [..]}. Runs of one
+    learner trained to different nominal budgets are not pooled: each budget is its own row,
+    `learner (budget)`."""
+    finals = []
     for d in dirs:
         path = Path(d) / "final.json"
         if not path.is_file():
@@ -40,9 +43,17 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
         if metric not in final["absolute"]:
             raise SystemExit(f"{d}: no absolute {metric!r}; has {', '.join(final['absolute'])}")
         task = Path(d).parent.parent.name  # <records>/<family>/<task>/<algo>/<name>
-        task = f"{Path(d).parent.parent.parent.name}/{task}"
+        finals.append((f"{Path(d).parent.parent.parent.name}/{task}", d, final))
+    budgets: dict[tuple[str, str], set] = {}
+    for task, _, final in finals:
+        budgets.setdefault((task, final["algo"]), set()).add(final.get("budget"))
+    out: dict[str, dict[str, dict]] = {}
+    for task, d, final in finals:
+        name = final["algo"]
+        if len(budgets[(task, name)]) > 1:
+            name = f"{name} ({final.get('budget'):.0e})".replace("e+0", "e")
         entry = out.setdefault(task, {}).setdefault(
-            final["algo"], {"scores": [], "env_steps": set(), "dirs": []}
+            name, {"scores": [], "env_steps": set(), "dirs": []}
         )
         entry["scores"] += list(np.asarray(final["absolute"][metric], dtype=float))
         entry["env_steps"].add(int(final["env_steps"]))

@@ -15,10 +15,12 @@ def _script():
     return load_script("compare_finals")
 
 
-def _run(root: Path, algo: str, scores: list[float], steps: int) -> str:
-    d = root / "swarm" / "vicsek[num_agents=50]" / algo / "x"
+def _run(root: Path, algo: str, scores: list[float], steps: int, name="x", budget=None) -> str:
+    d = root / "swarm" / "vicsek[num_agents=50]" / algo / name
     d.mkdir(parents=True)
     final = {"algo": algo, "env_steps": steps, "absolute": {"return": scores, "order": scores}}
+    if budget is not None:
+        final["budget"] = budget
     (d / "final.json").write_text(json.dumps(final))
     return str(d)
 
@@ -34,6 +36,19 @@ def test_pairs_are_compared_per_task_with_each_runs_env_steps(tmp_path):
     assert "| decpomfc | 4 | 512,000 | 2.50 [" in text and "| mfac | 4 | 524,160 | 6.50 [" in text
     assert "| P(mfac > decpomfc) | 1.00 [1.00, 1.00] |" in text  # every mfac seed is higher
     assert "| P(decpomfc > mfac) | 0.00 [0.00, 0.00] |" in text
+
+
+def test_runs_of_one_learner_at_two_budgets_are_rows_of_their_own(tmp_path):
+    a = _run(tmp_path, "decpomfc", [1.0, 2.0], 512_000, budget=500_000)
+    b = _run(tmp_path, "decpomfc", [3.0, 4.0], 2_083_200, name="long", budget=2_000_000)
+    c = _run(tmp_path, "decpomfc", [5.0, 6.0], 512_000, name="more", budget=500_000)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _script().main([a, b, c, "--reps", "500"]) == 0
+    text = out.getvalue()
+    assert "| decpomfc (5e5) | 4 | 512,000 |" in text  # one budget: pooled
+    assert "| decpomfc (2e6) | 2 | 2,083,200 |" in text
+    assert "| P(decpomfc (2e6) > decpomfc (5e5)) |" in text
 
 
 def test_a_missing_metric_names_the_ones_there(tmp_path):
