@@ -109,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
                 "",
                 "## Training time against N",
                 "",
-                f"Each run's learner rebuilt at each N, its {args.timing} updates timed after "
-                f"compiling (jax {jax.__version__} on {jax.devices()[0].platform}).",
+                f"Each run's learner rebuilt at each N, {args.timing} update"
+                f"{'s' if args.timing > 1 else ''} timed after compiling (jax {jax.__version__} "
+                f"on {jax.devices()[0].platform}).",
                 "",
                 *timing,
             ]
