@@ -50,8 +50,10 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
     out: dict[str, dict[str, dict]] = {}
     for task, d, final in finals:
         name = final["algo"]
-        if len(budgets[(task, name)]) > 1:
-            name = f"{name} ({final.get('budget'):.0e})".replace("e+0", "e")
+        if len(budgets[(task, name)]) > 1:  # an older final.json may lack its budget
+            budget = final.get("budget")
+            label = "budget unknown" if budget is None else f"{budget:.0e}".replace("e+0", "e")
+            name = f"{name} ({label})"
         entry = out.setdefault(task, {}).setdefault(
             name, {"scores": [], "env_steps": set(), "dirs": []}
         )

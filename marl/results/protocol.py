@@ -468,7 +468,7 @@ def _differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:
     sa, sb = _settings(a), _settings(b)
     if _one_budget(a, b):  # steps and evaluation counts rounded to each learner's update
         for key in ("env steps", "evaluations"):
-            sa.pop(key), sb.pop(key)
+            del sa[key], sb[key]
     return _changed(sa, sb)
 
 
