@@ -508,8 +508,11 @@ def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
     """A task's headline metric (the sidecar's, else the registered env's) beside the
     normalised return, with the runs' wall time and env steps per second."""
     path, _, _, absolute = write_run(tmp_path / "a", algo="ippo", seed=1)
-    _with_meta(path, headline_metric="collisions", wall_time=7200.0, seeds=3)
-    write_run(tmp_path / "b", env_id="combat/3m", algo="qmix", seed=2)
+    cpu = {"platform": "cpu", "kind": "cpu", "count": 1, "cpu_count": 2}
+    _with_meta(path, headline_metric="collisions", wall_time=7200.0, seeds=3, device=cpu)
+    path_b, *_ = write_run(tmp_path / "b", env_id="combat/3m", algo="qmix", seed=2)
+    gpu = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "cpu_count": 16}
+    _with_meta(path_b, device=gpu)
     board = leaderboard(load_study([tmp_path], facts=NO_ANCHORS), reps=100)
     (row,) = board["tasks"]["particle/spread"]["rows"]
     want = np.mean(absolute["collisions"], axis=1).mean()
@@ -522,6 +525,8 @@ def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
     text = md["md"].read_text()
     assert f"collisions {want:.2f}" in text and "| 2.00 h | 0 |" in text
     assert "| (the return) |" in text
+    assert board["devices"] == {"NVIDIA H100 80GB HBM3 x1": 1, "cpu, 2 cores": 1}
+    assert "Records by device: NVIDIA H100 80GB HBM3 x1 (1), cpu, 2 cores (1)." in text
 
 
 def test_a_group_whose_learners_rounded_one_budget_differently_says_so(tmp_path):
