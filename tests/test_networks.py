@@ -1,4 +1,5 @@
-"""AgentParams: one shared set folds agents into the batch; it must equal a vmap over agents."""
+"""AgentParams: each shared set folds its agents into the batch; it must equal a vmap over
+agents, values and gradients, however the agents are spread over the sets."""
 
 import jax
 import jax.numpy as jnp
@@ -8,10 +9,19 @@ import pytest
 from marl.learning.networks import Actor, AgentParams, Critic
 
 
-@pytest.mark.parametrize("mode", ["all", "group", "none"])
-def test_apply_equals_a_vmap_over_agents(mode):
+@pytest.mark.parametrize(
+    "mode, groups",
+    [
+        ("all", [0, 0, 1, 1]),
+        ("group", [0, 0, 1, 1]),
+        ("group", [1, 0, 1, 0]),  # interleaved: gathered into sets, put back in agent order
+        ("group", [2, 0, 1, 0]),
+        ("none", [0, 0, 1, 1]),
+    ],
+)
+def test_apply_equals_a_vmap_over_agents(mode, groups):
     t, b, n, d, h = 5, 3, 4, 6, 8
-    groups = np.array([0, 0, 1, 1])
+    groups = np.array(groups)
     sets = AgentParams.sharing(mode, groups)
     actor = Actor(5, True, (16, 16), "relu", recurrent=True, gru_hidden=h)
     critic = Critic((16, 16), "relu", recurrent=True, gru_hidden=h)
@@ -40,6 +50,22 @@ def test_apply_equals_a_vmap_over_agents(mode):
     for got, want in ((got_a, want_a), (got_c, want_c)):
         jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5), got, want)
     assert got_a[1].logits.shape == (t, b, n, 5) and got_c[1].shape == (t, b, n)
+
+    def loss(p, apply):  # each agent's output weighted apart, so a misplaced agent shows
+        w = jnp.arange(1.0, n + 1.0)
+        return jnp.sum(w * apply(p)[1] ** 2)
+
+    got_g = jax.grad(loss)(
+        pc,
+        lambda p: sets.apply(critic.apply, p, carry, x, resets, in_axes=(1, 2, 2), out_axes=(1, 2)),
+    )
+
+    def vmapped(p):
+        mine = jax.tree.map(lambda q: q[sets.index], p)
+        return jax.vmap(critic.apply, in_axes=(0, 1, 2, 2), out_axes=(1, 2))(mine, carry, x, resets)
+
+    want_g = jax.grad(loss)(pc, vmapped)
+    jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5), got_g, want_g)
 
 
 def test_fold_needs_a_batch_axis_before_the_agents():
