@@ -23,7 +23,9 @@ IDS = ["swarm/vicsek", "swarm/kuramoto", "swarm/aggregation"]
 @pytest.mark.parametrize(
     "env_id, kwargs",
     [
-        ("swarm/vicsek", {"num_agents": 12}),
+        ("swarm/vicsek", {"num_agents": 12}),  # every swarm id by default, a few seconds each
+        ("swarm/kuramoto", {"num_agents": 12}),
+        ("swarm/aggregation", {"num_agents": 12}),
         pytest.param("swarm/kuramoto", {}, marks=pytest.mark.slow),
         pytest.param("swarm/aggregation", {}, marks=pytest.mark.slow),
         pytest.param("swarm/vicsek", {"discrete_actions": False}, marks=pytest.mark.slow),
