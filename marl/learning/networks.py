@@ -342,7 +342,9 @@ class AgentParams:
         n = self.num_agents
         if 1 < self.num_sets == n and np.array_equal(self.index, np.arange(n)):
             return jax.vmap(fn, in_axes=(0, *in_axes), out_axes=out_axes)(params, *args)
-        outs = []
+        single = isinstance(out_axes, int)
+        axes = (out_axes,) if single else tuple(out_axes)
+        outs = []  # per set: its outputs, each with the set's agents at its agent axis
         for s in range(self.num_sets):
             agents = np.flatnonzero(self.index == s)
             if len(agents) == 0:
@@ -354,33 +356,24 @@ class AgentParams:
                 else jax.tree.map(lambda x, ax=ax, ag=agents: _fold(_take(x, ag, ax), ax), a)
                 for a, ax in zip(args, in_axes, strict=True)
             ]
-            out = fn(one, *folded)
-            k = len(agents)
-            if isinstance(out_axes, int):
-                outs.append(jax.tree.map(lambda y, k=k: _unfold(y, out_axes, k), out))
-            else:
-                outs.append(
-                    tuple(
-                        jax.tree.map(lambda y, ax=ax, k=k: _unfold(y, ax, k), o)
-                        for o, ax in zip(out, out_axes, strict=True)
-                    )
+            out, k = fn(one, *folded), len(agents)
+            outs.append(
+                tuple(
+                    jax.tree.map(lambda y, ax=ax, k=k: _unfold(y, ax, k), o)
+                    for o, ax in zip((out,) if single else out, axes, strict=True)
                 )
-        if len(outs) == 1:
-            return outs[0]
-        order = np.argsort(np.argsort(self.index, kind="stable"))  # set-major -> agent order
-
-        def merge(axis):
-            def join(*ys):
-                y = jnp.concatenate(ys, axis=axis)
-                return _take(y, order, axis)
-
-            return join
-
-        if isinstance(out_axes, int):
-            return jax.tree.map(merge(out_axes), *outs)
-        return tuple(
-            jax.tree.map(merge(ax), *(o[i] for o in outs)) for i, ax in enumerate(out_axes)
-        )
+            )
+        merged = outs[0]
+        if len(outs) > 1:  # set-major -> agent order
+            order = np.argsort(np.argsort(self.index, kind="stable"))
+            merged = tuple(
+                jax.tree.map(
+                    lambda *ys, ax=ax: _take(jnp.concatenate(ys, axis=ax), order, ax),
+                    *(o[i] for o in outs),
+                )
+                for i, ax in enumerate(axes)
+            )
+        return merged[0] if single else merged
 
 
 def _take(x: Array, idx: np.ndarray, axis: int) -> Array:
