@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
 from pathlib import Path
 
 import jax
 
 import marl
+from marl.bench.envs import measure_program
 from marl.bench.suite import scaled_env, training_program
 from marl.learning.xla import configure_xla
 
@@ -36,15 +36,7 @@ def measure(family: str, n: int, seeds: int, updates: int) -> dict:
     env = make_env(family, n)
     train = marl.algorithm("mfq")(env, {"num_envs": 2, "batch_size": 16, "buffer_size": 32_768})
     many, state = training_program(train, seeds, updates)
-
-    start = time.perf_counter()
-    compiled = jax.jit(many).lower(state).compile()
-    compile_s = time.perf_counter() - start
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        state, _ = jax.block_until_ready(compiled(state))
-        best = min(best, time.perf_counter() - start)
+    compile_s, best, _ = measure_program(lambda s: many(s)[0], state, repeats=2)
     steps = updates * train.steps_per_update * seeds
     return {"agents": n, "compile_s": compile_s, "steps_per_s": steps / best}
 

@@ -9,14 +9,13 @@ actions on the same episode keys; the table gives the order parameter at the epi
 (mean over seeds, with the seeds' range). With `--timing U`, a second table gives training time
 against N: the run's learner and settings rebuilt at each agent count, its seeds vmapped as
 `marl train` runs them, the compile time of a scan of U updates and the seconds per update of
-one timed call after it (env steps per second over all seeds beside).
+one timed call after an untimed one (env steps per second over all seeds beside).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import time
 from pathlib import Path
 
 import jax
@@ -24,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from marl.baselines import random_policy, scripted_policy
+from marl.bench.envs import measure_program
 from marl.bench.suite import training_program
 from marl.learning.evaluation import evaluate
 from marl.run.config import build, make_env
@@ -35,12 +35,8 @@ def training_cost(run, n: int, updates: int) -> tuple[float, float, float]:
     run = dataclasses.replace(run, env_kwargs={**run.env_kwargs, "num_agents": n})
     _, train = build(run)
     many, state = training_program(train, run.settings.seeds, updates)
-    start = time.perf_counter()
-    compiled = jax.jit(many).lower(state).compile()
-    compile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(state))
-    per_update = (time.perf_counter() - start) / updates
+    compile_s, call_s, _ = measure_program(many, state, repeats=1, chain=False)
+    per_update = call_s / updates
     return compile_s, per_update, train.steps_per_update * run.settings.seeds / per_update
 
 
