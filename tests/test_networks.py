@@ -36,35 +36,38 @@ def test_apply_equals_a_vmap_over_agents(mode, groups):
 
     pa = init(actor, x[:1, :1, 0], resets[:1, :1, 0], avail[:1, :1, 0])
     pc = init(critic, x[:1, :1, 0], resets[:1, :1, 0])
-    got_a = sets.apply(
-        actor.apply, pa, carry, x, resets, avail, in_axes=(1, 2, 2, 2), out_axes=(1, 2)
-    )
-    got_c = sets.apply(critic.apply, pc, carry, x, resets, in_axes=(1, 2, 2), out_axes=(1, 2))
-    per_agent = jax.tree.map(lambda p: p[sets.index], (pa, pc))  # agent i's own set
-    want_a = jax.vmap(actor.apply, in_axes=(0, 1, 2, 2, 2), out_axes=(1, 2))(
-        per_agent[0], carry, x, resets, avail
-    )
-    want_c = jax.vmap(critic.apply, in_axes=(0, 1, 2, 2), out_axes=(1, 2))(
-        per_agent[1], carry, x, resets
-    )
-    for got, want in ((got_a, want_a), (got_c, want_c)):
-        jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5), got, want)
+
+    def folded(pc):
+        return sets.apply(critic.apply, pc, carry, x, resets, in_axes=(1, 2, 2), out_axes=(1, 2))
+
+    def vmapped(pc):
+        mine = jax.tree.map(lambda q: q[sets.index], pc)  # agent i's own set
+        return jax.vmap(critic.apply, in_axes=(0, 1, 2, 2), out_axes=(1, 2))(mine, carry, x, resets)
+
+    def got(pa, pc):
+        a = sets.apply(
+            actor.apply, pa, carry, x, resets, avail, in_axes=(1, 2, 2, 2), out_axes=(1, 2)
+        )
+        return a, folded(pc)
+
+    def want(pa, pc):
+        mine = jax.tree.map(lambda q: q[sets.index], pa)
+        a = jax.vmap(actor.apply, in_axes=(0, 1, 2, 2, 2), out_axes=(1, 2))(
+            mine, carry, x, resets, avail
+        )
+        return a, vmapped(pc)
+
+    # jitted: eager flax scans dispatch op by op, many times slower
+    (got_a, got_c), (want_a, want_c) = jax.jit(lambda *p: (got(*p), want(*p)))(pa, pc)
+    for g_, w_ in ((got_a, want_a), (got_c, want_c)):
+        jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5), g_, w_)
     assert got_a[1].logits.shape == (t, b, n, 5) and got_c[1].shape == (t, b, n)
 
     def loss(p, apply):  # each agent's output weighted apart, so a misplaced agent shows
         w = jnp.arange(1.0, n + 1.0)
         return jnp.sum(w * apply(p)[1] ** 2)
 
-    got_g = jax.grad(loss)(
-        pc,
-        lambda p: sets.apply(critic.apply, p, carry, x, resets, in_axes=(1, 2, 2), out_axes=(1, 2)),
-    )
-
-    def vmapped(p):
-        mine = jax.tree.map(lambda q: q[sets.index], p)
-        return jax.vmap(critic.apply, in_axes=(0, 1, 2, 2), out_axes=(1, 2))(mine, carry, x, resets)
-
-    want_g = jax.grad(loss)(pc, vmapped)
+    got_g, want_g = jax.jit(lambda p: (jax.grad(loss)(p, folded), jax.grad(loss)(p, vmapped)))(pc)
     jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5), got_g, want_g)
 
 
