@@ -151,6 +151,23 @@ def test_run_resumes_unfinished_cells_then_trains_the_cheapest_first(tmp_path, m
     ]
 
 
+def test_status_prices_the_cells_left_at_the_pace_finished_cells_ran(tmp_path):
+    d = bm.load(str(_definition(tmp_path)))
+    runs = bm.resolve_cells(d, bm.cells(d, "cpu"))
+    costs = {cell.key: {"s_per_update": 3600.0, "compile_s": 0.0} for cell, _ in runs}
+    for (_, run), took in zip(runs[:3], (2.0, 3.0, 10.0), strict=False):  # 2x, 3x, 10x
+        folder = run_parent(run) / str(run.name)
+        folder.mkdir(parents=True)
+        meta = {"finished": True, "wall_time": took * 3600.0 * run.total_updates}
+        (folder / "meta.json").write_text(json.dumps(meta))
+    _, todo, line = bm.status(runs, costs)
+    left = todo[0][1].total_updates  # hours of training at an hour per update
+    assert len(todo) == 1 and f"{left:.1f} h measured" in line
+    assert "took 3.0x" in line and f"about {3 * left:.1f} h" in line  # the median
+    _, _, line = bm.status(runs, {})  # nothing measured: no pace
+    assert "1 unmeasured" in line and "took" not in line
+
+
 MEASURED = """
 name: measured
 records: {records}

@@ -14,6 +14,7 @@ import dataclasses
 import fnmatch
 import json
 import re
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -292,14 +293,17 @@ def status(
     runs: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
 ) -> tuple[list[list[str]], list[tuple[Cell, Any]], str]:
     """(table rows: tier, cell, seeds x steps, state, training time), the cells left, and a
-    line saying how many are left and their measured training time."""
-    rows, todo, left, unmeasured = [], [], 0.0, 0
+    line saying how many are left and their measured training time, and where finished cells
+    were measured too, the whole time left at the pace they ran."""
+    rows, todo, left, unmeasured, paces = [], [], 0.0, 0, []
     for cell, run in runs:
         state_, meta = state(run)
         est = estimate_s(run, costs.get(cell.key))
         if state_ == "finished":
             took = meta.get("wall_time")
             cost = f"took {hours(took)}" if took else "done"
+            if took and est:
+                paces.append(took / est)
         else:
             cost = hours(est)
             left += est or 0.0
@@ -308,4 +312,11 @@ def status(
         rows.append([cell.tier, cell.key, f"{cell.seeds} x {cell.budget:.0e}", state_, cost])
     more = f" and {unmeasured} unmeasured (marl benchmark measure)" if unmeasured else ""
     line = f"{len(todo)} of {len(runs)} cells left: {hours(left)} measured on this machine{more}"
+    if paces and left:
+        p = statistics.median(paces)  # wall time over measured training time
+        line += (
+            f"; finished cells took {p:.1f}x their measured training time (median of "
+            f"{len(paces)}: evaluations, compiles, jobs beside them), so about "
+            f"{hours(left * p)} of wall time summed over the cells left"
+        )
     return rows, todo, line
