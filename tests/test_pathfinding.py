@@ -107,6 +107,9 @@ def test_labyrinths_are_connected_and_perfect_without_extra_connections(seed, ex
         assert free.sum() == 2 * 7 * 6 - 1
 
 
+LARGEST = jax.jit(mapgen.largest_component)  # one program per map shape, not one per call
+
+
 @FAST
 @given(
     seed=st.integers(0, 2**30),
@@ -120,7 +123,7 @@ def test_largest_component_matches_a_breadth_first_search(seed, kind, density):
         "caves": mapgen.caves(14, 14, 0.3 + density),
     }[kind]
     grid = np.asarray(gen(jax.random.key(seed)))
-    comp = np.asarray(mapgen.largest_component(jnp.asarray(grid)))
+    comp = np.asarray(LARGEST(jnp.asarray(grid)))
     free = ~grid
     if not free.any():
         assert not comp.any()
