@@ -52,14 +52,14 @@ def test_rewards_are_the_order_parameters_of_a_hand_built_state():
     state = _state(pos, angle)
     # polarisation |mean (cos, sin)| = |(1 + 0 + 0 - 1, 0 + 1 + 1 + 0) / 4| = |(0, 1/2)|
     vicsek = marl.make("swarm/vicsek", num_agents=4, action_cost=0.5)
-    _, ts = vicsek.step_env(jax.random.key(0), state, jnp.full(4, 2))  # control 0: no cost
+    _, ts = jax.jit(vicsek.step_env)(jax.random.key(0), state, jnp.full(4, 2))  # control 0: no cost
     moved = vicsek.order(_state(pos, angle))
     assert float(moved) == pytest.approx(0.5, abs=1e-6)
     # the noise turns the agents a little: the reward is the order of the state reached
     assert float(ts.reward[0]) == pytest.approx(float(ts.metrics["polarisation"]), abs=1e-6)
     # synchrony r = |mean e^{i phase}|, minus the action cost 0.5 * mean |u|^2 (u = 1, 1/2)
     kuramoto = marl.make("swarm/kuramoto", num_agents=4, action_cost=0.5, noise=0.0)
-    nxt, ts = kuramoto.step_env(jax.random.key(0), state, jnp.array([4, 4, 3, 3]))
+    nxt, ts = jax.jit(kuramoto.step_env)(jax.random.key(0), state, jnp.array([4, 4, 3, 3]))
     r = abs(np.mean(np.exp(1j * np.asarray(nxt.angle, np.float64))))
     assert float(ts.reward[0]) == pytest.approx(r - 0.5 * (1 + 1 + 0.25 + 0.25) / 4, abs=1e-5)
     # cohesion: 8 x 8 cells, a 3 x 3 window; cells (0,0), (0,7), (4,4), (7,2): agents 0 and 1
