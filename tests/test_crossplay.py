@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 
 import jax
 import numpy as np
@@ -165,6 +166,19 @@ def test_marl_crossplay_writes_the_same_record_twice(adversary_run, tmp_path):
         str(board),
     )
     assert code == 2 and "two cross-play records of particle/adversary" in err
+
+
+def test_best_parameters_from_step_0_are_flagged(adversary_run, tmp_path):
+    """A seed whose best evaluation is at step 0 would play its untrained parameters."""
+    run = tmp_path / "run"
+    shutil.copytree(adversary_run, run)
+    meta = json.loads((run / "meta.json").read_text())
+    (run / "meta.json").write_text(json.dumps({**meta, "best_step": [1024, 0]}))
+    args = [str(run), "random", "--episodes", "2", "--reps", "10", "--out", str(tmp_path)]
+    code, _, err = _crossplay(*args)
+    assert code == 0 and "seed(s) 1 evaluated best at step 0" in err
+    code, _, err = _crossplay(*args, "--final")
+    assert code == 0 and "step 0" not in err
 
 
 @pytest.mark.parametrize(

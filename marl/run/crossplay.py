@@ -12,7 +12,9 @@ reference policy of the task, `scripted` or `random` (one "seed").
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,22 @@ def _reference(name: str, env: MultiAgentEnv) -> Player:
     return Player(name, name, name, policy, jnp.zeros((1,)), 1)
 
 
+def _warn_initial_best(run_dir: Path) -> None:
+    """A warning on stderr where a seed's best evaluation is its initial parameters: in
+    self-play the evaluation return scores the run against itself, so it can peak before
+    either side has learned; `--final` plays the trained parameters."""
+    meta = run_dir / "meta.json"
+    steps = json.loads(meta.read_text()).get("best_step") if meta.is_file() else None
+    untrained = [k for k, step in enumerate(steps or ()) if step == 0]
+    if untrained:
+        print(
+            f"warning: {run_dir}: seed(s) {', '.join(map(str, untrained))} evaluated best at "
+            "step 0 and play their initial parameters (a self-play return does not rank a "
+            "side's strength; --final plays the trained ones)",
+            file=sys.stderr,
+        )
+
+
 def load_players(sources: list[str], task: str | None = None, which: str = "best"):
     """(the contest env, its Task, the players) from run directories and reference names;
     `task` is needed only when every player is a reference. Runs of different tasks, or of a
@@ -103,6 +121,8 @@ def load_players(sources: list[str], task: str | None = None, which: str = "best
             raise UsageError(str(e)) from None
         runs[src] = saved
         tasks[src] = Task(saved.run.env_id, dict(saved.run.env_kwargs))
+        if which == "best":
+            _warn_initial_best(Path(src))
     if task is not None:
         tasks["--task"] = parse_task(task)
     names = {src: t.name for src, t in tasks.items()}
