@@ -88,7 +88,9 @@ def _warn_initial_best(run_dir: Path) -> None:
     """A warning on stderr where a seed's best evaluation is its initial parameters: in
     self-play the evaluation return scores the run against itself, so it can peak before
     either side has learned; `--final` plays the trained parameters."""
-    meta = run_dir / "meta.json"
+    from marl.results.protocol import META
+
+    meta = run_dir / META
     steps = json.loads(meta.read_text()).get("best_step") if meta.is_file() else None
     untrained = [k for k, step in enumerate(steps or ()) if step == 0]
     if untrained:
@@ -122,7 +124,7 @@ def load_players(sources: list[str], task: str | None = None, which: str = "best
         runs[src] = saved
         tasks[src] = Task(saved.run.env_id, dict(saved.run.env_kwargs))
         if which == "best":
-            _warn_initial_best(Path(src))
+            _warn_initial_best(Path(saved.path))
     if task is not None:
         tasks["--task"] = parse_task(task)
     names = {src: t.name for src, t in tasks.items()}
