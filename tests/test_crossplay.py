@@ -175,10 +175,29 @@ def test_best_parameters_from_step_0_are_flagged(adversary_run, tmp_path):
     meta = json.loads((run / "meta.json").read_text())
     (run / "meta.json").write_text(json.dumps({**meta, "best_step": [1024, 0]}))
     args = [str(run), "random", "--episodes", "2", "--reps", "10", "--out", str(tmp_path)]
-    code, _, err = _crossplay(*args)
+    code, _, err = _crossplay(*args, "--best")
     assert code == 0 and "seed(s) 1 evaluated best at step 0" in err
-    code, _, err = _crossplay(*args, "--final")
+    code, _, err = _crossplay(*args)
     assert code == 0 and "step 0" not in err
+
+
+def test_runs_play_their_final_parameters_unless_best(adversary_run, tmp_path):
+    """A contest run's evaluations score it against itself, so its "best" parameters are not
+    its strongest: cross-play plays the final ones by default."""
+    args = [str(adversary_run), "random", "--episodes", "2", "--reps", "10"]
+    records = {}
+    for flag in ("", "--final", "--best"):
+        out = tmp_path / (flag.strip("-") or "default")
+        code, said, err = _crossplay(*args, *([flag] if flag else []), "--out", str(out))
+        assert code == 0, err
+        records[flag] = json.loads((out / "particle/adversary/crossplay.json").read_text())
+    assert records[""]["protocol"]["params"] == "final"
+    assert records["--best"]["protocol"]["params"] == "best"
+    assert records[""]["pairs"] == records["--final"]["pairs"]
+    assert records[""]["command"].split(" --out ")[0].endswith("--final")  # says what it played
+    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+        cli.main(["crossplay", *args, "--final", "--best"])
+    assert "not allowed with argument" in err.getvalue()
 
 
 @pytest.mark.parametrize(

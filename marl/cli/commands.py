@@ -358,7 +358,7 @@ def cmd_crossplay(args: argparse.Namespace) -> int:
 
     from marl.run.crossplay import crossplay, load_players, rating_lines, record_dir, write_record
 
-    which = "final" if args.final else "best"
+    which = "best" if args.best else "final"
     env, task, players = load_players(args.players, args.task, which)
     print(
         f"cross-play on {task.name}: {len(players)} players "
@@ -369,7 +369,7 @@ def cmd_crossplay(args: argparse.Namespace) -> int:
     record = crossplay(env, task, players, args.episodes, args.seed, which, args.reps)
     given = [*args.players, *(["--task", args.task] if args.task else [])]
     given += ["--episodes", str(args.episodes), "--seed", str(args.seed), "--reps", str(args.reps)]
-    given += [*(["--final"] if args.final else []), "--out", args.out]
+    given += [f"--{which}", "--out", args.out]
     command = "marl crossplay " + " ".join(shlex.quote(a) for a in given)
     paths = write_record(record, record_dir(Path(args.out), task), command)
     print("ratings (Elo scale, 95% bootstrap interval over seeds):")

@@ -221,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(combat with env.kwargs.opponent=self_play, particle/adversary) or a reference policy\n"
         "(scripted, random). Writes <out>/<family>/<task>/crossplay.json (win/draw/loss per\n"
         "pair, the score matrix and Elo-scale Bradley-Terry ratings with 95%% bootstrap\n"
-        "intervals over seeds) and crossplay.png.",
+        "intervals over seeds) and crossplay.png. Runs play each seed's final parameters\n"
+        "unless --best: a contest run's evaluations score it against itself, so the return\n"
+        "that picks its best parameters does not rank its strength.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("players", nargs="+", help="run directories, or scripted / random")
@@ -230,7 +232,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--episodes", type=at_least(1), default=32, help="episodes per seat, seed pair")
     p.add_argument("--seed", type=at_least(0), default=0, help="episode keys (and the bootstrap)")
-    p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--final",
+        dest="best",
+        action="store_false",
+        default=False,
+        help="play each seed's final parameters (the default)",
+    )
+    which.add_argument(
+        "--best",
+        action="store_true",
+        help="play each seed's best evaluated parameters instead (in self-play that return "
+        "scores a run against itself, not its strength)",
+    )
     p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
     p.add_argument("--out", default="results/crossplay", help="records folder")
     p.set_defaults(func=cmd_crossplay)

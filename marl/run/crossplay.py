@@ -6,8 +6,11 @@ matrix and Bradley-Terry ratings with bootstrap intervals over seeds
 (`marl.results.ratings`), written as `crossplay.json` (and `crossplay.png`, the matrix) in
 `<out>/<family>/<task>/`, where the leaderboard's competitive section reads them.
 
-A player is a finished run directory (its best or final parameters, every seed) or a
-reference policy of the task, `scripted` or `random` (one "seed").
+A player is a finished run directory (every seed's final parameters, or with `--best` its best
+evaluated ones) or a reference policy of the task, `scripted` or `random` (one "seed"). Final is
+the default because a contest run is trained and evaluated against itself: its evaluation return
+measures how the two sides fare against each other, not a side's strength, and can peak before
+either side has learned (on battle64 MF-AC's best parameters came from steps 0 to 2e5 of 8e5).
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ def _reference(name: str, env: MultiAgentEnv) -> Player:
 def _warn_initial_best(run_dir: Path) -> None:
     """A warning on stderr where a seed's best evaluation is its initial parameters: in
     self-play the evaluation return scores the run against itself, so it can peak before
-    either side has learned; `--final` plays the trained parameters."""
+    either side has learned (the default, final parameters, avoids it)."""
     from marl.results.protocol import META
 
     meta = run_dir / META
@@ -97,12 +100,12 @@ def _warn_initial_best(run_dir: Path) -> None:
         print(
             f"warning: {run_dir}: seed(s) {', '.join(map(str, untrained))} evaluated best at "
             "step 0 and play their initial parameters (a self-play return does not rank a "
-            "side's strength; --final plays the trained ones)",
+            "side's strength; without --best the trained ones play)",
             file=sys.stderr,
         )
 
 
-def load_players(sources: list[str], task: str | None = None, which: str = "best"):
+def load_players(sources: list[str], task: str | None = None, which: str = "final"):
     """(the contest env, its Task, the players) from run directories and reference names;
     `task` is needed only when every player is a reference. Runs of different tasks, or of a
     task that is not a contest, are refused in one line."""
@@ -181,7 +184,7 @@ def crossplay(
     players: list[Player],
     episodes: int = 32,
     seed: int = 0,
-    which: str = "best",
+    which: str = "final",
     reps: int = 1000,
     log=print,
 ) -> dict[str, Any]:
