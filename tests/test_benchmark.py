@@ -151,6 +151,31 @@ def test_run_resumes_unfinished_cells_then_trains_the_cheapest_first(tmp_path, m
     ]
 
 
+def test_no_checkpoint_trains_the_cells_without_checkpoints(tmp_path, monkeypatch):
+    """For a machine given back after the call (a GPU lent for minutes): a replay buffer's
+    checkpoint would cost GBs per segment, and nothing could resume from it."""
+    path = str(_definition(tmp_path))
+    seen = []
+
+    def train(run):
+        seen.append((run.algo, run.checkpoint, run.resume))
+        folder = run_parent(run) / str(run.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 1.0}))
+        return folder
+
+    monkeypatch.setattr(jobs, "train_run", train)
+    only = ["--tier", "cpu", "--only", "particle/simple/*"]
+    assert _cli("benchmark", "run", path, *only, "--no-checkpoint")[0] == 0
+    assert seen == [("ippo", False, False), ("vdn", False, False)]
+    seen.clear()
+    assert _cli("benchmark", "run", path, "--tier", "cpu", "--no-checkpoint")[0] == 0
+    assert [s[0] for s in seen] == ["ippo", "vdn"]  # the finished cells are skipped
+    seen.clear()
+    code, _, _ = _cli("benchmark", "run", path, "--tier", "cpu", "--only", "particle/spread*")
+    assert code == 0 and seen == []
+
+
 def test_status_prices_the_cells_left_at_the_pace_finished_cells_ran(tmp_path):
     d = bm.load(str(_definition(tmp_path)))
     runs = bm.resolve_cells(d, bm.cells(d, "cpu"))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -178,9 +179,15 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     print(summary)
     if args.action != "run" or not todo:
         return 0
-    from marl.run.jobs import train_run
+    from marl.run import jobs
 
-    failed = bm.run_cells(bm.cheapest_first(todo, bm.read_costs(records)), train_run)
+    train = jobs.train_run
+    if args.no_checkpoint:  # results do not depend on checkpoints; only resuming does
+
+        def train(run):
+            return jobs.train_run(dataclasses.replace(run, checkpoint=False, resume=False))
+
+    failed = bm.run_cells(bm.cheapest_first(todo, bm.read_costs(records)), train)
     for cell, error in failed:
         print(f"failed: {cell.key}: {error}", file=sys.stderr)
     return 1 if failed else 0

@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--only", action="append", metavar="GLOB", help="cells task/learner matching (repeatable)"
     )
     p.add_argument("--again", action="store_true", help="measure: re-measure measured cells")
+    p.add_argument(
+        "--no-checkpoint",
+        action="store_true",
+        help="run: train without checkpoints (a cell cut short starts over; for a machine that "
+        "is given back after the call, where a replay buffer's checkpoint costs GBs per segment)",
+    )
     p.set_defaults(func=cmd_benchmark)
 
     p = sub.add_parser(
