@@ -256,7 +256,7 @@ def test_weapon_cooldown_after_a_shot_has_smax_jitter():
     simulate = jax.jit(env.simulate)
     cooldowns = []
     for seed in range(4):
-        _, health, cooldown = simulate(jax.random.key(seed), state, actions)
+        _, health, cooldown = simulate(jax.random.key(seed), state, actions)[:3]
         np.testing.assert_allclose(health, [45.0] * 3 + [36.0] * 3)  # one shot each
         cooldown = np.asarray(cooldown)
         assert (cooldown[3:] == 0).all(), "the enemies did not fire"
@@ -471,7 +471,7 @@ def test_world_step_matches_jaxmarl_smax(env_id):
         smax_actions[attack] = FIRST_ATTACK + n - 1 - (actions[attack] - FIRST_ATTACK)
         decoded = decode(jnp.asarray(smax_actions))
         _, expected, *_ = smax.step_env_no_decode(jax.random.key(9), reference, decoded)
-        pos, health, _ = simulate(jax.random.key(9), state, jnp.asarray(actions, jnp.int32))
+        pos, health, _ = simulate(jax.random.key(9), state, jnp.asarray(actions, jnp.int32))[:3]
         np.testing.assert_allclose(pos, expected.unit_positions, atol=1e-5)
         np.testing.assert_allclose(health, expected.unit_health)
         fired += int((np.asarray(health) < np.asarray(state.health)).sum())

@@ -120,8 +120,34 @@ def test_self_play_spec_has_both_teams_padded():
 
 
 # --- the contract -------------------------------------------------------------------------
-def test_check_env_self_play():
-    assert check_env(marl.make("combat/3m", opponent="self_play"), num_episodes=1)["steps"] >= 1
+@pytest.mark.parametrize("reward", ["smac", "magent"])
+def test_check_env_self_play(reward):
+    env = marl.make("combat/3m", opponent="self_play", reward=reward)
+    assert check_env(env, num_episodes=1)["steps"] >= 1
+
+
+def test_magent_reward_pays_each_unit_its_own():
+    """1 marine vs 1 that does not shoot, the ally attacking every step: it earns -0.005 a
+    step, -0.1 an attack action, +0.2 on each step it fires (the foe's health drops) and +5 for
+    the kill, as MAgent's battle config; SMAC's default stays one team reward."""
+    from marl.envs.combat.env import Combat
+
+    env = Combat(allies="1m", map_size=4.0, enemy_shoots=False, reward="magent")
+    assert not env.spec.shared_reward and marl.make("combat/3m").spec.shared_reward
+    state, ts = env.reset(jax.random.key(0))
+    step = jax.jit(env.step)
+    steps = fired = 0
+    total = 0.0
+    while not bool(ts.terminated.any()):
+        assert bool(ts.avail_actions[0, FIRST_ATTACK])  # the foe stays in range
+        before = float(state.health[1])
+        state, ts = step(jax.random.key(steps), state, jnp.array([FIRST_ATTACK]))
+        steps, fired = steps + 1, fired + (float(state.health[1]) < before)
+        total += float(ts.reward[0])
+    assert float(state.health[1]) == 0.0 and 0 < fired <= steps
+    assert total == pytest.approx(-0.005 * steps - 0.1 * steps + 0.2 * fired + 5.0, abs=1e-5)
+    with pytest.raises(ValueError, match="unknown reward 'team'; valid: smac, magent"):
+        Combat(reward="team")
 
 
 def test_check_env_policy_mode():

@@ -50,12 +50,15 @@ class CombatDynamics:
 
     def simulate(
         self, key: jax.Array, state: CombatState, actions: jax.Array
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
         """The world's SUBSTEPS sub-steps under `actions` [U] int32 of every unit (allies then
-        enemies, each in the agents' action layout). Returns pos [U, 2], health [U], cooldown [U].
+        enemies, each in the agents' action layout). Returns pos [U, 2], health [U], cooldown
+        [U], and what each unit did: shots [U] (fired, over the sub-steps) and kills [U] (foes
+        whose health a shot of its own took to 0; shooters of one sub-step share the credit).
         """
         unit_type = state.unit_type
         u = unit_type.shape[0]
+        per_unit = getattr(self, "reward_rule", "smac") == "magent"
         step = jnp.asarray(STATS.velocity)[unit_type][:, None] * SUBSTEP_TIME
         reach = jnp.asarray(STATS.attack_range)[unit_type]
         damage = jnp.asarray(STATS.damage)[unit_type]
@@ -69,21 +72,28 @@ class CombatDynamics:
         )
 
         def substep(carry, jitter_t):
-            pos, health, cooldown = carry
+            pos, health, cooldown, shots, kills = carry
             alive = health > 0
             to_target = pos[target] - pos
             distance = jnp.sqrt(to_target[:, 0] ** 2 + to_target[:, 1] ** 2)
             fires = attacking & alive & alive[target] & (distance < reach) & (cooldown <= 0)
             hits = jnp.zeros((u,), health.dtype).at[target].add(jnp.where(fires, damage, 0.0))
             health = jnp.maximum(health - hits, 0.0)
+            if per_unit:  # only the per-unit reward reads them
+                killed = alive & (health <= 0)  # [U]: died in this sub-step
+                fired = fires.astype(health.dtype)
+                shooters = jnp.zeros((u,), health.dtype).at[target].add(fired)
+                credit = jnp.where(fires & killed[target], 1 / jnp.maximum(shooters[target], 1), 0)
+                shots, kills = shots + fired, kills + credit
             cooldown = jnp.where(
                 fires, base_cooldown + jitter_t, jnp.maximum(cooldown - SUBSTEP_TIME, 0.0)
             )
             moved = jnp.where(alive[:, None], pos + velocity, pos)
             moved = jnp.clip(moved, 0.0, self.map_size)
             pos = self._separate(moved, unit_type, health > 0)
-            return (pos, health, cooldown), None
+            return (pos, health, cooldown, shots, kills), None
 
-        carry = (state.pos, state.health, state.cooldown)
-        (pos, health, cooldown), _ = jax.lax.scan(substep, carry, jitter)
-        return pos, health, cooldown
+        zeros = jnp.zeros((u,), state.health.dtype)
+        carry = (state.pos, state.health, state.cooldown, zeros, zeros)
+        (pos, health, cooldown, shots, kills), _ = jax.lax.scan(substep, carry, jitter)
+        return pos, health, cooldown, shots, kills

@@ -43,6 +43,10 @@ EAST, WEST = 1, 3  # the move actions a side's mirrored view swaps
 REWARD_SCALE = 20.0  # SMAC reward_scale_rate: the most an episode can return
 KILL_REWARD = 10.0  # SMAC reward_death_value
 WIN_REWARD = 200.0  # SMAC reward_win
+REWARDS = ("smac", "magent")
+# MAgent's battle (python/magent/builtin/config/battle.py), each unit its own reward: step_reward,
+# attack_penalty (any attack), the attack-on-a-foe rule, kill_reward, dead_penalty
+MAGENT = {"step": -0.005, "attack": -0.1, "hit": 0.2, "kill": 5.0, "dead": -0.1}
 METRICS = ("won", "lost", "allies_alive", "enemies_killed", "damage_dealt")
 
 
@@ -139,7 +143,10 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
 
     Reward [N] (the same for every ally): SMAC's, damage dealt to enemies + 10 per kill + 200
     on the winning step, times 20 / (total enemy health + 10 M + 200), so a perfect episode
-    returns 20. Terminated when a side is eliminated. Metrics ([] float32): won (all enemies
+    returns 20. With `reward="magent"` each unit earns its own instead, as in MAgent's battle
+    (Yang et al. 2018): -0.005 a step, -0.1 for an attack action, +0.2 when it fires at a foe,
+    +5 a kill, -0.1 on death (`spec.shared_reward` is then False). Terminated when a side is
+    eliminated. Metrics ([] float32): won (all enemies
     dead, an ally alive), lost (all allies dead, an enemy alive), allies_alive (fraction),
     enemies_killed (fraction), damage_dealt (fraction of the enemies' total health).
 
@@ -197,6 +204,7 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         nearest: int | None = None,
         see_enemy_actions: bool = False,
         time_in_state: bool = False,
+        reward: str = "smac",
         name: str = "combat/custom",
     ):
         if attack_mode not in ATTACK_MODES:
@@ -208,6 +216,9 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         if nearest is not None and int(nearest) < 1:
             raise ValueError(f"nearest must be None or >= 1, got {nearest}")
         _check_opponent(opponent, enemy_policy, enemy_shoots)
+        if reward not in REWARDS:
+            raise ValueError(f"unknown reward {reward!r}; valid: {', '.join(REWARDS)}")
+        self.reward_rule = reward
         ally_types = _team(allies, race, "allies")
         enemy_types = _team(allies if enemies is None else enemies, race, "enemies")
         n, m = len(ally_types), len(enemy_types)
@@ -272,7 +283,7 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
                 lower_is_better=("lost",),
                 headline_metric="won",
                 state_bounded=True,
-                shared_reward=True,  # SMAC's team reward
+                shared_reward=self.reward_rule == "smac",  # SMAC's team reward
                 **timing,
             )
         obs_sizes = (self.obs_width("allies"),) * n + (self.obs_width("enemies"),) * m
@@ -344,7 +355,7 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
                 self.enemy_shoots,
             )
         all_actions = jnp.concatenate([ally_actions, enemy_actions])
-        pos, health, cooldown = self.simulate(key_world, state, all_actions)
+        pos, health, cooldown, shots, kills = self.simulate(key_world, state, all_actions)
         after = state.replace(
             pos=pos,
             health=health,
@@ -354,6 +365,8 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
             enemy_carry=carry,
         )
         reward, terminated = self._outcome(state, after)
+        if self.reward_rule == "magent":
+            reward = self._unit_reward(state, after, all_actions, shots, kills)[: reward.shape[0]]
         ts = self._timestep(after, state.t + 1, reward, terminated)
         return after, ts
 
@@ -381,6 +394,28 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         raw = damage + KILL_REWARD * kills + WIN_REWARD * won
         max_raw = foe_max + KILL_REWARD * after.unit_type[foe].shape[0] + WIN_REWARD
         return raw * (REWARD_SCALE / max_raw)
+
+    def _unit_reward(
+        self,
+        before: CombatState,
+        after: CombatState,
+        actions: jax.Array,
+        shots: jax.Array,
+        kills: jax.Array,
+    ) -> jax.Array:
+        """[U] MAgent battle's reward of each unit (its `battle.py` config): -0.005 a step, -0.1
+        for an attack action, +0.2 when it fires at a foe, +5 a kill (shared by the sub-step's
+        shooters of that foe), -0.1 on death; 0 once dead."""
+        was_alive = before.alive
+        died = was_alive & ~after.alive
+        r = (
+            MAGENT["step"]
+            + MAGENT["attack"] * (actions >= FIRST_ATTACK)
+            + MAGENT["hit"] * jnp.minimum(shots, 1.0)
+            + MAGENT["kill"] * kills
+            + MAGENT["dead"] * died
+        )
+        return jnp.where(was_alive, r, 0.0).astype(jnp.float32)
 
     def _outcome(self, before: CombatState, after: CombatState) -> tuple[jax.Array, jax.Array]:
         """The agents' rewards [num_agents] of the transition and whether the battle is over."""
