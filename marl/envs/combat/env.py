@@ -364,9 +364,7 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
             enemy_memory=memory,
             enemy_carry=carry,
         )
-        reward, terminated = self._outcome(state, after)
-        if self.reward_rule == "magent":
-            reward = self._unit_reward(state, after, all_actions, shots, kills)[: reward.shape[0]]
+        reward, terminated = self._outcome(state, after, all_actions, shots, kills)
         ts = self._timestep(after, state.t + 1, reward, terminated)
         return after, ts
 
@@ -417,14 +415,26 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         )
         return jnp.where(was_alive, r, 0.0).astype(jnp.float32)
 
-    def _outcome(self, before: CombatState, after: CombatState) -> tuple[jax.Array, jax.Array]:
-        """The agents' rewards [num_agents] of the transition and whether the battle is over."""
+    def _outcome(
+        self,
+        before: CombatState,
+        after: CombatState,
+        actions: jax.Array,
+        shots: jax.Array,
+        kills: jax.Array,
+    ) -> tuple[jax.Array, jax.Array]:
+        """The agents' rewards [num_agents] of the transition (under `reward_rule`) and whether
+        the battle is over."""
         n, m = self.num_allies, self.num_enemies
         allies, enemies = slice(0, n), slice(n, n + m)
-        reward = jnp.full((n,), self._side_reward(before, after, allies, enemies), jnp.float32)
-        if self.opponent == "self_play":
-            mirror = self._side_reward(before, after, enemies, allies)
-            reward = jnp.concatenate([reward, jnp.full((m,), mirror, jnp.float32)])
+        agents = n + m if self.opponent == "self_play" else n
+        if self.reward_rule == "magent":
+            reward = self._unit_reward(before, after, actions, shots, kills)[:agents]
+        else:
+            reward = jnp.full((n,), self._side_reward(before, after, allies, enemies), jnp.float32)
+            if self.opponent == "self_play":
+                mirror = self._side_reward(before, after, enemies, allies)
+                reward = jnp.concatenate([reward, jnp.full((m,), mirror, jnp.float32)])
         terminated = ~jnp.any(after.alive[:n]) | ~jnp.any(after.alive[n:])
         return reward, terminated
 
