@@ -137,6 +137,18 @@ def updates(train: Train, length: int) -> Callable[[Any], tuple[Any, dict[str, A
     return many
 
 
+def segment_program(train: Train, length: int) -> Callable[[Any], tuple[Any, dict[str, Array]]]:
+    """The runner's segment: `length` updates of every seed (`updates`), jitted with the state
+    donated (its buffers are reused, a replay learner's GBs not copied), returning the state
+    and each seed's metric means (`segment_means`). `marl benchmark measure` times this."""
+
+    def segment(state: Any) -> tuple[Any, dict[str, Array]]:
+        state, metrics = updates(train, length)(state)
+        return state, segment_means(metrics)
+
+    return jax.jit(segment, donate_argnums=0)
+
+
 def seed_sharding(
     seeds: int, devices: Sequence[jax.Device] | None = None, log: Callable[[str], None] = print
 ) -> Callable[[Any], Any]:
@@ -242,10 +254,6 @@ def run(
     init_keys = jax.random.split(root, settings.seeds)
     eval_key = jax.random.fold_in(root, EVAL_SALT)
 
-    def segment(state):
-        state, metrics = updates(train, per_segment)(state)
-        return state, segment_means(metrics)
-
     def evaluate_all(state):
         params = train.params(state)
         return jax.vmap(lambda p: evaluate(env, train.policy, p, eval_key, settings.eval_episodes))(
@@ -263,7 +271,7 @@ def run(
         n = settings.absolute_episodes
         return jax.vmap(lambda p: evaluate(env, train.policy, p, key, n))(params)
 
-    segment_j = jax.jit(segment, donate_argnums=0)
+    segment_j = segment_program(train, per_segment)
     evaluate_j = jax.jit(evaluate_all)
     select_j = jax.jit(select, donate_argnums=0)
     result = RunResult()
