@@ -231,8 +231,8 @@ def test_measure_keeps_each_cells_cost_and_initialises_seeds_as_the_runner(tmp_p
 
 def test_measure_times_the_runners_segment_with_its_state_donated(tmp_path, monkeypatch):
     """`measure` times the runner's own segment program, which donates the state: timed
-    without donation, a replay learner's call also copied its buffer (GBs on combat), 2.7x
-    the update itself on 5m_vs_6m VDN."""
+    without donation, a replay learner's call also copied its buffer (GBs on combat), which
+    nearly doubled the time measured on 5m_vs_6m VDN."""
     import jax
 
     from marl.learning import training
