@@ -193,6 +193,26 @@ def test_status_prices_the_cells_left_at_the_pace_finished_cells_ran(tmp_path):
     assert "1 unmeasured" in line and "took" not in line
 
 
+def test_status_counts_only_the_segments_an_unfinished_cell_has_left(tmp_path):
+    """A cell cut short resumes after its last saved segment: status says how far it got and
+    prices only the rest (it priced the whole cell, and said only `unfinished`)."""
+    d = bm.load(str(_definition(tmp_path)))
+    runs = bm.resolve_cells(d, bm.cells(d, "gpu"))  # combat/3m/qmix: 21 segments
+    ((cell, run),) = runs
+    costs = {cell.key: {"s_per_update": 3600.0 / run.total_updates, "compile_s": 0.0}}
+    folder = run_parent(run) / str(run.name)
+    (folder / "checkpoint" / "7").mkdir(parents=True)  # orbax keeps the newest segment
+    (folder / "checkpoint" / "8.orbax-checkpoint-tmp-1").mkdir()  # a save cut short
+    (folder / "meta.json").write_text(json.dumps({"finished": False}))
+    rows, todo, line = bm.status(runs, costs)
+    assert run.num_segments == 21 and len(todo) == 1
+    assert rows[0][3] == "unfinished 7/21" and rows[0][4] == "0.7 h"  # 14 of 21 segments
+    assert "0.7 h measured" in line
+    (folder / "checkpoint" / "7").rmdir()  # killed before its first segment was saved
+    rows, _, _ = bm.status(runs, costs)
+    assert rows[0][3] == "unfinished" and rows[0][4] == "1.0 h"
+
+
 MEASURED = """
 name: measured
 records: {records}

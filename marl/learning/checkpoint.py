@@ -105,6 +105,17 @@ def unstack(stacked: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
     return [{k: np.asarray(v[i]) for k, v in stacked.items()} for i in range(n)]
 
 
+def saved_segment(directory: str | Path) -> int | None:
+    """The newest segment saved in `directory`, read from its folder names (orbax's finished
+    steps are named by their number; a save in progress carries a suffix), or None. Cheap: no
+    orbax manager is built, nothing is created."""
+    path = Path(directory)
+    if not path.is_dir():
+        return None
+    steps = [int(p.name) for p in path.iterdir() if p.is_dir() and p.name.isdigit()]
+    return max(steps, default=None)
+
+
 class SegmentCheckpoints:
     """The newest segment checkpoint of one run, in `directory`."""
 

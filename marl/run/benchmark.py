@@ -181,6 +181,14 @@ def state(run: Any) -> tuple[str, dict[str, Any]]:
     return ("finished" if meta.get("finished") else "unfinished"), meta
 
 
+def segments_done(run: Any) -> int:
+    """Segments an unfinished cell has saved (its resume point), 0 if none."""
+    from marl.learning.checkpoint import saved_segment
+    from marl.run.rundir import CHECKPOINT, run_parent
+
+    return saved_segment(run_parent(run) / str(run.name) / CHECKPOINT) or 0
+
+
 def measure(run: Any, updates: int = 3) -> dict[str, float]:
     """Seconds per update of a run's vmapped seeds on this machine, training only (after one
     compile of `updates` updates in a scan, the runner's program), and the compile time."""
@@ -293,7 +301,8 @@ def status(
 ) -> tuple[list[list[str]], list[tuple[Cell, Any]], str]:
     """(table rows: tier, cell, seeds x steps, state, training time), the cells left, and a
     line saying how many are left and their measured training time, and where finished cells
-    were measured too, the whole time left at the pace they ran."""
+    were measured too, the whole time left at the pace they ran. An unfinished cell shows the
+    segments it has saved (`unfinished 7/20`) and only the training time of the rest."""
     rows, todo, left, unmeasured, paces = [], [], 0.0, 0, []
     for cell, run in runs:
         state_, meta = state(run)
@@ -304,6 +313,11 @@ def status(
             if took and est:
                 paces.append(took / est)
         else:
+            done = segments_done(run) if state_ == "unfinished" else 0
+            if done:  # it resumes after its last saved segment: only the rest is left
+                state_ = f"{state_} {done}/{run.num_segments}"
+                if est is not None:
+                    est *= 1.0 - done / run.num_segments
             cost = hours(est)
             left += est or 0.0
             unmeasured += est is None
