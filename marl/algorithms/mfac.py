@@ -13,7 +13,9 @@ actor given the previous step's neighbourhood mean action (zeros at an episode's
 - target critic: Polyak averaging with `tau`.
 
 Losses are averaged over the agents alive at each step. Greedy evaluation takes the actor's
-most likely available action.
+most likely available action. In a contest, `self_play: mirror` trains one side's actor and
+critic against an earlier copy of its actor, as mfrl does (`selfplay`); the default `both`
+trains each side's own.
 """
 
 from __future__ import annotations
@@ -35,6 +37,16 @@ from marl.learning.learner_config import LearnerConfig, defaults_from
 from .meanfield import mean_action
 from .mfq import MeanFieldQ, MFQConfig, _neighbourhoods
 from .qlearning import soft_update
+from .selfplay import (
+    SELF_PLAY,
+    Rounds,
+    check_mirror,
+    init_rounds,
+    learning_agents,
+    mirrored,
+    refresh,
+    tally,
+)
 
 Array = jax.Array
 
@@ -61,11 +73,15 @@ class MFACConfig(LearnerConfig):
     agent_id: bool
     mean_action: bool  # False: independent actor-critic with the same networks
     reward_scale: float
+    self_play: str  # contests: "both" sides learn, or "mirror" (side 0 against its copy)
+    mirror_keep: float  # mirror: the opponent keeps this share of itself at each refresh
 
     def checks(self) -> dict[str, tuple[bool, str]]:
         """Checks of its own (the shared ones: `LearnerConfig`)."""
         return {
             "tau": (0.0 < self.tau <= 1.0, "in (0, 1]"),
+            "self_play": (self.self_play in SELF_PLAY, " or ".join(SELF_PLAY)),
+            "mirror_keep": (0.0 <= self.mirror_keep < 1.0, "in [0, 1)"),
         }
 
     def networks_config(self) -> MFQConfig:
@@ -90,6 +106,7 @@ class MFACState(struct.PyTreeNode):
     timestep: Any
     prev_mean: Array  # [B, N, A]
     key: Array
+    rounds: Rounds  # self_play=mirror: episodes won since the opponent's last refresh
 
 
 def _log_probs(logits: Array, avail: Array) -> Array:
@@ -125,6 +142,11 @@ def make_train(
         raise ValueError(f"MF-AC needs discrete actions; {spec.name} is continuous")
     actor = MeanFieldQ(env, cfg.networks_config())  # outputs logits over actions
     critic = MeanFieldQ(env, cfg.networks_config())  # outputs Q over actions
+    mirror = cfg.self_play == "mirror"
+    if mirror:
+        check_mirror(env, actor.sets, "mfac")
+    learners = learning_agents(env, cfg.self_play)  # [N] whose samples train
+    side = jnp.asarray(spec.agent_group)
     wrapped = training_env(env)
     actor_tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.actor_lr))
     critic_tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.critic_lr))
@@ -133,6 +155,8 @@ def make_train(
     def init(key: Array) -> MFACState:
         k_actor, k_critic, k_env, key = jax.random.split(key, 4)
         actor_params, critic_params = actor.init(k_actor), critic.init(k_critic)
+        if mirror:  # the opponent starts as a copy of the learner
+            actor_params = mirrored(actor_params)
         env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, b))
         return MFACState(
             actor=actor_params,
@@ -144,6 +168,7 @@ def make_train(
             timestep=ts,
             prev_mean=jnp.zeros((b, n, a)),
             key=key,
+            rounds=init_rounds(b),
         )
 
     def step(state: MFACState) -> tuple[MFACState, dict[str, Array]]:
@@ -167,13 +192,16 @@ def make_train(
                 "terminated": nts.agent_terminated(ts.alive),
             }
             s = s.replace(prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean))
+            if mirror:
+                rounds = tally(s.rounds, step_data["reward"], ts.alive, nts.done, side)
+                s = s.replace(rounds=rounds)
             return s, (step_data, nts.metrics)
 
         state, (data, env_metrics) = rollout(
             batch_step(wrapped, b), state, cfg.rollout_length, act, record
         )
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), data)  # [T B, ...]
-        mask = flat["alive"].astype(jnp.float32)
+        mask = flat["alive"].astype(jnp.float32) * learners
         count = jnp.maximum(jnp.sum(mask), 1.0)
 
         # critic: TD towards the mean-field value under the current actor
@@ -224,12 +252,16 @@ def make_train(
             "loss/actor": a_loss,
             "entropy": entropy,
         }
+        if mirror:  # one soft copy for each episode the learner won in this rollout
+            metrics["self_play/refreshes"] = state.rounds.won.astype(jnp.float32)
+            actor_params, rounds = refresh(state.actor, state.rounds, cfg.mirror_keep)
+            state = state.replace(actor=actor_params, rounds=rounds)
         return state, metrics
 
     return Train(
         init=init,
         step=step,
-        params=lambda s: s.actor,
+        params=(lambda s: mirrored(s.actor)) if mirror else (lambda s: s.actor),
         policy=make_policy(actor),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
     )

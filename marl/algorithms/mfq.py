@@ -20,7 +20,9 @@ One update:
 3. Target network: Polyak averaging with `tau` (or hard copies every `target_update_interval`).
 
 `mean_action: false` removes the mean action from the input: independent Q-learning with the
-same network, replay and policy (the paper's IL baseline).
+same network, replay and policy (the paper's IL baseline). In a contest, `self_play: mirror`
+trains one side against an earlier copy of itself, as mfrl does (`selfplay`); the default
+`both` trains each side's own parameters.
 Greedy evaluation acts by argmax with the previous step's mean action (`Policy.neighbourhood`).
 """
 
@@ -47,6 +49,16 @@ from . import replay
 from .meanfield import boltzmann_logits, mean_action, mean_field_value
 from .offpolicy import replay_step, replay_update
 from .replay import EpisodeBuffer
+from .selfplay import (
+    SELF_PLAY,
+    Rounds,
+    check_mirror,
+    init_rounds,
+    learning_agents,
+    mirrored,
+    refresh,
+    tally,
+)
 
 Array = jax.Array
 
@@ -80,6 +92,8 @@ class MFQConfig(LearnerConfig):
     agent_id: bool  # one-hot agent id input (off: the network fits any agent count)
     mean_action: bool  # False: independent Q-learning with the same network
     reward_scale: float
+    self_play: str  # contests: "both" sides learn, or "mirror" (side 0 against its copy)
+    mirror_keep: float  # mirror: the opponent keeps this share of itself at each refresh
 
     def checks(self) -> dict[str, tuple[bool, str]]:
         """Checks of its own (the shared ones: `LearnerConfig`)."""
@@ -91,6 +105,8 @@ class MFQConfig(LearnerConfig):
             ),
             "tau": (self.tau is None or 0.0 < self.tau <= 1.0, "null or in (0, 1]"),
             "target_update_interval": (self.target_update_interval >= 1, "a positive integer"),
+            "self_play": (self.self_play in SELF_PLAY, " or ".join(SELF_PLAY)),
+            "mirror_keep": (0.0 <= self.mirror_keep < 1.0, "in [0, 1)"),
         }
 
 
@@ -163,6 +179,7 @@ class MFQState(struct.PyTreeNode):
     key: Array
     env_steps: Array
     updates: Array
+    rounds: Rounds  # self_play=mirror: episodes won since the opponent's last refresh
 
 
 def _neighbourhoods(env: MultiAgentEnv, states: Any) -> Array:
@@ -201,6 +218,11 @@ def make_train(
     if not spec.discrete:
         raise ValueError(f"MF-Q needs discrete actions; {spec.name} is continuous")
     nets = MeanFieldQ(env, cfg)
+    mirror = cfg.self_play == "mirror"
+    if mirror:
+        check_mirror(env, nets.sets, "mfq" if cfg.mean_action else "il")
+    learners = learning_agents(env, cfg.self_play)  # [N] whose samples train
+    side = jnp.asarray(spec.agent_group)
     wrapped = training_env(env)
     tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr))
     temperature = linear(cfg.temperature_start, cfg.temperature_end, cfg.temperature_steps)
@@ -212,6 +234,8 @@ def make_train(
     def init(key: Array) -> MFQState:
         k_net, k_env, key = jax.random.split(key, 3)
         params = nets.init(k_net)
+        if mirror:  # the opponent starts as a copy of the learner
+            params = mirrored(params)
         env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, b))
         example = Transition(
             obs=jnp.zeros((n, spec.obs_dim)),
@@ -234,6 +258,7 @@ def make_train(
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
             updates=jnp.zeros((), jnp.int32),
+            rounds=init_rounds(b),
         )
 
     def collect(state: MFQState) -> tuple[MFQState, dict[str, Array]]:
@@ -260,6 +285,8 @@ def make_train(
                 prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean),
                 env_steps=s.env_steps + b,
             )
+            if mirror:
+                s = s.replace(rounds=tally(s.rounds, batch.reward, ts.alive, nts.done, side))
             return s, nts.metrics
 
         state, metrics = rollout(batch_step(wrapped, b), state, cfg.rollout_length, act, record)
@@ -273,7 +300,7 @@ def make_train(
         value = mean_field_value(q_next_online, q_next_target, batch.next_avail, temp, cfg.target)
         not_term = 1.0 - batch.terminated.astype(jnp.float32)
         target = jax.lax.stop_gradient(batch.reward + cfg.gamma * not_term * value)
-        mask = batch.alive.astype(jnp.float32)
+        mask = batch.alive.astype(jnp.float32) * learners
         loss = jnp.sum(mask * (taken - target) ** 2) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, {
             "loss/td": loss,
@@ -309,7 +336,12 @@ def make_train(
             key=done.key,
             updates=done.updates,
         )
-        return state, done.metrics
+        metrics = done.metrics
+        if mirror:  # one soft copy for each episode the learner won since the last update
+            metrics = {**metrics, "self_play/refreshes": state.rounds.won.astype(jnp.float32)}
+            params, rounds = refresh(state.params, state.rounds, cfg.mirror_keep)
+            state = state.replace(params=params, rounds=rounds)
+        return state, metrics
 
     def schedules(state: MFQState) -> dict[str, Array]:
         return {"temperature": temperature(state.env_steps)}
@@ -317,7 +349,7 @@ def make_train(
     return Train(
         init=init,
         step=replay_step(collect, learn, cfg.train_steps, schedules),
-        params=lambda s: s.params,
+        params=(lambda s: mirrored(s.params)) if mirror else (lambda s: s.params),
         policy=make_policy(nets, cfg.temperature_end),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
     )

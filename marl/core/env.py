@@ -281,6 +281,13 @@ class MultiAgentEnv(Generic[StateT]):
         False."""
         return False
 
+    @property
+    def mirrored_sides(self) -> bool:
+        """A contest whose two sides are mirror images (the same units, each side seeing and
+        acting in its own mirrored frame), so that a policy of either side can play the other:
+        what self-play against a copy of oneself needs (`self_play: mirror`). Default False."""
+        return False
+
     def contest_score(self, episode: dict[str, Array]) -> Array:
         """Contests only: group 0's score in each finished episode (1 a win, 0.5 a draw, 0 a
         loss), from the evaluator's per-episode values (returns per group, last-step metrics).

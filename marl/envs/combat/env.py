@@ -223,6 +223,8 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         enemy_types = _team(allies if enemies is None else enemies, race, "enemies")
         n, m = len(ally_types), len(enemy_types)
         self.num_allies, self.num_enemies = n, m
+        # the same armies (drawn per episode with `race`: the enemies mirror the allies' types)
+        self._same_armies = n == m and (race is not None or list(ally_types) == list(enemy_types))
         self.nearest = None if nearest is None else int(nearest)
         self.see_enemy_actions = bool(see_enemy_actions)
         self.time_in_state = bool(time_in_state)
@@ -470,6 +472,11 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
     def contest(self) -> bool:
         """Self-play battles are contests: each team a side."""
         return self.opponent == "self_play"
+
+    @property
+    def mirrored_sides(self) -> bool:
+        """Self-play between the same armies: either side's policy can drive the other."""
+        return self.opponent == "self_play" and self._same_armies
 
     def contest_score(self, episode: dict[str, jax.Array]) -> jax.Array:
         """The allies' score: the side with more units alive at the end wins (eliminating the
