@@ -37,16 +37,7 @@ from marl.learning.learner_config import LearnerConfig, defaults_from
 from .meanfield import mean_action
 from .mfq import MeanFieldQ, MFQConfig, _neighbourhoods
 from .qlearning import soft_update
-from .selfplay import (
-    SELF_PLAY,
-    Rounds,
-    check_mirror,
-    init_rounds,
-    learning_agents,
-    mirrored,
-    refresh,
-    tally,
-)
+from .selfplay import Rounds, SelfPlay, config_checks, init_rounds
 
 Array = jax.Array
 
@@ -80,8 +71,7 @@ class MFACConfig(LearnerConfig):
         """Checks of its own (the shared ones: `LearnerConfig`)."""
         return {
             "tau": (0.0 < self.tau <= 1.0, "in (0, 1]"),
-            "self_play": (self.self_play in SELF_PLAY, " or ".join(SELF_PLAY)),
-            "mirror_keep": (0.0 <= self.mirror_keep < 1.0, "in [0, 1)"),
+            **config_checks(self.self_play, self.mirror_keep),
         }
 
     def networks_config(self) -> MFQConfig:
@@ -142,11 +132,7 @@ def make_train(
         raise ValueError(f"MF-AC needs discrete actions; {spec.name} is continuous")
     actor = MeanFieldQ(env, cfg.networks_config())  # outputs logits over actions
     critic = MeanFieldQ(env, cfg.networks_config())  # outputs Q over actions
-    mirror = cfg.self_play == "mirror"
-    if mirror:
-        check_mirror(env, actor.sets, "mfac")
-    learners = learning_agents(env, cfg.self_play)  # [N] whose samples train
-    side = jnp.asarray(spec.agent_group)
+    self_play = SelfPlay(env, actor.sets, "mfac", cfg.self_play, cfg.mirror_keep)
     wrapped = training_env(env)
     actor_tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.actor_lr))
     critic_tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.critic_lr))
@@ -154,9 +140,7 @@ def make_train(
 
     def init(key: Array) -> MFACState:
         k_actor, k_critic, k_env, key = jax.random.split(key, 4)
-        actor_params, critic_params = actor.init(k_actor), critic.init(k_critic)
-        if mirror:  # the opponent starts as a copy of the learner
-            actor_params = mirrored(actor_params)
+        actor_params, critic_params = self_play.start(actor.init(k_actor)), critic.init(k_critic)
         env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, b))
         return MFACState(
             actor=actor_params,
@@ -191,17 +175,17 @@ def make_train(
                 "alive": ts.alive,
                 "terminated": nts.agent_terminated(ts.alive),
             }
-            s = s.replace(prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean))
-            if mirror:
-                rounds = tally(s.rounds, step_data["reward"], ts.alive, nts.done, side)
-                s = s.replace(rounds=rounds)
+            s = s.replace(
+                prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean),
+                rounds=self_play.record(s.rounds, step_data["reward"], ts.alive, nts.done),
+            )
             return s, (step_data, nts.metrics)
 
         state, (data, env_metrics) = rollout(
             batch_step(wrapped, b), state, cfg.rollout_length, act, record
         )
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), data)  # [T B, ...]
-        mask = flat["alive"].astype(jnp.float32) * learners
+        mask = flat["alive"].astype(jnp.float32) * self_play.learners
         count = jnp.maximum(jnp.sum(mask), 1.0)
 
         # critic: TD towards the mean-field value under the current actor
@@ -252,16 +236,13 @@ def make_train(
             "loss/actor": a_loss,
             "entropy": entropy,
         }
-        if mirror:  # one soft copy for each episode the learner won in this rollout
-            metrics["self_play/refreshes"] = state.rounds.won.astype(jnp.float32)
-            actor_params, rounds = refresh(state.actor, state.rounds, cfg.mirror_keep)
-            state = state.replace(actor=actor_params, rounds=rounds)
-        return state, metrics
+        actor_params, rounds, refreshed = self_play.update(state.actor, state.rounds)
+        return state.replace(actor=actor_params, rounds=rounds), {**metrics, **refreshed}
 
     return Train(
         init=init,
         step=step,
-        params=(lambda s: mirrored(s.actor)) if mirror else (lambda s: s.actor),
+        params=lambda s: self_play.saved(s.actor),
         policy=make_policy(actor),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
     )

@@ -49,16 +49,7 @@ from . import replay
 from .meanfield import boltzmann_logits, mean_action, mean_field_value
 from .offpolicy import replay_step, replay_update
 from .replay import EpisodeBuffer
-from .selfplay import (
-    SELF_PLAY,
-    Rounds,
-    check_mirror,
-    init_rounds,
-    learning_agents,
-    mirrored,
-    refresh,
-    tally,
-)
+from .selfplay import Rounds, SelfPlay, config_checks, init_rounds
 
 Array = jax.Array
 
@@ -105,8 +96,7 @@ class MFQConfig(LearnerConfig):
             ),
             "tau": (self.tau is None or 0.0 < self.tau <= 1.0, "null or in (0, 1]"),
             "target_update_interval": (self.target_update_interval >= 1, "a positive integer"),
-            "self_play": (self.self_play in SELF_PLAY, " or ".join(SELF_PLAY)),
-            "mirror_keep": (0.0 <= self.mirror_keep < 1.0, "in [0, 1)"),
+            **config_checks(self.self_play, self.mirror_keep),
         }
 
 
@@ -218,11 +208,8 @@ def make_train(
     if not spec.discrete:
         raise ValueError(f"MF-Q needs discrete actions; {spec.name} is continuous")
     nets = MeanFieldQ(env, cfg)
-    mirror = cfg.self_play == "mirror"
-    if mirror:
-        check_mirror(env, nets.sets, "mfq" if cfg.mean_action else "il")
-    learners = learning_agents(env, cfg.self_play)  # [N] whose samples train
-    side = jnp.asarray(spec.agent_group)
+    learner = "mfq" if cfg.mean_action else "il"
+    self_play = SelfPlay(env, nets.sets, learner, cfg.self_play, cfg.mirror_keep)
     wrapped = training_env(env)
     tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr))
     temperature = linear(cfg.temperature_start, cfg.temperature_end, cfg.temperature_steps)
@@ -233,9 +220,7 @@ def make_train(
 
     def init(key: Array) -> MFQState:
         k_net, k_env, key = jax.random.split(key, 3)
-        params = nets.init(k_net)
-        if mirror:  # the opponent starts as a copy of the learner
-            params = mirrored(params)
+        params = self_play.start(nets.init(k_net))
         env_state, ts = jax.vmap(wrapped.reset)(jax.random.split(k_env, b))
         example = Transition(
             obs=jnp.zeros((n, spec.obs_dim)),
@@ -284,9 +269,8 @@ def make_train(
                 buffer=replay.add_masked(s.buffer, batch, jnp.ones((b,), bool)),
                 prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean),
                 env_steps=s.env_steps + b,
+                rounds=self_play.record(s.rounds, batch.reward, ts.alive, nts.done),
             )
-            if mirror:
-                s = s.replace(rounds=tally(s.rounds, batch.reward, ts.alive, nts.done, side))
             return s, nts.metrics
 
         state, metrics = rollout(batch_step(wrapped, b), state, cfg.rollout_length, act, record)
@@ -300,7 +284,7 @@ def make_train(
         value = mean_field_value(q_next_online, q_next_target, batch.next_avail, temp, cfg.target)
         not_term = 1.0 - batch.terminated.astype(jnp.float32)
         target = jax.lax.stop_gradient(batch.reward + cfg.gamma * not_term * value)
-        mask = batch.alive.astype(jnp.float32) * learners
+        mask = batch.alive.astype(jnp.float32) * self_play.learners
         loss = jnp.sum(mask * (taken - target) ** 2) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, {
             "loss/td": loss,
@@ -336,12 +320,8 @@ def make_train(
             key=done.key,
             updates=done.updates,
         )
-        metrics = done.metrics
-        if mirror:  # one soft copy for each episode the learner won since the last update
-            metrics = {**metrics, "self_play/refreshes": state.rounds.won.astype(jnp.float32)}
-            params, rounds = refresh(state.params, state.rounds, cfg.mirror_keep)
-            state = state.replace(params=params, rounds=rounds)
-        return state, metrics
+        params, rounds, refreshed = self_play.update(state.params, state.rounds)
+        return state.replace(params=params, rounds=rounds), {**done.metrics, **refreshed}
 
     def schedules(state: MFQState) -> dict[str, Array]:
         return {"temperature": temperature(state.env_steps)}
@@ -349,7 +329,7 @@ def make_train(
     return Train(
         init=init,
         step=replay_step(collect, learn, cfg.train_steps, schedules),
-        params=(lambda s: mirrored(s.params)) if mirror else (lambda s: s.params),
+        params=lambda s: self_play.saved(s.params),
         policy=make_policy(nets, cfg.temperature_end),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
     )

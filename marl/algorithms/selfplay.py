@@ -93,11 +93,48 @@ def mirrored(params: Any) -> Any:
     return jax.tree.map(lambda p: p.at[1].set(p[0]), params)
 
 
-def learning_agents(env: MultiAgentEnv, self_play: str) -> Array:
-    """[N] float32: 1 for the agents whose samples train (all; side 0 only when mirrored)."""
-    sides = jnp.asarray(np.asarray(env.spec.agent_group))
-    return (
-        (sides == 0).astype(jnp.float32)
-        if self_play == "mirror"
-        else jnp.ones_like(sides, jnp.float32)
-    )
+def config_checks(self_play: str, mirror_keep: float) -> dict[str, tuple[bool, str]]:
+    """The `LearnerConfig.checks` entries of the two settings."""
+    return {
+        "self_play": (self_play in SELF_PLAY, " or ".join(SELF_PLAY)),
+        "mirror_keep": (0.0 <= mirror_keep < 1.0, "in [0, 1)"),
+    }
+
+
+class SelfPlay:
+    """A learner's self-play on `env`: `mode` "both" (every agent's samples train; nothing
+    else changes) or "mirror" (above). The learner calls `start` on its initial parameters,
+    `record` on every env step, `update` after every update, weights its losses by
+    `learners`, and saves `saved(params)`."""
+
+    def __init__(self, env: MultiAgentEnv, sets: AgentParams, learner: str, mode: str, keep: float):
+        self.mirror = mode == "mirror"
+        if self.mirror:
+            check_mirror(env, sets, learner)
+        self.keep = keep
+        self.side = jnp.asarray(np.asarray(env.spec.agent_group))
+        # [N] float32: 1 for the agents whose samples train (side 0 only when mirrored)
+        self.learners = (self.side == 0 if self.mirror else jnp.ones_like(self.side, bool)).astype(
+            jnp.float32
+        )
+
+    def start(self, params: Any) -> Any:
+        """Initial parameters: the opponent starts as a copy of the learner."""
+        return mirrored(params) if self.mirror else params
+
+    def record(self, rounds: Rounds, reward: Array, alive: Array, done: Array) -> Rounds:
+        """`tally` one env step (mirror only)."""
+        return tally(rounds, reward, alive, done, self.side) if self.mirror else rounds
+
+    def update(self, params: Any, rounds: Rounds) -> tuple[Any, Rounds, dict[str, Array]]:
+        """After an update: one soft copy for each episode won since the last (mirror only),
+        and its metric `self_play/refreshes`."""
+        if not self.mirror:
+            return params, rounds, {}
+        metrics = {"self_play/refreshes": rounds.won.astype(jnp.float32)}
+        params, rounds = refresh(params, rounds, self.keep)
+        return params, rounds, metrics
+
+    def saved(self, params: Any) -> Any:
+        """The parameters a run saves and evaluates: the learner on both sides when mirrored."""
+        return mirrored(params) if self.mirror else params
