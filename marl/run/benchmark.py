@@ -197,7 +197,7 @@ def measure(run: Any, updates: int = 3) -> dict[str, float]:
     from marl.learning import training
     from marl.run import config
 
-    env, train = config.build(run)
+    _, train = config.build(run)
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
     start = time.perf_counter()
     state = jax.block_until_ready(training.init_seeds(train, keys))
