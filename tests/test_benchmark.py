@@ -68,6 +68,33 @@ def test_cells_carry_their_tasks_keywords_and_overrides(tmp_path):
     assert [c.key for c in bm.cells(d, only=["*/vdn"])] == [cells[1].key, cells[3].key]
 
 
+def test_a_variant_family_names_its_cells_and_runs_apart(tmp_path):
+    """The same learner on the same task, trained otherwise (e.g. mirror self-play), is its own
+    cell, `task/algo@variant`, with its own run folder; two families that would give one cell
+    two definitions are refused in one line."""
+    text = (
+        TINY.format(records=tmp_path / "records")
+        + """    mirror:
+      variant: mirror
+      budget: 1e6
+      seeds: 5
+      tasks: [combat/3m]
+      algos: [qmix]
+      overrides:
+        all: [algo.lr=1e-4]
+"""
+    )
+    path = tmp_path / "variant.yaml"
+    path.write_text(text)
+    cells = bm.cells(bm.load(str(path)), "gpu")
+    assert [c.key for c in cells] == ["combat/3m/qmix", "combat/3m/qmix@mirror"]
+    assert "name=tiny" in cells[0].overrides() and "name=tiny-mirror" in cells[1].overrides()
+    assert [c.key for c in bm.cells(bm.load(str(path)), only=["*@mirror"])] == [cells[1].key]
+    path.write_text(text.replace("      variant: mirror\n", ""))
+    with pytest.raises(bm.BenchmarkError, match="combat/3m/qmix is defined twice .*variant"):
+        bm.cells(bm.load(str(path)))
+
+
 def test_only_takes_a_cell_name_as_status_prints_it(tmp_path):
     # the brackets of a task's keywords are a character class to a glob
     d = bm.load(str(_definition(tmp_path)))

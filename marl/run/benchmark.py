@@ -45,10 +45,20 @@ class Cell:
     protocol: str
     extra: tuple[str, ...]
     records: Path
+    variant: str | None = (
+        None  # the family's `variant`: the same learner on the same task, trained otherwise
+    )
 
     @property
     def key(self) -> str:
-        return f"{self.task}/{self.algo}"
+        """`task/algo`, and `@variant` for a family that names one."""
+        return f"{self.task}/{self.algo}" + (f"@{self.variant}" if self.variant else "")
+
+    @property
+    def run_name(self) -> str:
+        """The run's folder name under `<records>/<task>/<algo>/`: the benchmark's name, and
+        `-variant` for a family that names one (so its runs never take another's folder)."""
+        return self.benchmark + (f"-{self.variant}" if self.variant else "")
 
     @property
     def env_overrides(self) -> list[str]:
@@ -70,7 +80,7 @@ class Cell:
             f"seeds={self.seeds}",
             f"budget={self.budget:g}",
             f"out={self.records}",
-            f"name={self.benchmark}",
+            f"name={self.run_name}",
             *self.extra,
         ]
 
@@ -112,8 +122,17 @@ def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = (
                             protocol=spec.get("protocol", definition.get("protocol", "default")),
                             extra=tuple([*extra.get("all", []), *extra.get(algo, [])]),
                             records=Path(definition["records"]),
+                            variant=spec.get("variant"),
                         )
                     )
+    seen: dict[str, str] = {}
+    for c in out:
+        if c.key in seen:
+            raise BenchmarkError(
+                f"cell {c.key} is defined twice (families {seen[c.key]} and {c.family}): give "
+                "one of them a `variant` name"
+            )
+        seen[c.key] = c.family
     if only:
         known_tasks = sorted({c.task for c in out})
         known_algos = sorted({c.algo for c in out})
