@@ -103,6 +103,11 @@ def test_only_takes_a_cell_name_as_status_prints_it(tmp_path):
     assert [c.key for c in bm.cells(d, only=["particle/spread*/ippo"])] == [
         "particle/spread[num_agents=2]/ippo"
     ]
+    # a glob with a task's keywords in it: the brackets are the name's, not a character class
+    assert [c.key for c in bm.cells(d, only=["particle/spread[num_agents=2]/*"])] == [
+        "particle/spread[num_agents=2]/ippo",
+        "particle/spread[num_agents=2]/vdn",
+    ]
 
 
 @pytest.mark.parametrize(

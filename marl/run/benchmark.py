@@ -148,9 +148,11 @@ def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = (
 
 
 def _matches(key: str, pattern: str) -> bool:
-    """A cell's name as `status` prints it (`swarm/vicsek[num_agents=50]/mappo`, whose brackets
-    a glob would read as a character class), or a glob over names."""
-    return key == pattern or fnmatch.fnmatchcase(key, pattern)
+    """A cell's name as `status` prints it (`swarm/vicsek[num_agents=50]/mappo`), or a glob over
+    names, in which a task's keyword brackets (`[...=...]`) are literal, not a character class:
+    `combat/battle64[opponent=self_play]/*` matches that task's cells."""
+    literal = re.sub(r"\[([^\]]*=[^\]]*)\]", lambda m: f"[[]{m.group(1)}[]]", pattern)
+    return key == pattern or fnmatch.fnmatchcase(key, literal)
 
 
 def resolve(cell: Cell) -> Any:
