@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from tests.scripts_loader import load_script
+from scripts_loader import load_script
 
 
 def _run(tmp_path, rows):
