@@ -2,7 +2,7 @@
 (each seed's best evaluated parameters, re-evaluated) as IQM [95% CI], and the probability of
 improvement between every pair of learners, with CIs (stratified bootstrap over seeds).
 
-    python scripts/compare_finals.py RUN_DIR... [--metric return] [--reps 50000]
+    python scripts/compare_finals.py RUN_DIR... [--metric return] [--reps 50000] [--paired]
 
 For claims checked on final performance where the runs' evaluation grids differ (learners that
 update in different sizes train slightly different env steps, so `marl report` keeps their
@@ -10,6 +10,12 @@ records apart): the table states each run's env steps beside its figures. A run 
 any finished `marl train` run (its `final.json`); several runs of one learner on one task are
 pooled (their seeds concatenated) where they trained to one nominal budget, and shown apart,
 `learner (2e6)`, where not.
+
+`--paired` adds, for each pair of learners with one run each and as many seeds, the mean of
+their per-seed differences with a bootstrap CI over seeds, and on how many seeds each is
+ahead. Seed k of two runs is paired where the learners build the same networks and split their
+keys alike (IQL, VDN and QMIX share the agent network: seed k starts from the same weights and
+the same environments); the probability of improvement treats the seeds as unpaired.
 """
 
 from __future__ import annotations
@@ -63,11 +69,27 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
     return out
 
 
+def paired(a: np.ndarray, b: np.ndarray, reps: int = REPS, seed: int = 0) -> dict:
+    """Per-seed differences `a - b`: their mean with a 95% percentile bootstrap CI over seeds,
+    and the seeds on which each is ahead."""
+    diff = np.asarray(a, float) - np.asarray(b, float)
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), (reps, len(diff)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {
+        "mean": (float(diff.mean()), float(low), float(high)),
+        "ahead": int(np.sum(diff > 0)),
+        "behind": int(np.sum(diff < 0)),
+        "seeds": len(diff),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR")
     parser.add_argument("--metric", default="return", help="absolute metric of final.json")
     parser.add_argument("--reps", type=int, default=REPS, help="bootstrap replicates")
+    parser.add_argument("--paired", action="store_true", help="per-seed differences too")
     args = parser.parse_args(argv)
     for task, learners in load(args.runs, args.metric).items():
         print(f"### {task} ({args.metric}, absolute metric)\n")
@@ -88,6 +110,22 @@ def main(argv: list[str] | None = None) -> int:
                     reps=args.reps,
                 )
                 print(f"| P({a} > {b}) | {_fmt(p)} |")
+            print()
+        if args.paired and len(learners) > 1:
+            print("| paired: X - Y | mean per-seed difference [95% CI] | X ahead / behind |")
+            print("|---|---|---|")
+            for a, b in itertools.combinations(learners, 2):
+                ea, eb = learners[a], learners[b]
+                if (
+                    len(ea["dirs"]) > 1
+                    or len(eb["dirs"]) > 1
+                    or len(ea["scores"]) != len(eb["scores"])
+                ):
+                    print(f"| {a} - {b} | not paired (pooled runs or unequal seeds) | |")
+                    continue
+                d = paired(np.asarray(ea["scores"]), np.asarray(eb["scores"]), reps=args.reps)
+                counts = f"{d['ahead']} / {d['behind']} of {d['seeds']}"
+                print(f"| {a} - {b} | {_fmt(d['mean'])} | {counts} |")
             print()
     return 0
 

@@ -55,3 +55,23 @@ def test_a_missing_metric_names_the_ones_there(tmp_path):
     a = _run(tmp_path, "ippo", [1.0, 2.0], 1000)
     with pytest.raises(SystemExit, match="no absolute 'cohesion'; has return, order"):
         _script().main([a, "--metric", "cohesion"])
+
+
+def test_paired_differences_by_hand(tmp_path):
+    """Seed k of two runs against each other: the mean difference, its bootstrap CI over seeds
+    (one value when every difference is equal) and who is ahead on how many seeds."""
+    cf = _script()
+    d = cf.paired([1.0, 2.0, 3.0], [0.0, 1.0, 2.0], reps=200)
+    assert d["mean"] == (1.0, 1.0, 1.0) and (d["ahead"], d["behind"], d["seeds"]) == (3, 0, 3)
+    d = cf.paired([1.0, 0.0, 5.0, 2.0], [0.0, 1.0, 1.0, 2.0], reps=2000)
+    assert d["mean"][0] == pytest.approx(1.0) and (d["ahead"], d["behind"]) == (2, 1)
+    assert d["mean"][1] < 1.0 < d["mean"][2]
+    a = _run(tmp_path, "vdn", [0.9, 0.5, 0.7], 1000)
+    b = _run(tmp_path, "iql", [0.8, 0.5, 0.6], 1000)
+    c = _run(tmp_path, "qmix", [0.1, 0.2], 1000)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cf.main([a, b, c, "--paired", "--reps", "500"]) == 0
+    text = out.getvalue()
+    assert "| vdn - iql | 0.07 [" in text and "| 2 / 0 of 3 |" in text
+    assert "| vdn - qmix | not paired (pooled runs or unequal seeds) | |" in text
