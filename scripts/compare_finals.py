@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from marl.results.stats import REPS, iqm_ci, probability_of_improvement
+from marl.results.stats import REPS, iqm_ci, mean_ci, probability_of_improvement
 
 
 def _fmt(t) -> str:
@@ -70,14 +70,11 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
 
 
 def paired(a: np.ndarray, b: np.ndarray, reps: int = REPS, seed: int = 0) -> dict:
-    """Per-seed differences `a - b`: their mean with a 95% percentile bootstrap CI over seeds,
-    and the seeds on which each is ahead."""
+    """Per-seed differences `a - b`: their mean with a 95% percentile bootstrap CI over seeds
+    (`marl.results.stats.mean_ci`), and the seeds on which each is ahead."""
     diff = np.asarray(a, float) - np.asarray(b, float)
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), (reps, len(diff)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
     return {
-        "mean": (float(diff.mean()), float(low), float(high)),
+        "mean": mean_ci(diff, reps=reps, seed=seed),
         "ahead": int(np.sum(diff > 0)),
         "behind": int(np.sum(diff < 0)),
         "seeds": len(diff),

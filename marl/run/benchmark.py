@@ -45,9 +45,8 @@ class Cell:
     protocol: str
     extra: tuple[str, ...]
     records: Path
-    variant: str | None = (
-        None  # the family's `variant`: the same learner on the same task, trained otherwise
-    )
+    # the family's `variant`: the same learner on the same task, trained otherwise
+    variant: str | None = None
 
     @property
     def key(self) -> str:
