@@ -90,6 +90,7 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
     "il": f"{_A}.mfq:make_train_il",
     "mfac": f"{_A}.mfac:make_train",
     "decpomfc": f"{_A}.decpomfc:make_train",
+    "teams": f"{_A}.teams:make_train",
 }
 
 

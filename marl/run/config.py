@@ -73,8 +73,14 @@ class RunConfig:
     @property
     def record_algo(self) -> str:
         """The algorithm as records, reports and the leaderboard name it: `label` or the
-        learner's name."""
-        return self.label or self.algo
+        learner's name (`teams`: its sides' learners, e.g. `mfq+il`)."""
+        if self.label:
+            return self.label
+        if self.algo == "teams":
+            from marl.algorithms.teams import label
+
+            return label(self.algo_cfg)
+        return self.algo
 
     @property
     def total_updates(self) -> int:
