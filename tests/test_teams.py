@@ -81,7 +81,7 @@ def test_teams_trains_each_side_with_its_own_learner():
     }
     train = teams.make_train(env, cfg)
     ippo = marl.algorithm("ippo")(SideView(env, 0, _counting(2, 0), None), cfg["side0"])
-    assert train.steps_per_update == 2 * 8 + 2 * 4
+    assert train.steps_per_update == 2 * 8 + 2 * (2 * 4)  # IL updates twice per IPPO update
     assert teams.label(cfg) == "ippo+il"
     state = train.init(jax.random.key(0))
     before = train.params(state)
@@ -132,7 +132,9 @@ def test_teams_defaults_to_the_shipped_sides():
     train = teams.make_train(
         marl.make("combat/3m", opponent="self_play"), {"side1": {"name": "il"}}
     )
-    assert train.steps_per_update == 2 * 32  # MF-Q's and IL's 8 x 4 steps
+    assert train.steps_per_update == 2 * 32  # MF-Q's and IL's 8 x 4 steps, once each
+    assert teams.balance(2048, 64) == (1, 32) and teams.balance(64, 2048) == (32, 1)
+    assert teams.balance(100, 60) == (1, 2) and teams.balance(32, 32) == (1, 1)
     assert teams.label(None) == "mfq+il"
 
 

@@ -221,7 +221,10 @@ def test_every_top_level_and_protocol_key_has_a_comment():
     "override, needles",
     [
         ("env=particle/nope", ["unknown environment 'particle/nope'", "particle/spread"]),
-        ("algo=nope", ["unknown algorithm 'nope'", "il, ippo, iql, mappo, mfac, mfq, qmix, teams, vdn"]),
+        (
+            "algo=nope",
+            ["unknown algorithm 'nope'", "il, ippo, iql, mappo, mfac, mfq, qmix, teams, vdn"],
+        ),
         ("algo.lrr=1e-3", ["lrr", "valid:", "critic_lr", "num_envs"]),
         ("env.kwargs.num_agent=5", ["num_agent", "valid:", "num_agents=3"]),
         ("protocol=nope", ["unknown protocol 'nope'", "default"]),
