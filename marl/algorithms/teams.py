@@ -38,9 +38,10 @@ class TeamsState(struct.PyTreeNode):
 
 
 def side_configs(cfg: dict[str, Any] | None) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """`((learner, settings) of side 0, of side 1)` from `{side0: {name, ...}, side1: ...}`,
-    or a one-line ValueError naming what is missing or unknown."""
-    cfg = dict(cfg or {})
+    """`((learner, settings) of side 0, of side 1)` from `{side0: {name, ...}, side1: ...}`
+    (a side it does not name: the shipped one's), or a one-line ValueError naming what is
+    missing or unknown."""
+    cfg = {**shipped("teams"), **(cfg or {})}
     cfg.pop("name", None)
     unknown = sorted(set(cfg) - set(SIDES))
     if unknown:
@@ -59,7 +60,7 @@ def side_configs(cfg: dict[str, Any] | None) -> tuple[tuple[str, dict[str, Any]]
 
 def label(cfg: dict[str, Any] | None) -> str:
     """How records name a teams run: its sides' learners, `side0+side1` (e.g. `mfq+il`)."""
-    return "+".join(name for name, _ in side_configs({**shipped("teams"), **(cfg or {})}))
+    return "+".join(name for name, _ in side_configs(cfg))
 
 
 def make_train(
@@ -69,7 +70,7 @@ def make_train(
     trained against each other on the contest `env`; a side `cfg` does not name is the shipped
     one's (`marl/conf/algo/teams.yaml`: MF-Q against IL)."""
     check_two_sides(env, "teams")
-    sides = side_configs({**shipped("teams"), **(cfg or {})})
+    sides = side_configs(cfg)
     builders = [algorithm(name) for name, _ in sides]
 
     def build(side: int, opponent: Any, params: Any) -> Train:

@@ -73,14 +73,13 @@ class RunConfig:
     @property
     def record_algo(self) -> str:
         """The algorithm as records, reports and the leaderboard name it: `label` or the
-        learner's name (`teams`: its sides' learners, e.g. `mfq+il`)."""
+        learner's name, or the name its module's `label(cfg)` gives (`teams`: its sides'
+        learners, e.g. `mfq+il`)."""
         if self.label:
             return self.label
-        if self.algo == "teams":
-            from marl.algorithms.teams import label
-
-            return label(self.algo_cfg)
-        return self.algo
+        module = sys.modules.get(getattr(learner_factory(self.algo), "__module__", ""), None)
+        label = getattr(module, "label", None)
+        return label(self.algo_cfg) if callable(label) else self.algo
 
     @property
     def total_updates(self) -> int:
