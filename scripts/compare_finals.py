@@ -3,6 +3,7 @@
 improvement between every pair of learners, with CIs (stratified bootstrap over seeds).
 
     python scripts/compare_finals.py RUN_DIR... [--metric return] [--reps 50000] [--paired]
+        [--reached T]
 
 For claims checked on final performance where the runs' evaluation grids differ (learners that
 update in different sizes train slightly different env steps, so `marl report` keeps their
@@ -11,11 +12,17 @@ any finished `marl train` run (its `final.json`); several runs of one learner on
 pooled (their seeds concatenated) where they trained to one nominal budget, and shown apart,
 `learner (2e6)`, where not.
 
-`--paired` adds, for each pair of learners with one run each and as many seeds, the mean of
-their per-seed differences with a bootstrap CI over seeds, and on how many seeds each is
-ahead. Seed k of two runs is paired where the learners build the same networks and split their
-keys alike (IQL, VDN and QMIX share the agent network: seed k starts from the same weights and
-the same environments); the probability of improvement treats the seeds as unpaired.
+`--paired` adds, for each pair of learners whose runs hold the same seeds (seed k of root seed
+`seed=` in each run's config.yaml), the mean of their per-seed differences with a bootstrap CI
+over seeds, and on how many seeds each is ahead. Seed k of two runs is paired where the
+learners build the same networks and split their keys alike (IQL, VDN and QMIX share the agent
+network: seed k starts from the same weights and the same environments); the probability of
+improvement treats the seeds as unpaired.
+
+`--reached T` adds, for learners whose seeds either find a policy or stay stuck (SMAC's
+charge-and-die), how many seeds' greedy evaluations reached `T` on the metric during training
+(metrics.jsonl), the first env step at which each did, and Fisher's exact test (two-sided)
+between every pair of learners on those counts.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from marl.results.stats import REPS, iqm_ci, mean_ci, probability_of_improvement
 
@@ -50,6 +58,11 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
             raise SystemExit(f"{d}: no absolute {metric!r}; has {', '.join(final['absolute'])}")
         task = Path(d).parent.parent.name  # <records>/<family>/<task>/<algo>/<name>
         finals.append((f"{Path(d).parent.parent.parent.name}/{task}", d, final))
+
+    def root_seed(d: str) -> int:
+        cfg = Path(d) / "config.yaml"
+        return int(yaml.safe_load(cfg.read_text()).get("seed", 0)) if cfg.is_file() else 0
+
     budgets: dict[tuple[str, str], set] = {}
     for task, _, final in finals:
         budgets.setdefault((task, final["algo"]), set()).add(final.get("budget"))
@@ -61,12 +74,46 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
             label = "budget unknown" if budget is None else f"{budget:.0e}".replace("e+0", "e")
             name = f"{name} ({label})"
         entry = out.setdefault(task, {}).setdefault(
-            name, {"scores": [], "env_steps": set(), "dirs": []}
+            name, {"scores": [], "env_steps": set(), "dirs": [], "keys": []}
         )
-        entry["scores"] += list(np.asarray(final["absolute"][metric], dtype=float))
+        scores = list(np.asarray(final["absolute"][metric], dtype=float))
+        entry["keys"] += [(root_seed(d), k) for k in range(len(scores))]
+        entry["scores"] += scores
         entry["env_steps"].add(int(final["env_steps"]))
         entry["dirs"].append(d)
     return out
+
+
+def reached(dirs: list[str], metric: str, threshold: float) -> list[int | None]:
+    """Per seed of the runs `dirs` (in order), the first env step at which its greedy
+    evaluation's `metric` was at least `threshold` (None: never), from metrics.jsonl."""
+    out: list[int | None] = []
+    for d in dirs:
+        first: list[int | None] | None = None
+        for line in (Path(d) / "metrics.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            values = row.get("eval", {}).get(metric)
+            if values is None:
+                continue
+            first = first or [None] * len(values)
+            for k, v in enumerate(values):
+                if first[k] is None and v >= threshold:
+                    first[k] = int(row["step"])
+        if first is None:
+            raise SystemExit(f"{d}: no evaluation of {metric!r} in metrics.jsonl")
+        out += first
+    return out
+
+
+def fisher_exact(a: int, n: int, b: int, m: int) -> float:
+    """Two-sided Fisher's exact test of `a` successes in `n` against `b` in `m`: the summed
+    probability of every table with the same margins no likelier than the one observed."""
+    from math import comb
+
+    total, k = n + m, a + b
+    p = [comb(n, x) * comb(m, k - x) / comb(total, k) for x in range(max(0, k - m), min(k, n) + 1)]
+    observed = comb(n, a) * comb(m, b) / comb(total, k)
+    return float(min(1.0, sum(q for q in p if q <= observed * (1 + 1e-9))))
 
 
 def paired(a: np.ndarray, b: np.ndarray, reps: int = REPS, seed: int = 0) -> dict:
@@ -87,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metric", default="return", help="absolute metric of final.json")
     parser.add_argument("--reps", type=int, default=REPS, help="bootstrap replicates")
     parser.add_argument("--paired", action="store_true", help="per-seed differences too")
+    parser.add_argument(
+        "--reached", type=float, metavar="T", help="seeds whose evaluations reached T, when"
+    )
     args = parser.parse_args(argv)
     for task, learners in load(args.runs, args.metric).items():
         print(f"### {task} ({args.metric}, absolute metric)\n")
@@ -113,17 +163,32 @@ def main(argv: list[str] | None = None) -> int:
             print("|---|---|---|")
             for a, b in itertools.combinations(learners, 2):
                 ea, eb = learners[a], learners[b]
-                if (
-                    len(ea["dirs"]) > 1
-                    or len(eb["dirs"]) > 1
-                    or len(ea["scores"]) != len(eb["scores"])
-                ):
-                    print(f"| {a} - {b} | not paired (pooled runs or unequal seeds) | |")
+                if sorted(ea["keys"]) != sorted(eb["keys"]):
+                    print(f"| {a} - {b} | not paired (the runs hold different seeds) | |")
                     continue
-                d = paired(np.asarray(ea["scores"]), np.asarray(eb["scores"]), reps=args.reps)
+                order = [eb["keys"].index(key) for key in ea["keys"]]
+                sb = np.asarray(eb["scores"])[order]
+                d = paired(np.asarray(ea["scores"]), sb, reps=args.reps)
                 counts = f"{d['ahead']} / {d['behind']} of {d['seeds']}"
                 print(f"| {a} - {b} | {_fmt(d['mean'])} | {counts} |")
             print()
+        if args.reached is not None:
+            t = args.reached
+            print(f"| learner | seeds reaching {args.metric} >= {t:g} | first at (env steps) |")
+            print("|---|---|---|")
+            hits = {}
+            for algo, e in learners.items():
+                first = reached(e["dirs"], args.metric, t)
+                hits[algo] = (sum(f is not None for f in first), len(first))
+                when = ", ".join("-" if f is None else f"{f:,}" for f in first)
+                print(f"| {algo} | {hits[algo][0]} of {hits[algo][1]} | {when} |")
+            print()
+            if len(learners) > 1:
+                print("| X vs Y | Fisher's exact p (two-sided) |")
+                print("|---|---|")
+                for a, b in itertools.combinations(learners, 2):
+                    print(f"| {a} vs {b} | {fisher_exact(*hits[a], *hits[b]):.3f} |")
+                print()
     return 0
 
 

@@ -15,13 +15,17 @@ def _script():
     return load_script("compare_finals")
 
 
-def _run(root: Path, algo: str, scores: list[float], steps: int, name="x", budget=None) -> str:
+def _run(
+    root: Path, algo: str, scores: list[float], steps: int, name="x", budget=None, seed=None
+) -> str:
     d = root / "swarm" / "vicsek[num_agents=50]" / algo / name
     d.mkdir(parents=True)
     final = {"algo": algo, "env_steps": steps, "absolute": {"return": scores, "order": scores}}
     if budget is not None:
         final["budget"] = budget
     (d / "final.json").write_text(json.dumps(final))
+    if seed is not None:
+        (d / "config.yaml").write_text(f"seed: {seed}\n")
     return str(d)
 
 
@@ -74,4 +78,60 @@ def test_paired_differences_by_hand(tmp_path):
         assert cf.main([a, b, c, "--paired", "--reps", "500"]) == 0
     text = out.getvalue()
     assert "| vdn - iql | 0.07 [" in text and "| 2 / 0 of 3 |" in text
-    assert "| vdn - qmix | not paired (pooled runs or unequal seeds) | |" in text
+    assert "| vdn - qmix | not paired (the runs hold different seeds) | |" in text
+
+
+def test_pooled_runs_pair_seed_by_seed_on_their_root_seeds(tmp_path):
+    """Two runs per learner (root seeds 0 and 1, given in different orders) pair seed k of
+    root r with seed k of root r; a learner missing one root's runs is not paired."""
+    a0 = _run(tmp_path, "vdn", [0.9, 0.5], 1000, seed=0)
+    a1 = _run(tmp_path, "vdn", [0.4, 0.8], 1000, name="s1", seed=1)
+    b0 = _run(tmp_path, "qmix", [0.8, 0.5], 1000, seed=0)
+    b1 = _run(tmp_path, "qmix", [0.1, 0.9], 1000, name="s1", seed=1)
+    c0 = _run(tmp_path, "iql", [0.1, 0.2], 1000, seed=0)
+    c1 = _run(tmp_path, "iql", [0.1, 0.2], 1000, name="s1", seed=2)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _script().main([a0, a1, b1, b0, c0, c1, "--paired", "--reps", "500"]) == 0
+    text = out.getvalue()
+    # differences 0.1, 0.0, 0.3, -0.1 (mean 0.075) whatever the order the runs were named in
+    assert "| vdn - qmix | 0.08 [" in text and "| 2 / 1 of 4 |" in text
+    assert "| vdn - iql | not paired (the runs hold different seeds) | |" in text
+
+
+def _metrics(d: str, rows: list[tuple[int, list[float]]]) -> None:
+    lines = [json.dumps({"step": s, "eval": {"won": w}, "train": {}}) for s, w in rows]
+    (Path(d) / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_reached_counts_seeds_and_fisher_by_hand(tmp_path):
+    """`--reached`: the first evaluation at or above T per seed, and Fisher's exact test; one
+    seed of five against four of five is p = 52/252 (tables 0,1,4,5 of [1,25,100,100,25,1])."""
+    cf = _script()
+    assert cf.fisher_exact(1, 5, 4, 5) == pytest.approx(52 / 252)
+    assert cf.fisher_exact(3, 5, 3, 5) == pytest.approx(1.0)
+    assert cf.fisher_exact(0, 4, 4, 4) == pytest.approx(2 / 70)
+    a = _run(tmp_path, "vdn", [0.9, 0.1], 300, seed=0)
+    _metrics(a, [(0, [0.0, 0.0]), (100, [0.2, 0.6]), (200, [0.7, 0.1]), (300, [0.9, 0.1])])
+    assert cf.reached([a], "won", 0.5) == [200, 100]
+    assert cf.reached([a], "won", 0.95) == [None, None]
+    with pytest.raises(SystemExit, match="no evaluation of 'return'"):
+        cf.reached([a], "return", 0.5)
+
+
+def test_reached_table(tmp_path):
+    a = _run(tmp_path, "vdn", [0.9, 0.1], 300, seed=0)
+    _metrics(a, [(0, [0.0, 0.0]), (100, [0.2, 0.6]), (200, [0.7, 0.1])])
+    b = _run(tmp_path, "qmix", [0.1, 0.1], 300, seed=0)
+    _metrics(b, [(0, [0.0, 0.0]), (300, [0.1, 0.1])])
+    final = {"algo": "vdn", "env_steps": 300, "absolute": {"won": [0.9, 0.1]}}
+    (Path(a) / "final.json").write_text(json.dumps(final))
+    final = {"algo": "qmix", "env_steps": 300, "absolute": {"won": [0.1, 0.1]}}
+    (Path(b) / "final.json").write_text(json.dumps(final))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _script().main([a, b, "--metric", "won", "--reached", "0.5", "--reps", "200"]) == 0
+    text = out.getvalue()
+    assert "| vdn | 2 of 2 | 200, 100 |" in text
+    assert "| qmix | 0 of 2 | -, - |" in text
+    assert "| vdn vs qmix | 0.333 |" in text
