@@ -3,6 +3,7 @@
 - `AutoReset(env)`: starts a new episode inside `step` when one ends, keeping the true final
   observation in `TimeStep.final_obs` / `final_state` so truncated episodes bootstrap from it.
 - `EpisodeStatistics(env)`: adds `episode/*` metrics (return, mean return, length, done).
+- `CommonReward(env)`: every agent paid the team's mean reward (EPyMARL's `common_reward`).
 
 All wrappers are pure and jittable; branching on traced values is done with `lax.select` over
 pytrees, so a wrapped step is one straight-line program (no host syncs).
@@ -24,6 +25,7 @@ Array = jax.Array
 __all__ = [
     "EPISODE_METRICS",
     "AutoReset",
+    "CommonReward",
     "EpisodeStatistics",
     "Wrapper",
     "tree_select",
@@ -82,6 +84,36 @@ class Wrapper(MultiAgentEnv):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.env!r})"
+
+
+class CommonReward(Wrapper):
+    """Every agent's reward replaced by the mean of the team's (EPyMARL's `common_reward` with
+    mean scalarisation), on a cooperative env whose agents are paid their own rewards
+    (pathfinding: each its progress, goal and collisions). What HAPPO, VDN and QMIX train on
+    anyway (they learn one team value of the mean reward), given to any learner, so that the
+    cost of the shared signal can be measured apart from the learner
+    (`scripts/common_reward.py`). The spec says `shared_reward=True`."""
+
+    def __init__(self, env: MultiAgentEnv):
+        if not env.spec.cooperative:
+            raise ValueError(
+                f"CommonReward averages one team's rewards; {env.spec.name} has "
+                f"{len(env.spec.groups)} groups that are not one cooperative team"
+            )
+        super().__init__(env)
+        self.spec = dataclasses.replace(env.spec, shared_reward=True)
+
+    @staticmethod
+    def _common(ts: TimeStep) -> TimeStep:
+        return ts.replace(reward=jnp.broadcast_to(jnp.mean(ts.reward), ts.reward.shape))
+
+    def step_env(self, key: PRNGKey, state: Any, actions: Array) -> tuple[Any, TimeStep]:
+        state, ts = self.env.step_env(key, state, actions)
+        return state, self._common(ts)
+
+    def step(self, key: PRNGKey, state: Any, actions: Array) -> tuple[Any, TimeStep]:
+        state, ts = self.env.step(key, state, actions)
+        return state, self._common(ts)
 
 
 # --- auto-reset --------------------------------------------------------------------------------
