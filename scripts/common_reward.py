@@ -79,14 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     for v in args.variant:
         parse_variant(v)  # every variant checked before any training
     kwargs = parse_kw(args.kw)
-    print("| variant | greedy return over training (mean of seeds) | absolute, per seed |")
-    print("|---|---|---|")
-    for v in args.variant:
+    rows = []
+    for v in args.variant:  # each run prints its progress; the table comes after the last
         steps, curve, absolute = train_variant(args.env, kwargs, v, args.seeds, int(args.budget))
         points = ", ".join(f"{float(c):.0f}" for c in curve[:: max(1, len(curve) // 6)])
         best = ", ".join(f"{float(a):.1f}" for a in absolute)
-        print(f"| {v} | {points} (at {int(steps[-1]):,}: {float(curve[-1]):.0f}) | {best} |")
-        sys.stdout.flush()
+        rows.append(f"| {v} | {points} (at {int(steps[-1]):,}: {float(curve[-1]):.0f}) | {best} |")
+    print("\n| variant | greedy return over training (mean of seeds) | absolute, per seed |")
+    print("|---|---|---|")
+    print("\n".join(rows))
     return 0
 
 
