@@ -128,6 +128,29 @@ def paired(a: np.ndarray, b: np.ndarray, reps: int = REPS, seed: int = 0) -> dic
     }
 
 
+def _table(columns: list[str], rows: list[str]) -> None:
+    """A markdown table of pre-formatted `rows`, then a blank line."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print(row)
+    print()
+
+
+def _pairs(learners: dict) -> list[tuple[str, str]]:
+    return list(itertools.combinations(learners, 2))
+
+
+def _paired_row(a: str, b: str, learners: dict, reps: int) -> str:
+    ea, eb = learners[a], learners[b]
+    if sorted(ea["keys"]) != sorted(eb["keys"]):
+        return f"| {a} - {b} | not paired (the runs hold different seeds) | |"
+    order = [eb["keys"].index(key) for key in ea["keys"]]
+    d = paired(np.asarray(ea["scores"]), np.asarray(eb["scores"])[order], reps=reps)
+    counts = f"{d['ahead']} / {d['behind']} of {d['seeds']}"
+    return f"| {a} - {b} | {_fmt(d['mean'])} | {counts} |"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR")
@@ -140,55 +163,42 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for task, learners in load(args.runs, args.metric).items():
         print(f"### {task} ({args.metric}, absolute metric)\n")
-        print("| learner | seeds | env steps | IQM [95% CI] |")
-        print("|---|---|---|---|")
+        rows = []
         for algo, e in learners.items():
             steps = ", ".join(f"{s:,}" for s in sorted(e["env_steps"]))
             ci = _fmt(iqm_ci(np.asarray(e["scores"]), reps=args.reps))
-            print(f"| {algo} | {len(e['scores'])} | {steps} | {ci} |")
-        print()
+            rows.append(f"| {algo} | {len(e['scores'])} | {steps} | {ci} |")
+        _table(["learner", "seeds", "env steps", "IQM [95% CI]"], rows)
         if len(learners) > 1:
-            print("| P(X > Y) | value [95% CI] |")
-            print("|---|---|")
+            rows = []
             for a, b in itertools.permutations(learners, 2):
                 p = probability_of_improvement(
                     [np.asarray(learners[a]["scores"])],
                     [np.asarray(learners[b]["scores"])],
                     reps=args.reps,
                 )
-                print(f"| P({a} > {b}) | {_fmt(p)} |")
-            print()
+                rows.append(f"| P({a} > {b}) | {_fmt(p)} |")
+            _table(["P(X > Y)", "value [95% CI]"], rows)
         if args.paired and len(learners) > 1:
-            print("| paired: X - Y | mean per-seed difference [95% CI] | X ahead / behind |")
-            print("|---|---|---|")
-            for a, b in itertools.combinations(learners, 2):
-                ea, eb = learners[a], learners[b]
-                if sorted(ea["keys"]) != sorted(eb["keys"]):
-                    print(f"| {a} - {b} | not paired (the runs hold different seeds) | |")
-                    continue
-                order = [eb["keys"].index(key) for key in ea["keys"]]
-                sb = np.asarray(eb["scores"])[order]
-                d = paired(np.asarray(ea["scores"]), sb, reps=args.reps)
-                counts = f"{d['ahead']} / {d['behind']} of {d['seeds']}"
-                print(f"| {a} - {b} | {_fmt(d['mean'])} | {counts} |")
-            print()
+            _table(
+                ["paired: X - Y", "mean per-seed difference [95% CI]", "X ahead / behind"],
+                [_paired_row(a, b, learners, args.reps) for a, b in _pairs(learners)],
+            )
         if args.reached is not None:
-            t = args.reached
-            print(f"| learner | seeds reaching {args.metric} >= {t:g} | first at (env steps) |")
-            print("|---|---|---|")
-            hits = {}
+            hits, rows = {}, []
             for algo, e in learners.items():
-                first = reached(e["dirs"], args.metric, t)
+                first = reached(e["dirs"], args.metric, args.reached)
                 hits[algo] = (sum(f is not None for f in first), len(first))
                 when = ", ".join("-" if f is None else f"{f:,}" for f in first)
-                print(f"| {algo} | {hits[algo][0]} of {hits[algo][1]} | {when} |")
-            print()
+                rows.append(f"| {algo} | {hits[algo][0]} of {hits[algo][1]} | {when} |")
+            reach = f"seeds reaching {args.metric} >= {args.reached:g}"
+            _table(["learner", reach, "first at (env steps)"], rows)
             if len(learners) > 1:
-                print("| X vs Y | Fisher's exact p (two-sided) |")
-                print("|---|---|")
-                for a, b in itertools.combinations(learners, 2):
-                    print(f"| {a} vs {b} | {fisher_exact(*hits[a], *hits[b]):.3f} |")
-                print()
+                rows = [
+                    f"| {a} vs {b} | {fisher_exact(*hits[a], *hits[b]):.3f} |"
+                    for a, b in _pairs(learners)
+                ]
+                _table(["X vs Y", "Fisher's exact p (two-sided)"], rows)
     return 0
 
 
