@@ -3,8 +3,8 @@ variant trains on the env as it is (`own`) or wrapped in `CommonReward` (`common
 paid the team's mean, what HAPPO, VDN and QMIX learn from anyway), with shared actor parameters
 or one set per agent.
 
-    python scripts/common_reward.py --env pathfinding/random_grid --kw density=0.15 \
-        --kw num_agents=8 --seeds 2 --budget 2e5 \
+    python scripts/common_reward.py --env 'pathfinding/random_grid[density=0.15,num_agents=8]' \
+        --seeds 2 --budget 2e5 \
         --variant mappo:own:group --variant mappo:common:group \
         --variant mappo:own:none --variant mappo:common:none --variant happo:own
 
@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 import marl  # noqa: E402
 from marl.core.wrappers import CommonReward  # noqa: E402
 from marl.learning.training import RunSettings, learner_for, run  # noqa: E402
+from marl.run.crossplay import parse_task  # noqa: E402
 
 REWARDS = ("own", "common")
 
@@ -38,20 +39,6 @@ def parse_variant(text: str) -> tuple[str, str, str | None]:
     if len(parts) not in (2, 3) or parts[1] not in REWARDS:
         raise SystemExit(f"variant {text!r}: expected learner:{'|'.join(REWARDS)}[:sharing]")
     return parts[0], parts[1], parts[2] if len(parts) == 3 else None
-
-
-def parse_kw(items: list[str]) -> dict:
-    out = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        try:
-            out[key] = int(value)
-        except ValueError:
-            try:
-                out[key] = float(value)
-            except ValueError:
-                out[key] = {"true": True, "false": False}.get(value.lower(), value)
-    return out
 
 
 def train_variant(env_id, kwargs, variant, seeds, budget):
@@ -70,18 +57,18 @@ def train_variant(env_id, kwargs, variant, seeds, budget):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--env", default="pathfinding/random_grid")
-    p.add_argument("--kw", action="append", default=[], help="env keyword, KEY=VALUE")
+    p.add_argument("--env", default="pathfinding/random_grid", help="task, family/name[k=v,...]")
     p.add_argument("--variant", action="append", required=True)
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--budget", type=float, default=2e5)
     args = p.parse_args(argv)
     for v in args.variant:
         parse_variant(v)  # every variant checked before any training
-    kwargs = parse_kw(args.kw)
+    task = parse_task(args.env)
     rows = []
+    budget = int(args.budget)
     for v in args.variant:  # each run prints its progress; the table comes after the last
-        steps, curve, absolute = train_variant(args.env, kwargs, v, args.seeds, int(args.budget))
+        steps, curve, absolute = train_variant(task.env_id, task.kwargs, v, args.seeds, budget)
         points = ", ".join(f"{float(c):.0f}" for c in curve[:: max(1, len(curve) // 6)])
         best = ", ".join(f"{float(a):.1f}" for a in absolute)
         rows.append(f"| {v} | {points} (at {int(steps[-1]):,}: {float(curve[-1]):.0f}) | {best} |")

@@ -63,7 +63,8 @@ def test_script_trains_each_variant(monkeypatch):
     monkeypatch.setattr(script, "train_variant", fake)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        argv = ["--kw", "num_agents=8", "--kw", "density=0.15", "--variant", "happo:common"]
+        argv = ["--env", "pathfinding/random_grid[num_agents=8,density=0.15]"]
+        argv += ["--variant", "happo:common"]
         assert script.main([*argv, "--budget", "1e3"]) == 0
     assert seen == [
         ("pathfinding/random_grid", {"num_agents": 8, "density": 0.15}, "happo:common", 2, 1000)
