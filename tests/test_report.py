@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -612,7 +613,24 @@ def test_the_shipped_published_figures_name_registered_tasks_and_learners():
     from marl.results.published import read_published
 
     sources = read_published()
-    assert {s.basis for s in sources} <= {"read", "derived", "plot"}
+    assert {s.basis for s in sources} <= {"read", "derived", "plot", "run"}
     for s in sources:
         assert s.task in registry.list_envs(), s.task
         assert set(s.figures) <= set(registry.list_algorithms()), s.task
+
+
+def test_the_shipped_jaxmarl_figures_are_the_committed_side_by_side_record():
+    """JaxMARL's own scripts run here (results/fidelity/jaxmarl_spread.json, per agent per 25
+    steps) stand beside particle/spread on marl's scale: summed over its 3 agents."""
+    from marl.results.published import read_published
+
+    record = json.loads(
+        (Path(__file__).resolve().parents[1] / "results/fidelity/jaxmarl_spread.json").read_text()
+    )
+    (source,) = [s for s in read_published() if s.basis == "run" and "JaxMARL" in s.source]
+    assert source.task == "particle/spread" and source.budget == record["budget"]
+    assert source.seeds == record["seeds"]
+    for algo, learner in record["learners"].items():
+        summary = learner["jaxmarl"]["summary"]
+        lo, hi = (3 * x for x in summary["final_ci95"])
+        assert source.figures[algo] == f"{3 * summary['final_mean']:.1f} [{lo:.1f}, {hi:.1f}]"

@@ -2,8 +2,9 @@
 task they stand closest to, marked external with their source and setting, never ranked.
 
 A figure is a string as its source gives it (a median with percentiles, a value with a spread,
-a reading off a curve); `basis` says how it was obtained (read, derived from released run
-data, or read off a plot), and each source names its budget, seeds and statistic.
+a reading off a curve); `basis` says how it was obtained (read, derived from released run data,
+read off a plot, or the peer's own code run here), and each source names its budget, seeds and
+statistic.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ BASES = {
     "read": "read from the authors' table, text or configs",
     "derived": "computed here from run data the authors released",
     "plot": "read off the authors' learning-curve figure (about +-2)",
+    "run": "the peer's own code, unmodified, run on marl's machine by a marl script",
 }
 _FIELDS = ("task", "peer_task", "source", "basis", "metric", "budget", "seeds", "figures")
 
@@ -98,8 +100,8 @@ def published_markdown(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     lines = [
-        "Published figures (external: another implementation of the task, its own budget and "
-        "statistic; not ranked with marl's runs):",
+        "Peers' figures (external: published, or the peer's own code run here; another "
+        "implementation, its own budget and statistic; not ranked with marl's runs):",
         "",
         "| learner | figure | peer's task | metric | env steps | seeds | source | basis |",
         "|---|---|---|---|---|---|---|---|",
