@@ -556,7 +556,8 @@ def _published_file(path, **change):
         "figures": {"mappo": "-59", "qmix": "-61 [-63, -60]"},
         **change,
     }
-    other = {**entry, "task": "combat/3m", "figures": {"qmix": "100"}}
+    other = {k: v for k, v in entry.items() if k != "order"}
+    other.update(task="combat/3m", figures={"qmix": "100"})
     import yaml
 
     path.write_text(yaml.safe_dump({"sources": [entry, other]}))
@@ -581,6 +582,63 @@ def test_published_figures_stand_beside_their_task_marked_external_and_unranked(
     assert "| qmix (external) | -61 [-63, -60] |" in section and "| 1e7 | 3 |" in section
     assert "combat/3m" not in md and "(external) | 100 |" not in md
     assert json.loads(paths["json"].read_text())["tasks"]["particle/spread"]["published"]
+
+
+def test_a_sources_order_is_checked_pair_by_pair_against_the_runs_here(tmp_path):
+    """mappo runs 2 above ippo on spread in the fixture: a source ranking ippo first is
+    reversed here, one ranking mappo first agrees, and a tie is separated."""
+    from marl.results.published import read_published
+
+    study = _study(tmp_path / "runs")
+    checks = {}
+    for order in ("ippo > mappo", "mappo > ippo", "ippo = mappo"):
+        figures = {"ippo": "-60", "mappo": "-59"}
+        published = read_published(
+            _published_file(tmp_path / "pub.yaml", order=order, figures=figures)
+        )
+        board = leaderboard(study, reps=200, published=published)
+        (check,) = board["tasks"]["particle/spread"]["orders"]
+        assert check["order"] == order and board["tasks"]["particle/simple"]["orders"] == []
+        (pair,) = check["pairs"]
+        checks[order] = pair
+    assert checks["ippo > mappo"]["verdict"] == "reversed"
+    assert checks["mappo > ippo"]["verdict"] == "agrees"
+    assert checks["ippo = mappo"]["verdict"] == "separated: mappo ahead"
+    p, q = checks["ippo > mappo"]["p"], checks["mappo > ippo"]["p"]
+    assert p["point"] + q["point"] == pytest.approx(1.0) and p["high"] < 0.5 < q["low"]
+    paths = write_leaderboard(study, tmp_path / "out", reps=200, published=published)
+    section = paths["md"].read_text().split("## particle/spread")[1].split("\n## ")[0]
+    assert "runs here in episode_return, 95%" in section
+    assert "| a paper, table 2 | 1e7 | ippo = mappo | ippo = mappo: 0." in section
+    assert "] separated: mappo ahead |" in section
+
+
+def test_order_verdicts_and_pairs():
+    from marl.results.orders import verdict
+    from marl.results.published import order_pairs, parse_order
+
+    tiers = parse_order("qmix > vdn = iql > ippo", {"qmix", "vdn", "iql", "ippo"}, "f")
+    assert tiers == (("qmix",), ("vdn", "iql"), ("ippo",))
+    assert order_pairs(tiers) == [
+        ("qmix", "vdn", ">"),
+        ("qmix", "iql", ">"),
+        ("qmix", "ippo", ">"),
+        ("vdn", "iql", "="),
+        ("vdn", "ippo", ">"),
+        ("iql", "ippo", ">"),
+    ]
+    assert verdict(">", "a", "b", (0.8, 0.6, 0.9)) == "agrees"
+    assert verdict(">", "a", "b", (0.2, 0.1, 0.4)) == "reversed"
+    assert verdict(">", "a", "b", (0.6, 0.4, 0.8)) == "not separated"
+    assert verdict("=", "a", "b", (0.6, 0.4, 0.8)) == "agrees (tie)"
+    assert verdict("=", "a", "b", (0.2, 0.1, 0.4)) == "separated: b ahead"
+    for bad, match in (
+        ("qmix", "two or more"),
+        ("qmix > qmix", "each once"),
+        ("a > b", "no figure"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            parse_order(bad, {"qmix", "vdn"}, "f")
 
 
 def test_a_malformed_published_file_fails_with_one_line_naming_the_entry(tmp_path):

@@ -10,6 +10,7 @@ from typing import Any
 from marl.results import stats
 from marl.results.contests import contest_figures, contests_markdown
 from marl.results.files import atomic_write, write_json
+from marl.results.orders import orders_markdown, peer_orders
 from marl.results.published import Published, by_task, published_markdown
 from marl.results.report import fmt_ci, html_page, prune_figures, summarise, write_figures
 from marl.results.study import Group, Study
@@ -34,9 +35,12 @@ def leaderboard(
     """Rankings per task (normalised IQM of the absolute metric; raw mean where a task has no
     reference) and overall: per group of normalised tasks that the same algorithms ran, the
     IQM over the group's tasks (stratified bootstrap CI). `published`: peers' figures, listed
-    under the tasks they stand beside (`marl.results.published`), never ranked."""
+    under the tasks they stand beside (`marl.results.published`), never ranked; where a source
+    states its learners' order, each task says whether its runs here agree
+    (`marl.results.orders`)."""
     summary = summarise(study, reps=reps, seed=seed)
     beside = by_task(list(published), list(summary["tasks"]))
+    orders = peer_orders(study, list(published), reps=reps, seed=seed)
     tasks = {}
     for task, data in summary["tasks"].items():
         key = "normalised_iqm" if data["anchors"] else "absolute_mean"
@@ -49,6 +53,7 @@ def leaderboard(
             "anchors": data["anchors"],
             "rows": [{"rank": i + 1, "algorithm": a, **row} for i, (a, row) in enumerate(ranked)],
             "published": beside.get(task, []),
+            "orders": orders.get(task, []),
         }
     overall = []
     for g in summary["groups"]:
@@ -175,6 +180,7 @@ def leaderboard_markdown(
             )
         lines.append("")
         lines += published_markdown(data.get("published", []))
+        lines += orders_markdown(data.get("orders", []))
         lines += figure("task_" + task.replace("/", "_"), f"{task}: evaluation curves")
     return "\n".join(lines)
 

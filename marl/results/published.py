@@ -23,6 +23,7 @@ BASES = {
     "run": "the peer's own code, unmodified, run on marl's machine by a marl script",
 }
 _FIELDS = ("task", "peer_task", "source", "basis", "metric", "budget", "seeds", "figures")
+_OPTIONAL = ("order",)
 
 
 @dataclass(frozen=True)
@@ -37,21 +38,52 @@ class Published:
     budget: float
     seeds: int | str | None
     figures: dict[str, str]
+    order: tuple[tuple[str, ...], ...] = ()  # the source's ranking, best tier first
 
     def row(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in _FIELDS}
+        row = {k: getattr(self, k) for k in _FIELDS}
+        if self.order:
+            row["order"] = order_text(self.order)
+        return row
+
+
+def order_text(order: tuple[tuple[str, ...], ...]) -> str:
+    """`(("qmix",), ("vdn", "iql"))` as `qmix > vdn = iql`."""
+    return " > ".join(" = ".join(tier) for tier in order)
+
+
+def parse_order(text: str, learners: set[str], where: str) -> tuple[tuple[str, ...], ...]:
+    """A source's ranking of its learners, `a > b = c` (`=`: the source does not separate
+    them), as tiers; each learner named once, every one of them among `learners`."""
+    tiers = tuple(tuple(n.strip() for n in tier.split("=")) for tier in str(text).split(">"))
+    names = [n for tier in tiers for n in tier]
+    if len(names) < 2 or "" in names or len(set(names)) < len(names):
+        raise ValueError(f"{where}: order {text!r} must rank two or more learners, each once")
+    unknown = sorted(set(names) - learners)
+    if unknown:
+        raise ValueError(f"{where}: order names {', '.join(unknown)}, which have no figure")
+    return tiers
+
+
+def order_pairs(order: tuple[tuple[str, ...], ...]) -> list[tuple[str, str, str]]:
+    """Every pair of an order as (first, second, ">" or "="), the first ranked at or above."""
+    pairs = []
+    for i, tier in enumerate(order):
+        pairs += [(a, b, "=") for j, a in enumerate(tier) for b in tier[j + 1 :]]
+        pairs += [(a, b, ">") for a in tier for lower in order[i + 1 :] for b in lower]
+    return pairs
 
 
 def _source(i: int, entry: Any, where: str) -> Published:
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: sources[{i}] is not a mapping")
     missing = [k for k in _FIELDS if k not in entry]
-    unknown = sorted(set(entry) - set(_FIELDS))
+    unknown = sorted(set(entry) - set(_FIELDS) - set(_OPTIONAL))
     if missing or unknown:
         raise ValueError(
             f"{where}: sources[{i}] "
             + (f"lacks {', '.join(missing)}" if missing else f"has unknown {', '.join(unknown)}")
-            + f" (fields: {', '.join(_FIELDS)})"
+            + f" (fields: {', '.join(_FIELDS)}; optional: {', '.join(_OPTIONAL)})"
         )
     if entry["basis"] not in BASES:
         raise ValueError(
@@ -69,6 +101,9 @@ def _source(i: int, entry: Any, where: str) -> Published:
         budget=float(entry["budget"]),
         seeds=entry["seeds"],
         figures={str(k): str(v) for k, v in figures.items()},
+        order=parse_order(entry["order"], set(map(str, figures)), f"{where}: sources[{i}]")
+        if entry.get("order") is not None
+        else (),
     )
 
 
@@ -91,7 +126,8 @@ def by_task(published: list[Published], tasks: list[str]) -> dict[str, list[dict
     return out
 
 
-def _steps(budget: float) -> str:
+def steps_text(budget: float) -> str:
+    """Env steps as a short number: 2e6, 1.005e7."""
     return f"{budget:.3g}".replace("e+0", "e").replace("e+", "e")
 
 
@@ -111,9 +147,20 @@ def published_markdown(rows: list[dict[str, Any]]) -> list[str]:
         for learner, figure in r["figures"].items():
             lines.append(
                 f"| {learner} (external) | {figure} | {r['peer_task']} | {r['metric']} | "
-                f"{_steps(r['budget'])} | {seeds} | {r['source']} | {r['basis']} |"
+                f"{steps_text(r['budget'])} | {seeds} | {r['source']} | {r['basis']} |"
             )
     return [*lines, ""]
 
 
-__all__ = ["BASES", "SHIPPED", "Published", "by_task", "published_markdown", "read_published"]
+__all__ = [
+    "BASES",
+    "SHIPPED",
+    "Published",
+    "by_task",
+    "order_pairs",
+    "order_text",
+    "parse_order",
+    "published_markdown",
+    "read_published",
+    "steps_text",
+]
