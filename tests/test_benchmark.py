@@ -348,3 +348,34 @@ def test_a_tasks_cells_share_one_evaluation_grid_even_when_run_alone(tmp_path):
     ((cell, alone),) = bm.resolve_cells(d, bm.cells(d, only=["*/iql"]))
     assert alone.settings.eval_interval == intervals["iql"]
     assert f"protocol.eval_interval={intervals['iql']}" in cell.overrides()
+
+
+def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_path):
+    """A cell counts once its records have the cell's seed count at its budget: too few runs
+    or too few steps leave it in the list of cells not yet here, as does a missing learner."""
+    from tests.test_protocol import write_run
+
+    records = tmp_path / "records"
+    write_run(records / "a", env_id="particle/simple", algo="ippo", seeds=2, steps=(0, 1000, 2048))
+    write_run(records / "b", env_id="particle/simple", algo="vdn", seeds=1, steps=(0, 1000, 2048))
+    spread = "particle/spread[num_agents=2]"
+    write_run(records / "c", env_id=spread, algo="ippo", seeds=2, steps=(0, 500, 1000))
+    code, out, err = _cli(
+        "leaderboard", str(records), "--out", str(tmp_path / "lb"), "--reps", "50",
+        "--published", "none", "--benchmark", str(_definition(tmp_path)),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "1 of 5 cells of benchmark tiny" in out
+    md = (tmp_path / "lb" / "leaderboard.md").read_text()
+    section = md.split("## Benchmark tiny: 1 of 5 cells")[1].split("\n## ")[0]
+    assert "(cpu tier 1 of 4, gpu tier 0 of 1;" in section
+    assert "particle/simple/ippo" not in section
+    assert "particle/simple/vdn (cpu, 1 of 2 runs, 2,048 steps)" in section
+    assert f"{spread}/ippo (cpu, 2 of 2 runs, 1,000 steps)" in section
+    assert f"{spread}/vdn (cpu)" in section and "combat/3m/qmix (gpu)" in section
+    cov = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["coverage"]
+    assert [r["cell"] for r in cov["cells"] if r["held"]] == ["particle/simple/ippo"]
+    code, _, err = _cli(
+        "leaderboard", str(records), "--out", str(tmp_path / "x"), "--benchmark", "v9"
+    )
+    assert code != 0 and "benchmark 'v9' unknown; valid:" in err

@@ -129,6 +129,15 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             published = read_published(args.published or SHIPPED)
         except (OSError, ValueError, yaml.YAMLError) as e:
             raise UsageError(f"--published: {e}") from None
+    cov = None
+    if args.benchmark:
+        from marl.run import benchmark
+
+        try:
+            cov = benchmark.coverage(benchmark.load(args.benchmark), study)
+        except benchmark.BenchmarkError as e:
+            raise UsageError(str(e)) from None
+        given += ["--benchmark", args.benchmark]
     command = "marl leaderboard " + " ".join(given)
     paths = write_leaderboard(
         study,
@@ -138,10 +147,19 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         command=command,
         contests=contests,
         published=published,
+        coverage=cov,
+    )
+    held = (
+        ""
+        if cov is None
+        else (
+            f", {sum(r['held'] for r in cov['cells'])} of {len(cov['cells'])} cells of benchmark "
+            f"{cov['benchmark']}"
+        )
     )
     print(
         f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s), {len(contests)} "
-        f"contest(s); wrote {paths['md']}"
+        f"contest(s){held}; wrote {paths['md']}"
     )
     return 0
 

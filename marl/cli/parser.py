@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="peers' published figures shown beside the tasks they concern, marked external "
         "(default: the shipped marl/conf/published.yaml; 'none': leave them out)",
     )
+    p.add_argument(
+        "--benchmark",
+        metavar="NAME",
+        help="say which cells of this benchmark definition (e.g. v1) the records hold, and "
+        "list the rest",
+    )
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("list", help="list registered environments and algorithms")

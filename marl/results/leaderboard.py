@@ -117,6 +117,7 @@ def leaderboard_markdown(
             f"machine it ran on as much as of the learner. Records by device: {where}.",
             "",
         ]
+    lines += coverage_markdown(board.get("coverage"))
     if len(board["overall"]) > 1:
         lines += [
             "Aggregates over different task sets do not compare, so each table ranks the "
@@ -185,6 +186,42 @@ def leaderboard_markdown(
     return "\n".join(lines)
 
 
+def coverage_markdown(cov: dict[str, Any] | None) -> list[str]:
+    """The benchmark cells these records hold (`marl.run.benchmark.coverage`), and the rest."""
+    if not cov:
+        return []
+    rows, name = cov["cells"], cov["benchmark"]
+    held = [r for r in rows if r["held"]]
+    tiers = Counter(r["tier"] for r in rows)
+    per_tier = ", ".join(
+        f"{t} tier {sum(r['held'] for r in rows if r['tier'] == t)} of {n}"
+        for t, n in tiers.items()
+    )
+    lines = [f"## Benchmark {name}: {len(held)} of {len(rows)} cells", ""]
+    if len(held) == len(rows):
+        return [
+            *lines,
+            f"These records hold every cell of benchmark {name} ({per_tier}) at its seed count "
+            "and budget.",
+            "",
+        ]
+    missing = [
+        f"{r['cell']} ({r['tier']}"
+        + (f", {r['runs']} of {r['seeds']} runs" if r["runs"] else "")
+        + (f", {r['env_steps']:,} steps" if r["runs"] else "")
+        + ")"
+        for r in rows
+        if not r["held"]
+    ]
+    return [
+        *lines,
+        f"These records hold {len(held)} of the {len(rows)} cells of benchmark {name} at the "
+        f"cell's seed count and budget ({per_tier}; `marl benchmark status {name}` says what "
+        f"is left and its cost). Not yet here: {'; '.join(missing)}.",
+        "",
+    ]
+
+
 def write_leaderboard(
     study: Study,
     out: str | Path,
@@ -193,14 +230,18 @@ def write_leaderboard(
     command: str = "",
     contests: list[dict[str, Any]] = (),
     published: list[Published] = (),
+    coverage: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write `leaderboard.md`, `.json` and `.html` (figures inlined) into the directory `out`,
     and the figures into `out/leaderboard_files/figures/`; `contests`: cross-play records
     (`marl.results.contests.read_contests`) for the competitive section; `published`: peers'
-    figures (`marl.results.published.read_published`) beside the tasks they concern."""
+    figures (`marl.results.published.read_published`) beside the tasks they concern;
+    `coverage`: the benchmark cells these records hold (`marl.run.benchmark.coverage`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     board = leaderboard(study, reps=reps, seed=seed, published=published)
+    if coverage:
+        board["coverage"] = coverage
     figs = write_figures(study, out / "leaderboard_files", reps, seed)
     figs.update(contest_figures(list(contests), out / "leaderboard_files" / "figures"))
     prune_figures(out / "leaderboard_files" / "figures", figs)

@@ -316,6 +316,35 @@ def measure_cells(runs: Sequence[tuple[Cell, Any]], records: Path, again: bool =
         print(f"[{k}/{len(runs)}] {cell.key}: {hours(est)} of training", flush=True)
 
 
+def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
+    """Which cells of `definition` the records of `study` (`marl.results.study.Study`) hold at
+    the cell's seed count and budget (a learner's update size may round the budget down by
+    `BUDGET_RTOL` of it at most); a variant's cell only from its own run folders."""
+    from marl.results.protocol import BUDGET_RTOL
+
+    rows = []
+    for c in cells(definition):
+        entry = study.entries.get((c.task, c.algo))
+        records = [] if entry is None else list(entry.records)
+        if c.variant:
+            records = [r for r in records if c.run_name in Path(r.path).parts]
+        runs = [run for r in records for run in r.runs]
+        steps = min((int(run.steps[-1]) for run in runs), default=0)
+        held = len(runs) >= c.seeds and steps >= (1.0 - BUDGET_RTOL) * c.budget
+        rows.append(
+            {
+                "cell": c.key,
+                "tier": c.tier,
+                "seeds": c.seeds,
+                "budget": c.budget,
+                "runs": len(runs),
+                "env_steps": steps,
+                "held": held,
+            }
+        )
+    return {"benchmark": definition["name"], "cells": rows}
+
+
 def status(
     runs: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
 ) -> tuple[list[list[str]], list[tuple[Cell, Any]], str]:
