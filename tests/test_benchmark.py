@@ -369,6 +369,11 @@ def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_pa
     md = (tmp_path / "lb" / "leaderboard.md").read_text()
     section = md.split("## Benchmark tiny: 1 of 5 cells")[1].split("\n## ")[0]
     assert "(cpu tier 1 of 4, gpu tier 0 of 1;" in section
+    assert (
+        "| cpu | particle | particle/simple, particle/spread[num_agents=2] | ippo, vdn | "
+        "2 x 2e3 | 1 of 4 |" in section
+    )
+    assert "| gpu | combat | combat/3m | qmix | 5 x 1e6 | 0 of 1 |" in section
     assert "particle/simple/ippo" not in section
     assert "particle/simple/vdn (cpu, 1 of 2 runs, 2,048 steps)" in section
     assert f"{spread}/ippo (cpu, 2 of 2 runs, 1,000 steps)" in section

@@ -11,7 +11,7 @@ from marl.results import stats
 from marl.results.contests import contest_figures, contests_markdown
 from marl.results.files import atomic_write, write_json
 from marl.results.orders import orders_markdown, peer_orders
-from marl.results.published import Published, by_task, published_markdown
+from marl.results.published import Published, by_task, published_markdown, steps_text
 from marl.results.report import fmt_ci, html_page, prune_figures, summarise, write_figures
 from marl.results.study import Group, Study
 
@@ -187,28 +187,41 @@ def leaderboard_markdown(
 
 
 def coverage_markdown(cov: dict[str, Any] | None) -> list[str]:
-    """The benchmark cells these records hold (`marl.run.benchmark.coverage`), and the rest."""
+    """The benchmark's families (seeds, budget, the papers' budgets) and the cells these
+    records hold (`marl.run.benchmark.coverage`), and the rest."""
     if not cov:
         return []
     rows, name = cov["cells"], cov["benchmark"]
     held = [r for r in rows if r["held"]]
+    lines = [f"## Benchmark {name}: {len(held)} of {len(rows)} cells", ""]
+    families = cov.get("families", [])
+    if families:
+        lines += [
+            "| tier | family | tasks | learners | seeds x env steps | cells here | the papers |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for f in families:
+            cells = [r for r in rows if (r["tier"], r["family"]) == (f["tier"], f["family"])]
+            lines.append(
+                f"| {f['tier']} | {f['family']} | {', '.join(f['tasks'])} | "
+                f"{', '.join(f['algos'])} | {f['seeds']} x {steps_text(f['budget'])} | "
+                f"{sum(r['held'] for r in cells)} of {len(cells)} | {f['papers']} |"
+            )
+        lines.append("")
+    if len(held) == len(rows):
+        return [
+            *lines,
+            f"These records hold every cell of benchmark {name} at its seed count and budget.",
+            "",
+        ]
     tiers = Counter(r["tier"] for r in rows)
     per_tier = ", ".join(
         f"{t} tier {sum(r['held'] for r in rows if r['tier'] == t)} of {n}"
         for t, n in tiers.items()
     )
-    lines = [f"## Benchmark {name}: {len(held)} of {len(rows)} cells", ""]
-    if len(held) == len(rows):
-        return [
-            *lines,
-            f"These records hold every cell of benchmark {name} ({per_tier}) at its seed count "
-            "and budget.",
-            "",
-        ]
     missing = [
         f"{r['cell']} ({r['tier']}"
-        + (f", {r['runs']} of {r['seeds']} runs" if r["runs"] else "")
-        + (f", {r['env_steps']:,} steps" if r["runs"] else "")
+        + (f", {r['runs']} of {r['seeds']} runs, {r['env_steps']:,} steps" if r["runs"] else "")
         + ")"
         for r in rows
         if not r["held"]

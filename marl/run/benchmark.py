@@ -335,6 +335,7 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
             {
                 "cell": c.key,
                 "tier": c.tier,
+                "family": c.family,
                 "seeds": c.seeds,
                 "budget": c.budget,
                 "runs": len(runs),
@@ -342,7 +343,20 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
                 "held": held,
             }
         )
-    return {"benchmark": definition["name"], "cells": rows}
+    families = [
+        {
+            "tier": tier,
+            "family": family,
+            "tasks": list(spec["tasks"]),
+            "algos": list(spec["algos"]),
+            "seeds": int(spec["seeds"]),
+            "budget": float(spec["budget"]),
+            "papers": spec.get("papers", ""),
+        }
+        for tier, fams in definition["tiers"].items()
+        for family, spec in fams.items()
+    ]
+    return {"benchmark": definition["name"], "cells": rows, "families": families}
 
 
 def status(
