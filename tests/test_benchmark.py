@@ -353,7 +353,7 @@ def test_a_tasks_cells_share_one_evaluation_grid_even_when_run_alone(tmp_path):
 def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_path):
     """A cell counts once its records have the cell's seed count at its budget: too few runs
     or too few steps leave it in the list of cells not yet here, as does a missing learner."""
-    from tests.test_protocol import write_run
+    from test_protocol import write_run
 
     records = tmp_path / "records"
     write_run(records / "a", env_id="particle/simple", algo="ippo", seeds=2, steps=(0, 1000, 2048))
