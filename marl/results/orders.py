@@ -24,8 +24,7 @@ from marl.results.study import Study
 
 def verdict(relation: str, first: str, second: str, iv: stats.Interval) -> str:
     """The verdict on one pair of a source's order from P(first beats second) here."""
-    point, low, high = iv
-    del point
+    _, low, high = iv
     if relation == ">":
         return "agrees" if low > 0.5 else "reversed" if high < 0.5 else "not separated"
     if low <= 0.5 <= high:
