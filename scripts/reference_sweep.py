@@ -8,12 +8,15 @@ a task may set its own seeds and budget) through `marl sweep`, then writes
 
     results/reference/runs/<env>/<algo>/reference/   the run directories (records + sidecars)
     results/reference/report/                        report.md, report.html, figures
-    results/leaderboard.md, .json, .html             `marl leaderboard` over those records,
-                                                     the swarm benchmark's and the contests'
+
+The committed leaderboard is benchmark v1's (`marl benchmark run v1`, then `marl leaderboard
+results/benchmark/v1 results/swarms/runs --crossplay results/crossplay --out results
+--benchmark v1`); these CPU-friendly runs are the quick reference beside it.
 
 Runs finished before are skipped (so a killed sweep resumes); `--fresh` deletes them first.
 The budget is CPU-friendly (about 20 minutes per task on 2 cores), far below the learning
-benchmarks of `scripts/learning_benchmark.py`; the leaderboard says which budget it used.
+benchmarks of `scripts/learning_benchmark.py` and of benchmark v1; the report says which
+budget it used.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true", help="delete earlier runs first")
     args = parser.parse_args()
 
-    os.chdir(ROOT)  # relative paths in the records' sources and the leaderboard's command
+    os.chdir(ROOT)  # relative paths in the records' sources and the report
     base = Path("results") / "reference"
     runs = base / "runs"
     if args.fresh and runs.exists():
@@ -96,7 +99,7 @@ def main() -> int:
         if code != 0:
             return code
     shutil.rmtree(base / "last-sweep-report", ignore_errors=True)
-    code = cli.main(
+    return cli.main(
         [
             "report",
             str(runs),
@@ -107,15 +110,6 @@ def main() -> int:
             "says otherwise)",
         ]
     )
-    if code != 0:
-        return code
-    return cli.main(["leaderboard", *leaderboard_sources(runs), "--out", "results"])
-
-
-def leaderboard_sources(runs: Path) -> list[str]:
-    """The leaderboard's sources: these runs, the swarm benchmark's records
-    (`marl benchmark run swarms`) and the contests' cross-play (`marl crossplay`)."""
-    return [str(runs), "results/swarms/runs", "--crossplay", "results/crossplay"]
 
 
 if __name__ == "__main__":

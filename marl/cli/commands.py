@@ -89,7 +89,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_RECORDS = ("results/reference/runs", "results/external")
+DEFAULT_RECORDS = ("results/benchmark/v1", "results/external")
 DEFAULT_CONTESTS = ("results/crossplay",)
 
 

@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "leaderboard",
         help="rank algorithms per task and overall from run records",
-        description="Default records: results/reference/runs and results/external (marl-eval "
+        description="Default records: results/benchmark/v1 and results/external (marl-eval "
         "JSON from other frameworks, marked external).",
     )
     p.add_argument("runs", nargs="*", metavar="RUNS", help="run directories or record files")
