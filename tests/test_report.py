@@ -234,6 +234,16 @@ def test_the_leaderboard_names_the_command_that_regenerates_it(tmp_path):
     assert generated in (board / "leaderboard.md").read_text()
 
 
+def test_the_leaderboard_reads_benchmark_v1s_records_by_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _cli("leaderboard", "--out", "board", "--reps", "60")
+    assert code == 2
+    assert "none of results/benchmark/v1, results/external exists" in err
+    write_run(tmp_path / "results" / "benchmark" / "v1", algo="ippo", seed=1)
+    assert _cli("leaderboard", "--out", "board", "--reps", "60")[0] == 0
+    assert "| ippo |" in (tmp_path / "board" / "leaderboard.md").read_text()
+
+
 SWEEP = [
     "env=particle/simple",
     "algo=ippo,mappo",
