@@ -24,6 +24,7 @@ TINY = [
 ]
 
 
+@pytest.mark.slow
 def test_a_joblib_sweep_writes_one_valid_record_per_job(tmp_path):
     out = tmp_path / "runs"
     cmd = [

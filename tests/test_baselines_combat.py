@@ -16,6 +16,7 @@ def _rates(env, policy, episodes=200):
     return {k: float(np.mean(v)) for k, v in out.items()}
 
 
+@pytest.mark.slow
 def test_focus_fire_beats_the_heuristic_on_3m_and_random_does_not():
     env = marl.make("combat/3m")
     focus = _rates(env, focus_fire_policy(env))

@@ -281,6 +281,7 @@ def test_measure_keeps_each_cells_cost_and_initialises_seeds_as_the_runner(tmp_p
     assert "particle/spread/ippo:" in done.stdout and "unmeasured" not in done.stdout
 
 
+@pytest.mark.slow
 def test_measure_times_the_runners_segment_with_its_state_donated(tmp_path, monkeypatch):
     """`measure` times the runner's own segment program, which donates the state: timed
     without donation, a replay learner's call also copied its buffer (GBs on combat), which

@@ -77,6 +77,7 @@ class TickClock:
         return self.now
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
     """A replay learner: buffer, typed keys, target network and the best parameters so far;
     with a clock ticking 1 s per reading, each segment trains 1 s, so both runs report

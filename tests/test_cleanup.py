@@ -180,6 +180,7 @@ def test_signals_reach_vessels_in_range_only_with_communication():
     assert env.spec.obs_dim > OWN_FEATURES
 
 
+@pytest.mark.slow
 def test_greedy_collects_more_than_random():
     env = marl.make("cleanup/comm")
 

@@ -159,6 +159,7 @@ def test_console_script_is_installed():
 needs_jaxmarl = pytest.mark.skipif(not commands.peer_installed("jaxmarl"), reason="needs jaxmarl")
 
 
+@pytest.mark.slow
 @needs_jaxmarl
 def test_bench_vs_jaxmarl_adds_peer_columns(capsys):
     argv = ["bench", "particle/spread", "--num-envs", "2", "--steps", "10", "--repeats", "1",
@@ -260,6 +261,7 @@ def test_camar_counterpart_carries_the_map_settings():
         camar_kwargs("pathfinding/random_grid", {"lifelong": True})
 
 
+@pytest.mark.slow
 @needs_camar
 def test_bench_vs_camar_adds_peer_columns(capsys):
     argv = ["bench", "pathfinding/random_grid", "--num-envs", "2", "--steps", "5",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import pytest
 from scripts_loader import load_script
 
 import marl
@@ -14,6 +15,7 @@ def _module():
     return load_script("combat_lookahead")
 
 
+@pytest.mark.slow
 def test_planner_over_focus_fire_wins_where_focus_fire_loses():
     module = _module()
     env = marl.make("combat/3m")

@@ -156,7 +156,7 @@ def test_check_env_policy_mode():
 
 
 # --- the enemies' view is the allies' view of the mirrored map ----------------------------
-@pytest.mark.parametrize("see", [False, True])
+@pytest.mark.parametrize("see", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_enemy_view_is_the_ally_view_of_the_mirrored_map(see):
     env = marl.make("combat/5m_vs_6m", opponent="self_play", see_enemy_actions=see)
     mirrored = mirror_env(env)
@@ -336,6 +336,7 @@ def test_a_recurrent_learner_trained_on_the_mirrored_map_drives_the_enemies():
         assert ts.obs.shape == (5, enemy.spec.obs_dim)
 
 
+@pytest.mark.slow
 def test_heuristic_policy_reproduces_the_heuristic_mode_win_rate():
     allies = heuristic_policy(3, 3)
     heuristic = marl.make("combat/3m")

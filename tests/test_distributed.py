@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from marl import cli
 
@@ -57,6 +58,7 @@ def _returns(path):
     }
 
 
+@pytest.mark.slow
 def test_two_processes_train_one_run_that_host_0_alone_writes(tmp_path):
     """Host 1 runs `marl train`, host 0 the Hydra entry point (`python -m marl.app`): both
     join before anything else, and the run equals the one-process run."""

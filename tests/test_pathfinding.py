@@ -278,6 +278,7 @@ def test_lifelong_agents_get_new_goals_and_never_terminate():
     assert np.asarray(out["goals_reached"]).mean() > 2.0
 
 
+@pytest.mark.slow
 def test_planner_reaches_most_goals():
     """The classical baseline: >= 90% of agents reach their goal (8 agents, density 0.15)."""
     env = marl.make("pathfinding/random_grid", num_agents=8, density=0.15)

@@ -129,6 +129,7 @@ def test_an_installed_packages_env_and_learner_are_listed_and_trained(plugin, ca
     assert meta["anchors"]["reference"] > meta["anchors"]["random"]
 
 
+@pytest.mark.slow
 def test_import_paths_train_without_any_registration(plugin, capsys):
     runs = plugin / "runs"
     env, algo = "racepkg.race:Race", "racepkg.learner:make_train"

@@ -187,6 +187,7 @@ def test_target_mixer_sees_the_next_state():
     assert float(loss) == pytest.approx((1.5**2 + 1.0**2) / 2, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_iql_learns_the_single_agent_task():
     """particle/simple (one agent, one landmark): the greedy return rises well above the start.
 

@@ -68,7 +68,11 @@ def _pairs(a, b):
     return list(zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
-@pytest.mark.parametrize("algo", ["mfq", "il", "mfac"])
+# IL runs in CI; MF-Q and MF-AC, the same loop with other learners, with -m slow
+@pytest.mark.parametrize(
+    "algo",
+    [pytest.param(a, marks=pytest.mark.slow) if a != "il" else a for a in ("mfq", "il", "mfac")],
+)
 def test_mirror_trains_side_0_only_and_saves_the_learner_on_both_sides(algo):
     """12 steps of 3m: no battle ends, so no refresh; the opponent's set must not move while
     the learner's does (with `both`, the default, the enemies' set trains too)."""

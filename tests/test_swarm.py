@@ -117,6 +117,7 @@ def test_observations_are_mean_field_features_at_any_n():
         assert ts.state.shape == (64,)
 
 
+@pytest.mark.slow
 def test_the_reference_rules_order_the_swarm_where_random_actions_do_not():
     for env_id, floor in [("swarm/vicsek", 0.9), ("swarm/kuramoto", 0.6)]:
         env = marl.make(env_id, num_agents=40, episode_limit=60)

@@ -7,11 +7,13 @@ import contextlib
 import io
 from pathlib import Path
 
+import pytest
 from scripts_loader import load_script
 
 RUNS = Path(__file__).resolve().parents[1] / "results" / "swarms" / "runs" / "swarm"
 
 
+@pytest.mark.slow
 def test_plays_saved_policies_and_times_training_at_each_n(tmp_path):
     played = RUNS / "aggregation[num_agents=50]" / "decpomfc" / "swarms"  # with its parameters
     timed = RUNS / "aggregation[num_agents=50]" / "mfac" / "swarms"  # a record without them

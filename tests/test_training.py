@@ -58,6 +58,7 @@ def test_seeds_differ_and_evaluation_shapes():
     assert res.curve().shape == (3, 3)
 
 
+@pytest.mark.slow
 def test_recurrent_and_continuous_variants_run():
     res = tiny_run("particle/speaker_listener", "mappo", recurrent=True, gru_hidden=16)
     assert np.all(np.isfinite(res.curve()))
@@ -74,6 +75,7 @@ def test_recurrent_and_continuous_variants_run():
     assert np.all(np.isfinite(out.curve()))
 
 
+@pytest.mark.slow
 def test_ippo_learns_simple():
     """The trivial task: one agent, one landmark. Greedy return must rise clearly."""
     res = tiny_run("particle/simple", "ippo", budget=60_000, seeds=2, num_envs=8)

@@ -190,6 +190,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     except bm.BenchmarkError as e:
         raise UsageError(str(e)) from None
     records = Path(d["records"])
+    if args.part and args.action != "run":
+        raise UsageError("--part: only with `marl benchmark run`")
+    if args.action == "run":  # parts trained elsewhere that now cover a cell's seeds
+        for _, run in runs:
+            bm.merge_parts(run)
     if args.action == "measure":
         bm.measure_cells(runs, records, again=args.again)
     rows, todo, summary = bm.status(runs, bm.read_costs(records))
@@ -205,10 +210,28 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         def train(run):
             return jobs.train_run(dataclasses.replace(run, checkpoint=False, resume=False))
 
-    failed = bm.run_cells(bm.cheapest_first(todo, bm.read_costs(records)), train)
+    todo = bm.cheapest_first(todo, bm.read_costs(records))
+    if args.part:  # seeds a..b-1 of each cell left, joined once parts cover its seeds
+        try:
+            failed = bm.run_cells(bm.parts_of(todo, bm.parse_part(args.part)), train)
+        except bm.BenchmarkError as e:
+            raise UsageError(str(e)) from None
+        for _, run in todo:
+            bm.merge_parts(run)
+    else:
+        failed = bm.run_cells(todo, train)
     for cell, error in failed:
         print(f"failed: {cell.key}: {error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """`marl merge PART... --out DIR`: one run's parts (`part=a:b`) joined into the whole run."""
+    from marl.run.parts import merge
+
+    dest = merge([Path(p) for p in args.parts], Path(args.out), remove_parts=args.remove)
+    print(f"merged {len(args.parts)} parts into {dest}")
+    return 0
 
 
 def peer_installed(peer: str) -> bool:

@@ -15,6 +15,7 @@ from marl.cli.commands import (
     cmd_eval,
     cmd_leaderboard,
     cmd_list,
+    cmd_merge,
     cmd_render,
     cmd_report,
     cmd_sweep,
@@ -100,7 +101,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: train without checkpoints (a cell cut short starts over; for a machine that "
         "is given back after the call, where a replay buffer's checkpoint costs GBs per segment)",
     )
+    p.add_argument(
+        "--part",
+        metavar="A:B",
+        help="run: train only seeds A..B-1 of each cell left (a long cell split across machines "
+        "or days); a cell's parts are merged into its run once they cover its seeds",
+    )
     p.set_defaults(func=cmd_benchmark)
+
+    p = sub.add_parser(
+        "merge",
+        help="join the parts of one run (trained with part=a:b) into the whole run",
+        description="Each part trained seeds a..b-1 of the same run (marl train ... part=a:b); "
+        "the merged run directory holds every seed, as if trained at once.",
+    )
+    p.add_argument("parts", nargs="+", help="the parts' run directories")
+    p.add_argument("--out", required=True, help="the whole run's directory (must not hold a run)")
+    p.add_argument("--remove", action="store_true", help="delete the parts' folders once merged")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser(
         "report",

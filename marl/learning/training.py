@@ -52,8 +52,17 @@ class RunSettings:
     num_evaluations: int = 20  # evaluations after step 0 when eval_interval is None
     eval_episodes: int = 32
     seed: int = 0  # root seed; seed k trains from split(key(seed), seeds)[k]
+    # A part of a longer run (`part=a:b`): these `seeds` are seeds first.. of a `seeds_of`-seed
+    # run, trained from the keys that run gives them (`marl merge` joins the parts).
+    first_seed: int = 0
+    seeds_of: int | None = None
     absolute_episodes: int = 320  # episodes re-evaluating each seed's best parameters (0: off)
     metric: str = "return"  # evaluation metric that selects the best parameters
+
+    def seed_keys(self, root: jax.Array) -> jax.Array:
+        """`[seeds]` training keys: `split(root, seeds_of or seeds)[first_seed:][:seeds]`."""
+        keys = jax.random.split(root, self.seeds_of or self.seeds)
+        return keys[self.first_seed : self.first_seed + self.seeds]
 
     def interval(self) -> int:
         return int(self.eval_interval or max(1, self.budget // self.num_evaluations))
@@ -251,7 +260,7 @@ def run(
     per_segment, num_segments = settings.schedule(spu)
     say = log or (lambda _: None)
     root = jax.random.key(settings.seed)
-    init_keys = jax.random.split(root, settings.seeds)
+    init_keys = settings.seed_keys(root)
     eval_key = jax.random.fold_in(root, EVAL_SALT)
 
     def evaluate_all(state):

@@ -300,8 +300,9 @@ def load(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list
     """Every record under `paths` (run directories, directories of runs, or JSON files).
 
     A `record.json` next to a `meta.json` is a marl record; any other JSON in marl-eval's
-    schema is read as external (no sidecar). Unfinished runs (sidecar says so) are skipped,
-    their directories appended to `skipped` if given.
+    schema is read as external (no sidecar). Unfinished runs (sidecar says so) and parts of a
+    run not merged yet (`marl.run.parts`) are skipped, their directories appended to `skipped`
+    if given.
     """
     records: list[Record] = []
     for given in paths:
@@ -317,8 +318,8 @@ def load(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list
                     meta = json.loads(meta_path.read_text())
                 except (OSError, json.JSONDecodeError) as e:
                     raise RecordError(f"{meta_path}: cannot read JSON: {e}") from None
-                if not meta.get("finished", False):
-                    if skipped is not None:
+                if not meta.get("finished", False) or (meta.get("config") or {}).get("part"):
+                    if skipped is not None:  # unfinished, or a part of a run (`marl merge`)
                         skipped.append(path.parent)
                     continue
             records.extend(parse(path, data, meta))

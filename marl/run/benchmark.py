@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from marl.run.parts import merge, part_name, parts_done
+
 DEFINITIONS = Path(__file__).parents[1] / "conf" / "benchmark"
 COSTS = "costs.json"  # in the records folder: measured seconds per update of each cell
 
@@ -47,6 +49,7 @@ class Cell:
     records: Path
     # the family's `variant`: the same learner on the same task, trained otherwise
     variant: str | None = None
+    part: tuple[int, int] | None = None  # seeds a..b-1 only (`--part a:b`, `marl.run.parts`)
 
     @property
     def key(self) -> str:
@@ -57,7 +60,8 @@ class Cell:
     def run_name(self) -> str:
         """The run's folder name under `<records>/<task>/<algo>/`: the benchmark's name, and
         `-variant` for a family that names one (so its runs never take another's folder)."""
-        return self.benchmark + (f"-{self.variant}" if self.variant else "")
+        name = self.benchmark + (f"-{self.variant}" if self.variant else "")
+        return name if self.part is None else part_name(name, *self.part)
 
     @property
     def env_overrides(self) -> list[str]:
@@ -80,6 +84,7 @@ class Cell:
             f"budget={self.budget:g}",
             f"out={self.records}",
             f"name={self.run_name}",
+            *([f"part={self.part[0]}:{self.part[1]}"] if self.part else []),
             *self.extra,
         ]
 
@@ -196,6 +201,10 @@ def state(run: Any) -> tuple[str, dict[str, Any]]:
 
     path = run_parent(run) / str(run.name) / META
     if not path.exists():
+        done = parts_done(run_parent(run), str(run.name))
+        if done:
+            seeds = ", ".join(f"{a}:{b}" for a, b in done)
+            return f"missing (parts {seeds} of {run.settings.seeds})", {}
         return "missing", {}
     meta = json.loads(path.read_text())
     return ("finished" if meta.get("finished") else "unfinished"), meta
@@ -359,6 +368,52 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
     return {"benchmark": definition["name"], "cells": rows, "families": families}
 
 
+def parse_part(text: str) -> tuple[int, int]:
+    """`"a:b"` -> (a, b), checked against each cell's seeds when its part is resolved."""
+    a, colon, b = text.partition(":")
+    if not colon or not (a.isdigit() and b.isdigit()) or int(a) >= int(b):
+        raise BenchmarkError(f"--part {text!r}: expected a:b with a < b, e.g. --part 0:2")
+    return int(a), int(b)
+
+
+def parts_of(todo: Sequence[tuple[Cell, Any]], part: tuple[int, int]) -> list[tuple[Cell, Any]]:
+    """The part `part` of each cell left (its seeds a..b-1; `marl.run.parts`)."""
+    out = []
+    for cell, _ in todo:
+        if part[1] > cell.seeds:
+            raise BenchmarkError(f"--part {part[0]}:{part[1]}: {cell.key} has {cell.seeds} seeds")
+        piece = dataclasses.replace(cell, part=part)
+        out.append((piece, resolve(piece)))
+    return out
+
+
+def merge_parts(run: Any, log: Callable[[str], None] = print) -> bool:
+    """Join the cell's finished parts into its run once they cover every seed (the parts'
+    folders are removed); True when the cell is whole now."""
+    from marl.run.errors import UsageError
+    from marl.run.parts import cell_parts, check_parts
+    from marl.run.rundir import run_parent
+
+    parent, name = run_parent(run), str(run.name)
+    done = parts_done(parent, name)
+    if not done:
+        return False
+    covered = 0
+    for a, b in done:
+        covered = b if a == covered else covered
+    if covered != run.settings.seeds:
+        return False
+    dirs = [d for d in cell_parts(parent, name) if (d / "meta.json").is_file()]
+    try:
+        check_parts(dirs)
+    except UsageError as e:
+        log(f"{parent / name}: parts cover every seed but do not merge: {e}")
+        return False
+    merge(dirs, parent / name, remove_parts=True)
+    log(f"merged {', '.join(d.name for d in dirs)} into {parent / name}")
+    return True
+
+
 def status(
     runs: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
 ) -> tuple[list[list[str]], list[tuple[Cell, Any]], str]:
@@ -377,6 +432,11 @@ def status(
                 paces.append(took / est)
         else:
             done = segments_done(run) if state_ == "unfinished" else 0
+            if state_.startswith("missing (parts") and est is not None:
+                from marl.run.rundir import run_parent
+
+                trained = sum(b - a for a, b in parts_done(run_parent(run), str(run.name)))
+                est *= 1.0 - trained / run.settings.seeds
             if done:  # it resumes after its last saved segment: only the rest is left
                 state_ = f"{state_} {done}/{run.num_segments}"
                 if est is not None:

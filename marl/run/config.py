@@ -106,7 +106,8 @@ class RunConfig:
                 "metric": s.metric,
                 "transfer": [t.to_dict() for t in self.transfer],
             },
-            "seeds": s.seeds,
+            "seeds": s.seeds_of or s.seeds,
+            **({"part": f"{s.first_seed}:{s.first_seed + s.seeds}"} if s.seeds_of else {}),
             "budget": s.budget,
             "seed": s.seed,
             "out": str(self.out),
@@ -252,14 +253,35 @@ def _int(key: str, value: Any, minimum: int) -> int:
     return value
 
 
+def _part(value: Any, seeds: int) -> tuple[int, int]:
+    """(first seed, seed count) of `part="a:b"` (seeds a..b-1 of `seeds`); null: all of them."""
+    if value is None:
+        return 0, seeds
+    text = str(value).strip()
+    a, colon, b = text.partition(":")
+    try:
+        first, stop = int(a), int(b)
+    except ValueError:
+        first, stop = -1, -1
+    if not colon or not 0 <= first < stop <= seeds:
+        raise ConfigError(
+            f"part must be 'a:b' with 0 <= a < b <= seeds ({seeds}), e.g. part=0:2; got {value!r}"
+        )
+    return first, stop - first
+
+
 def _settings(data: dict[str, Any]) -> RunSettings:
     protocol = data.get("protocol") or {}
     interval = protocol.get("eval_interval")
     metric = protocol.get("metric", "return")
     if not isinstance(metric, str) or not metric:
         raise ConfigError(f"protocol.metric must be a metric name, got {metric!r}")
+    seeds = _int("seeds", data.get("seeds"), 1)
+    first, count = _part(data.get("part"), seeds)
     return RunSettings(
-        seeds=_int("seeds", data.get("seeds"), 1),
+        seeds=count,
+        first_seed=first,
+        seeds_of=None if count == seeds else seeds,
         budget=_int("budget", data.get("budget"), 1),
         eval_interval=None if interval is None else _int("protocol.eval_interval", interval, 1),
         eval_episodes=_int("protocol.eval_episodes", protocol.get("eval_episodes"), 1),

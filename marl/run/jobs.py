@@ -247,7 +247,7 @@ def vmapped_runs(run: Any, combos: list[dict[str, float]]) -> list[Any]:
     for r, d in zip(runs, dirs, strict=True):
         print(f"{' '.join(r.command)}\nrun directory: {d.path}", flush=True)
     train = hyper.hyper_train(make_train, env, dict(run.algo_cfg), run.total_updates)
-    keys = jax.random.split(jax.random.key(run.settings.seed), seeds)
+    keys = run.settings.seed_keys(jax.random.key(run.settings.seed))
     inputs = hyper.member_inputs(keys, combos)
 
     def each(hook: str):

@@ -1,0 +1,121 @@
+"""A run split into parts (`part=a:b`, `marl benchmark run --part`) and merged (`marl merge`)
+holds the same seeds as the run trained at once."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from marl.results.protocol import load
+from marl.run import parts
+from marl.run.errors import UsageError
+from tests.test_benchmark import _cli
+
+ONE_CELL = """
+name: tiny
+records: {records}
+protocol: default
+tiers:
+  cpu:
+    particle:
+      budget: 2e3
+      seeds: 2
+      tasks: [particle/simple]
+      algos: [ippo]
+      overrides:
+        all: [protocol.num_evaluations=2, protocol.absolute_episodes=4, protocol.eval_episodes=2]
+"""
+
+
+def _definition(tmp_path, name):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(ONE_CELL.format(records=tmp_path / name))
+    return str(path)
+
+
+def _run(tmp_path, name):
+    return tmp_path / name / "particle" / "simple" / "ippo" / "tiny"
+
+
+def _json(path):
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The cell trained at once, and in two parts (seed 1, then seed 0) merged by the benchmark."""
+    tmp = tmp_path_factory.mktemp("parts")
+    whole, split = _definition(tmp, "whole"), _definition(tmp, "split")
+    assert _cli("benchmark", "run", whole)[0] == 0
+    code, out, _ = _cli("benchmark", "run", split, "--part", "1:2")
+    assert code == 0 and (_run(tmp, "split").parent / "tiny.part1-2").is_dir()
+    status = _cli("benchmark", "status", split)[1]
+    assert "missing (parts 1:2 of 2)" in status
+    skipped = []
+    assert load([tmp / "split"], skipped) == [] and [p.name for p in skipped] == ["tiny.part1-2"]
+    code, out, _ = _cli("benchmark", "run", split, "--part", "0:1")
+    assert code == 0 and "merged tiny.part0-1, tiny.part1-2" in out
+    return _run(tmp, "whole"), _run(tmp, "split")
+
+
+def test_merged_parts_hold_the_seeds_of_the_run_trained_at_once(trained):
+    whole, merged = trained
+    assert not list(merged.parent.glob("tiny.part*"))  # the parts' folders are gone
+    a, b = _json(whole / "final.json"), _json(merged / "final.json")
+    assert b["seeds"] == 2 and len(b["best_step"]) == 2
+    for key in ("final", "absolute"):
+        for metric, values in a[key].items():
+            np.testing.assert_allclose(b[key][metric], values, rtol=1e-4, atol=1e-5)
+    assert b["absolute_mean"] == pytest.approx(a["absolute_mean"], rel=1e-4)
+    ra, rb = _json(whole / "record.json"), _json(merged / "record.json")
+    runs_a = ra["particle"]["simple"]["ippo"]
+    runs_b = rb["particle"]["simple"]["ippo"]
+    assert sorted(runs_b) == sorted(runs_a) == ["run_0", "run_1"]
+    for run, steps in runs_a.items():
+        for step, values in steps.items():
+            for metric, v in values.items():
+                np.testing.assert_allclose(runs_b[run][step][metric], v, rtol=1e-4, atol=1e-5)
+    lines_a = (whole / "metrics.jsonl").read_text().splitlines()
+    lines_b = (merged / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in lines_b] == [json.loads(x)["step"] for x in lines_a]
+    eval_a, eval_b = json.loads(lines_a[-1])["eval"], json.loads(lines_b[-1])["eval"]
+    np.testing.assert_allclose(eval_b["return"], eval_a["return"], rtol=1e-4, atol=1e-5)
+    meta = _json(merged / "meta.json")
+    assert meta["finished"] and meta["seeds"] == 2 and "part" not in meta["config"]
+    assert [p["part"] for p in meta["parts"]] == ["0:1", "1:2"]
+    assert meta["wall_time"] == pytest.approx(sum(p["wall_time"] for p in meta["parts"]))
+
+
+def test_the_merged_run_is_one_record_of_two_seeds(trained):
+    _, merged = trained
+    (record,) = load([merged.parent])
+    assert len(record.runs) == 2
+
+
+def test_parts_that_do_not_tile_the_seeds_are_refused(tmp_path):
+    def part(name, span, seeds=3):
+        d = tmp_path / name
+        d.mkdir()
+        cfg = {"seeds": seeds, "part": span, "protocol": {"metric": "return"}}
+        (d / "meta.json").write_text(json.dumps({"finished": True, "config": cfg}))
+        return d
+
+    a, b, c = part("a", "0:1"), part("b", "2:3"), part("c", "0:2")
+    with pytest.raises(UsageError, match="seeds 1..1 missing"):
+        parts.check_parts([a, b])
+    with pytest.raises(UsageError, match="overlap"):
+        parts.check_parts([a, c, b])
+    with pytest.raises(UsageError, match="the rest is missing"):
+        parts.check_parts([c])
+    other = part("d", "2:3", seeds=4)
+    with pytest.raises(UsageError, match="another config"):
+        parts.check_parts([c, other])
+
+
+def test_a_part_outside_the_seeds_is_refused_in_one_line():
+    from marl.run.config import ConfigError, compose, resolve
+
+    with pytest.raises(ConfigError, match="part must be 'a:b' with 0 <= a < b <= seeds"):
+        resolve(compose(["seeds=2", "part=1:3", "budget=1e3"]))
