@@ -55,6 +55,7 @@ def test_suite_envs_and_scaling_records_and_markdown(tmp_path):
     assert "## Training loops" not in text  # not measured
 
 
+@pytest.mark.slow
 def test_training_profile_parts():
     # a mean-field learner: its policy also reads the env's neighbourhood
     rec = benchsuite.bench_training(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scripts_loader import load_script
 
 import marl
@@ -34,6 +35,7 @@ def test_behaviour_reads_the_scripted_focus_fire():
     assert len(text.splitlines()) == 2 + 1 + int(running[5] > 0) + int(running[59] > 0)
 
 
+@pytest.mark.slow
 def test_targeting_counts_attacks_on_the_weakest_foe():
     module = load_script("combat_behaviour")
     env = marl.make("combat/3m")
