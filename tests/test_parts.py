@@ -7,31 +7,27 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 
 from marl.results.protocol import load
 from marl.run import parts
 from marl.run.errors import UsageError
 from tests.test_benchmark import _cli
 
-ONE_CELL = """
-name: tiny
-records: {records}
-protocol: default
-tiers:
-  cpu:
-    particle:
-      budget: 2e3
-      seeds: 2
-      tasks: [particle/simple]
-      algos: [ippo]
-      overrides:
-        all: [protocol.num_evaluations=2, protocol.absolute_episodes=4, protocol.eval_episodes=2]
-"""
+
+def _cell(records):
+    """A benchmark of one cell: IPPO on particle/simple, 2 seeds, two evaluations."""
+    protocol = ("num_evaluations=2", "absolute_episodes=4", "eval_episodes=2")
+    evals = [f"protocol.{k}" for k in protocol]
+    family = {"budget": 2e3, "seeds": 2, "tasks": ["particle/simple"], "algos": ["ippo"]}
+    family["overrides"] = {"all": evals}
+    definition = {"name": "tiny", "records": str(records), "protocol": "default"}
+    return yaml.safe_dump({**definition, "tiers": {"cpu": {"particle": family}}})
 
 
 def _definition(tmp_path, name):
     path = tmp_path / f"{name}.yaml"
-    path.write_text(ONE_CELL.format(records=tmp_path / name))
+    path.write_text(_cell(tmp_path / name))
     return str(path)
 
 
