@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 import yaml
+from test_benchmark import _cli
 
 from marl.results.protocol import load
 from marl.run import parts
 from marl.run.errors import UsageError
-from tests.test_benchmark import _cli
 
 
 def _cell(records):
