@@ -34,8 +34,8 @@ def verdict(relation: str, first: str, second: str, iv: stats.Interval) -> str:
 
 def _scores(study: Study, task: str, algo: str) -> tuple[str, Any]:
     entry = study.entries[(task, algo)]
-    unit = study.headline.get(task)
-    if unit and all(unit in run.metrics for run in entry.runs):
+    unit = study.headline_unit(task, algo)
+    if unit:
         return unit, entry.scores(unit)
     sign = -1.0 if study.lower.get(task, False) else 1.0
     return study.metric, sign * entry.scores(study.metric)

@@ -63,8 +63,8 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
                 "env_steps": int(entry.runs[0].steps[-1]),
                 "sources": sorted({str(r.path) for r in entry.records}),
             }
-            unit = study.headline.get(task, METRIC)
-            if unit != study.metric and all(unit in run.metrics for run in entry.runs):
+            unit = study.headline_unit(task, algo, default=METRIC)
+            if unit and unit != study.metric:
                 row["headline"] = {
                     "metric": unit,
                     "mean": _interval(stats.mean_ci(entry.scores(unit), reps=reps, seed=seed)),

@@ -109,6 +109,13 @@ class Study:
     def algorithms(self) -> list[str]:
         return sorted({a for _, a in self.entries})
 
+    def headline_unit(self, task: str, algo: str, default: str | None = None) -> str | None:
+        """The task's natural unit (win rate, success rate, ...; `default` for a task without
+        one) where every run of `algo` on it recorded that metric, else None."""
+        unit = self.headline.get(task, default)
+        runs = self.entries[(task, algo)].runs
+        return unit if unit and all(unit in run.metrics for run in runs) else None
+
     def normalised_scores(self) -> dict[str, dict[str, np.ndarray]]:
         """algorithm -> task -> [runs], tasks with anchors only."""
         out: dict[str, dict[str, np.ndarray]] = {}
