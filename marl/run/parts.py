@@ -81,8 +81,12 @@ def check_parts(dirs: list[Path]) -> tuple[list[Path], list[dict[str, Any]], int
     base = _without_part(metas[0]["config"])
     expected = 0
     for d, meta in zip(dirs, metas, strict=True):
-        if _without_part(meta["config"]) != base:
-            raise UsageError(f"{d}: trained with another config than {dirs[0]}")
+        config = _without_part(meta["config"])
+        if config != base:
+            keys = sorted(k for k in set(config) | set(base) if config.get(k) != base.get(k))
+            raise UsageError(
+                f"{d}: trained with another config than {dirs[0]} ({', '.join(keys)} differ)"
+            )
         first, stop = part_of(meta)
         if first != expected:
             gap = f"seeds {expected}..{first - 1} missing" if first > expected else "overlap"
