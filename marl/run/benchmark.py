@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from marl.run.parts import merge, part_name, parts_done
+from marl.run.parts import merge, parse_span, part_name, parts_done
 
 DEFINITIONS = Path(__file__).parents[1] / "conf" / "benchmark"
 COSTS = "costs.json"  # in the records folder: measured seconds per update of each cell
@@ -370,10 +370,10 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
 
 def parse_part(text: str) -> tuple[int, int]:
     """`"a:b"` -> (a, b), checked against each cell's seeds when its part is resolved."""
-    a, colon, b = text.partition(":")
-    if not colon or not (a.isdigit() and b.isdigit()) or int(a) >= int(b):
-        raise BenchmarkError(f"--part {text!r}: expected a:b with a < b, e.g. --part 0:2")
-    return int(a), int(b)
+    try:
+        return parse_span(text)
+    except ValueError:
+        raise BenchmarkError(f"--part {text!r}: expected a:b with a < b, e.g. --part 0:2") from None
 
 
 def parts_of(todo: Sequence[tuple[Cell, Any]], part: tuple[int, int]) -> list[tuple[Cell, Any]]:
@@ -390,26 +390,21 @@ def parts_of(todo: Sequence[tuple[Cell, Any]], part: tuple[int, int]) -> list[tu
 def merge_parts(run: Any, log: Callable[[str], None] = print) -> bool:
     """Join the cell's finished parts into its run once they cover every seed (the parts'
     folders are removed); True when the cell is whole now."""
+    from marl.results.protocol import META
     from marl.run.errors import UsageError
-    from marl.run.parts import cell_parts, check_parts
+    from marl.run.parts import cell_parts
     from marl.run.rundir import run_parent
 
     parent, name = run_parent(run), str(run.name)
-    done = parts_done(parent, name)
-    if not done:
+    seeds = sum(b - a for a, b in parts_done(parent, name))
+    if seeds < run.settings.seeds:
         return False
-    covered = 0
-    for a, b in done:
-        covered = b if a == covered else covered
-    if covered != run.settings.seeds:
-        return False
-    dirs = [d for d in cell_parts(parent, name) if (d / "meta.json").is_file()]
+    dirs = [d for d in cell_parts(parent, name) if (d / META).is_file()]
     try:
-        check_parts(dirs)
+        merge(dirs, parent / name, remove_parts=True)
     except UsageError as e:
         log(f"{parent / name}: parts cover every seed but do not merge: {e}")
         return False
-    merge(dirs, parent / name, remove_parts=True)
     log(f"merged {', '.join(d.name for d in dirs)} into {parent / name}")
     return True
 

@@ -257,13 +257,13 @@ def _part(value: Any, seeds: int) -> tuple[int, int]:
     """(first seed, seed count) of `part="a:b"` (seeds a..b-1 of `seeds`); null: all of them."""
     if value is None:
         return 0, seeds
-    text = str(value).strip()
-    a, colon, b = text.partition(":")
+    from marl.run.parts import parse_span
+
     try:
-        first, stop = int(a), int(b)
+        first, stop = parse_span(value)
     except ValueError:
         first, stop = -1, -1
-    if not colon or not 0 <= first < stop <= seeds:
+    if not 0 <= first < stop <= seeds:
         raise ConfigError(
             f"part must be 'a:b' with 0 <= a < b <= seeds ({seeds}), e.g. part=0:2; got {value!r}"
         )

@@ -40,13 +40,18 @@ def part_name(name: str, first: int, stop: int) -> str:
     return f"{name}.part{first}-{stop}"
 
 
+def parse_span(text: Any) -> tuple[int, int]:
+    """`"a:b"` -> (a, b) with 0 <= a < b; ValueError otherwise."""
+    a, colon, b = str(text).strip().partition(":")
+    if not colon or not (a.isdigit() and b.isdigit()) or int(a) >= int(b):
+        raise ValueError(f"expected 'a:b' with 0 <= a < b, got {text!r}")
+    return int(a), int(b)
+
+
 def part_of(meta: dict[str, Any]) -> tuple[int, int] | None:
     """(first, stop) of a part's seeds from its meta.json, None for a whole run."""
     text = (meta.get("config") or {}).get("part")
-    if not text:
-        return None
-    a, _, b = str(text).partition(":")
-    return int(a), int(b)
+    return parse_span(text) if text else None
 
 
 def _read(path: Path) -> dict[str, Any]:
