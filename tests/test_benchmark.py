@@ -361,6 +361,11 @@ def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_pa
     write_run(records / "b", env_id="particle/simple", algo="vdn", seeds=1, steps=(0, 1000, 2048))
     spread = "particle/spread[num_agents=2]"
     write_run(records / "c", env_id=spread, algo="ippo", seeds=2, steps=(0, 500, 1000))
+    for a, b, finished in ((0, 2, True), (3, 4, True), (2, 3, False)):  # parts of a cell
+        part = records / "combat" / "3m" / "qmix" / f"tiny.part{a}-{b}"
+        part.mkdir(parents=True)
+        meta = {"finished": finished, "config": {"part": f"{a}:{b}"}}
+        (part / "meta.json").write_text(json.dumps(meta))
     code, out, err = _cli(
         "leaderboard", str(records), "--out", str(tmp_path / "lb"), "--reps", "50",
         "--published", "none", "--benchmark", str(_definition(tmp_path)),
@@ -378,7 +383,8 @@ def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_pa
     assert "particle/simple/ippo" not in section
     assert "particle/simple/vdn (cpu, 1 of 2 runs, 2,048 steps)" in section
     assert f"{spread}/ippo (cpu, 2 of 2 runs, 1,000 steps)" in section
-    assert f"{spread}/vdn (cpu)" in section and "combat/3m/qmix (gpu)" in section
+    assert f"{spread}/vdn (cpu)" in section
+    assert "combat/3m/qmix (gpu, 3 of 5 seeds trained in parts (0-1, 3))" in section
     cov = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["coverage"]
     assert [r["cell"] for r in cov["cells"] if r["held"]] == ["particle/simple/ippo"]
     code, _, err = _cli(

@@ -222,6 +222,7 @@ def coverage_markdown(cov: dict[str, Any] | None) -> list[str]:
     missing = [
         f"{r['cell']} ({r['tier']}"
         + (f", {r['runs']} of {r['seeds']} runs, {r['env_steps']:,} steps" if r["runs"] else "")
+        + (_parts_text(r) if r.get("parts") else "")
         + ")"
         for r in rows
         if not r["held"]
@@ -233,6 +234,13 @@ def coverage_markdown(cov: dict[str, Any] | None) -> list[str]:
         f"is left and its cost). Not yet here: {'; '.join(missing)}.",
         "",
     ]
+
+
+def _parts_text(row: dict[str, Any]) -> str:
+    """`, 7 of 10 seeds trained in parts (0-3, 4-6)` for a cell whose parts are not all done."""
+    spans = ", ".join(f"{a}-{b - 1}" if b - a > 1 else f"{a}" for a, b in row["parts"])
+    trained = sum(b - a for a, b in row["parts"])
+    return f", {trained} of {row['seeds']} seeds trained in parts ({spans})"
 
 
 def write_leaderboard(

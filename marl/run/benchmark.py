@@ -328,8 +328,11 @@ def measure_cells(runs: Sequence[tuple[Cell, Any]], records: Path, again: bool =
 def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
     """Which cells of `definition` the records of `study` (`marl.results.study.Study`) hold at
     the cell's seed count and budget (a learner's update size may round the budget down by
-    `BUDGET_RTOL` of it at most); a variant's cell only from its own run folders."""
+    `BUDGET_RTOL` of it at most); a variant's cell only from its own run folders. A cell not
+    held lists the finished parts in its records folder (`parts`: [[a, b], ...], seeds a..b-1;
+    `marl benchmark run --part`), which the records themselves leave out until merged."""
     from marl.results.protocol import BUDGET_RTOL
+    from marl.run.rundir import run_parent
 
     rows = []
     for c in cells(definition):
@@ -340,6 +343,10 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
         runs = [run for r in records for run in r.runs]
         steps = min((int(run.steps[-1]) for run in runs), default=0)
         held = len(runs) >= c.seeds and steps >= (1.0 - BUDGET_RTOL) * c.budget
+        parts = []
+        if not held and c.records.is_dir():
+            run = resolve(c)
+            parts = [[a, b] for a, b in parts_done(run_parent(run), str(run.name))]
         rows.append(
             {
                 "cell": c.key,
@@ -350,6 +357,7 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
                 "runs": len(runs),
                 "env_steps": steps,
                 "held": held,
+                "parts": parts,
             }
         )
     families = [
