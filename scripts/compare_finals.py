@@ -8,9 +8,10 @@ improvement between every pair of learners, with CIs (stratified bootstrap over 
 For claims checked on final performance where the runs' evaluation grids differ (learners that
 update in different sizes train slightly different env steps, so `marl report` keeps their
 records apart): the table states each run's env steps beside its figures. A run directory is
-any finished `marl train` run (its `final.json`); several runs of one learner on one task are
-pooled (their seeds concatenated) where they trained to one nominal budget, and shown apart,
-`learner (2e6)`, where not.
+any finished `marl train` run (its `final.json`); a run trained with `label=` (a learner at
+other settings, e.g. `qmix-pymarl`) is a learner of its own; several runs of one learner on
+one task are pooled (their seeds concatenated) where they trained to one nominal budget, and
+shown apart, `learner (2e6)`, where not.
 
 `--paired` adds, for each pair of learners whose runs hold the same seeds (seed k of root seed
 `seed=` in each run's config.yaml), the mean of their per-seed differences with a bootstrap CI
@@ -59,16 +60,19 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
         task = Path(d).parent.parent.name  # <records>/<family>/<task>/<algo>/<name>
         finals.append((f"{Path(d).parent.parent.parent.name}/{task}", d, final))
 
-    def root_seed(d: str) -> int:
+    def config(d: str) -> dict:
         cfg = Path(d) / "config.yaml"
-        return int(yaml.safe_load(cfg.read_text()).get("seed", 0)) if cfg.is_file() else 0
+        return (yaml.safe_load(cfg.read_text()) or {}) if cfg.is_file() else {}
+
+    def learner(d: str, final: dict) -> str:  # the run's `label=` where it has one
+        return config(d).get("label") or final["algo"]
 
     budgets: dict[tuple[str, str], set] = {}
-    for task, _, final in finals:
-        budgets.setdefault((task, final["algo"]), set()).add(final.get("budget"))
+    for task, d, final in finals:
+        budgets.setdefault((task, learner(d, final)), set()).add(final.get("budget"))
     out: dict[str, dict[str, dict]] = {}
     for task, d, final in finals:
-        name = final["algo"]
+        name = learner(d, final)
         if len(budgets[(task, name)]) > 1:  # an older final.json may lack its budget
             budget = final.get("budget")
             label = "budget unknown" if budget is None else f"{budget:.0e}".replace("e+0", "e")
@@ -77,7 +81,7 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
             name, {"scores": [], "env_steps": set(), "dirs": [], "keys": []}
         )
         scores = list(np.asarray(final["absolute"][metric], dtype=float))
-        entry["keys"] += [(root_seed(d), k) for k in range(len(scores))]
+        entry["keys"] += [(int(config(d).get("seed", 0)), k) for k in range(len(scores))]
         entry["scores"] += scores
         entry["env_steps"].add(int(final["env_steps"]))
         entry["dirs"].append(d)

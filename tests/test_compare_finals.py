@@ -16,7 +16,14 @@ def _script():
 
 
 def _run(
-    root: Path, algo: str, scores: list[float], steps: int, name="x", budget=None, seed=None
+    root: Path,
+    algo: str,
+    scores: list[float],
+    steps: int,
+    name="x",
+    budget=None,
+    seed=None,
+    label=None,
 ) -> str:
     d = root / "swarm" / "vicsek[num_agents=50]" / algo / name
     d.mkdir(parents=True)
@@ -24,8 +31,8 @@ def _run(
     if budget is not None:
         final["budget"] = budget
     (d / "final.json").write_text(json.dumps(final))
-    if seed is not None:
-        (d / "config.yaml").write_text(f"seed: {seed}\n")
+    if seed is not None or label is not None:
+        (d / "config.yaml").write_text(f"seed: {seed or 0}\nlabel: {label or 'null'}\n")
     return str(d)
 
 
@@ -53,6 +60,18 @@ def test_runs_of_one_learner_at_two_budgets_are_rows_of_their_own(tmp_path):
     assert "| decpomfc (5e5) | 4 | 512,000 |" in text  # one budget: pooled
     assert "| decpomfc (2e6) | 2 | 2,083,200 |" in text
     assert "| P(decpomfc (2e6) > decpomfc (5e5)) |" in text
+
+
+def test_a_labelled_run_is_a_learner_of_its_own(tmp_path):
+    """`label=qmix-pymarl` trains QMIX at other settings: not pooled with plain QMIX's seeds."""
+    a = _run(tmp_path, "qmix", [0.1, 0.2], 1000, seed=0)
+    b = _run(tmp_path, "qmix", [0.9, 0.8], 1000, name="pymarl", label="qmix-pymarl")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _script().main([a, b, "--reps", "500"]) == 0
+    text = out.getvalue()
+    assert "| qmix | 2 | 1,000 |" in text and "| qmix-pymarl | 2 | 1,000 |" in text
+    assert "| P(qmix-pymarl > qmix) | 1.00 [1.00, 1.00] |" in text
 
 
 def test_a_missing_metric_names_the_ones_there(tmp_path):
