@@ -13,7 +13,7 @@ other settings, e.g. `qmix-pymarl`) is a learner of its own; several runs of one
 one task are pooled (their seeds concatenated) where they trained to one nominal budget, and
 shown apart, `learner (2e6)`, where not.
 
-`--paired` adds, for each pair of learners whose runs hold the same seeds (seed k of root seed
+`--paired` adds, for each pair of learners, over the seeds both hold (seed k of root seed
 `seed=` in each run's config.yaml), the mean of their per-seed differences with a bootstrap CI
 over seeds, and on how many seeds each is ahead. Seed k of two runs is paired where the
 learners build the same networks and split their keys alike (IQL, VDN and QMIX share the agent
@@ -143,11 +143,15 @@ def _pairs(learners: dict) -> list[tuple[str, str]]:
 
 def _paired_row(a: str, b: str, learners: dict, reps: int) -> str:
     ea, eb = learners[a], learners[b]
-    if sorted(ea["keys"]) != sorted(eb["keys"]):
-        return f"| {a} - {b} | not paired (the runs hold different seeds) | |"
-    order = [eb["keys"].index(key) for key in ea["keys"]]
-    d = paired(np.asarray(ea["scores"]), np.asarray(eb["scores"])[order], reps=reps)
+    common = [key for key in ea["keys"] if key in eb["keys"]]
+    if not common:
+        return f"| {a} - {b} | not paired (the runs hold no seed in common) | |"
+    xa = np.asarray(ea["scores"])[[ea["keys"].index(key) for key in common]]
+    xb = np.asarray(eb["scores"])[[eb["keys"].index(key) for key in common]]
+    d = paired(xa, xb, reps=reps)
     counts = f"{d['ahead']} / {d['behind']} of {d['seeds']}"
+    if len(common) < max(len(ea["keys"]), len(eb["keys"])):
+        counts += " (the seeds both hold)"
     return f"| {a} - {b} | {_fmt(d['mean'])} | {counts} |"
 
 

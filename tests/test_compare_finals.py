@@ -91,18 +91,19 @@ def test_paired_differences_by_hand(tmp_path):
     assert d["mean"][1] < 1.0 < d["mean"][2]
     a = _run(tmp_path, "vdn", [0.9, 0.5, 0.7], 1000)
     b = _run(tmp_path, "iql", [0.8, 0.5, 0.6], 1000)
-    c = _run(tmp_path, "qmix", [0.1, 0.2], 1000)
+    c = _run(tmp_path, "qmix", [0.1, 0.2], 1000, seed=3)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert cf.main([a, b, c, "--paired", "--reps", "500"]) == 0
     text = out.getvalue()
     assert "| vdn - iql | 0.07 [" in text and "| 2 / 0 of 3 |" in text
-    assert "| vdn - qmix | not paired (the runs hold different seeds) | |" in text
+    assert "| vdn - qmix | not paired (the runs hold no seed in common) | |" in text
 
 
 def test_pooled_runs_pair_seed_by_seed_on_their_root_seeds(tmp_path):
     """Two runs per learner (root seeds 0 and 1, given in different orders) pair seed k of
-    root r with seed k of root r; a learner missing one root's runs is not paired."""
+    root r with seed k of root r; a learner missing one root's runs is paired on the seeds both
+    hold."""
     a0 = _run(tmp_path, "vdn", [0.9, 0.5], 1000, seed=0)
     a1 = _run(tmp_path, "vdn", [0.4, 0.8], 1000, name="s1", seed=1)
     b0 = _run(tmp_path, "qmix", [0.8, 0.5], 1000, seed=0)
@@ -115,7 +116,8 @@ def test_pooled_runs_pair_seed_by_seed_on_their_root_seeds(tmp_path):
     text = out.getvalue()
     # differences 0.1, 0.0, 0.3, -0.1 (mean 0.075) whatever the order the runs were named in
     assert "| vdn - qmix | 0.08 [" in text and "| 2 / 1 of 4 |" in text
-    assert "| vdn - iql | not paired (the runs hold different seeds) | |" in text
+    # root 0 only, which both hold: differences 0.8 and 0.3
+    assert "| vdn - iql | 0.55 [0.30, 0.80] | 2 / 0 of 2 (the seeds both hold) |" in text
 
 
 def _metrics(d: str, rows: list[tuple[int, list[float]]]) -> None:
