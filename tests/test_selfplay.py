@@ -114,3 +114,24 @@ def test_mirror_is_refused_where_the_sides_are_not_mirror_images():
         marl.algorithm("mfac")(env, {"self_play": "mirror", "parameter_sharing": "all"})
     with pytest.raises(ValueError, match="self_play"):
         marl.algorithm("il")(env, {"self_play": "mirrored"})
+
+
+def test_the_runner_saves_and_evaluates_each_seeds_learner_on_both_sides():
+    """The runner holds a stack of seeds; mirroring must act on each seed's parameter sets, not
+    on the seed axis (it once copied seed 0's parameters over seed 1's and left every other
+    seed's opponent in place, so seeds 0 and 1 evaluated alike)."""
+    from marl.learning.training import RunSettings, run
+
+    env = marl.make("combat/3m", opponent="self_play")
+    cfg = {"num_envs": 2, "rollout_length": 4, "batch_size": 4, "self_play": "mirror"}
+    train = marl.algorithm("il")(env, cfg)
+    settings = RunSettings(
+        seeds=3, budget=64, eval_interval=32, eval_episodes=2, absolute_episodes=0
+    )
+    result = run(env, train, settings, log=None)
+    for saved in (result.params, result.best_params):
+        for x in jax.tree.leaves(saved):
+            assert x.shape[:2] == (3, 2)  # [seeds, sets]
+            np.testing.assert_array_equal(x[:, 1], x[:, 0])  # each seed's learner twice
+    seeds = [jax.tree.leaves(result.params)[0][k] for k in range(3)]
+    assert not np.array_equal(seeds[0], seeds[1]) and not np.array_equal(seeds[1], seeds[2])

@@ -43,6 +43,7 @@ from marl.bench.suite_tables import (
     train_row,
 )
 from marl.core.env import MultiAgentEnv
+from marl.core.learner import seed_params
 from marl.core.registry import make
 from marl.core.wrappers import AutoReset
 from marl.learning import training
@@ -200,7 +201,7 @@ def bench_training(
     batch = seeds * num_envs
     steps_per_env = max(1, env_steps // num_envs)
     env_s = bench.bench_env(env, batch, steps_per_env, repeats=repeats)["run_s"]
-    params = jax.tree.map(lambda x: x[0], train.params(state))
+    params = jax.tree.map(lambda x: x[0], seed_params(train, state))
     fn, carry = _policy_rollout(env, train.policy, params, batch, steps_per_env)
     burn_in = bench.burn_in_calls(env.spec.episode_limit, steps_per_env)  # as bench_env's
     _, policy_s, _ = bench.measure_program(fn, carry, repeats, burn_in)

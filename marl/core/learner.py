@@ -8,10 +8,13 @@ params = train.params(state)            # what acting needs
 policy = train.policy                   # Policy: acts from params, for one environment
 ```
 
-The runner (`marl.learning.training`) vmaps `init`/`step` over seeds and scans `step` over
-updates; the evaluator knows a learner only through `Policy`. `step` is vmapped with
-`axis_name=SEED_AXIS`, so a learner may agree on a value across seeds (`seed_max`), e.g. to
-pick one branch of a `lax.switch` for all seeds instead of computing every branch.
+Each of the four acts on ONE seed's state. The runner (`marl.learning.training`) vmaps
+`init`/`step` over seeds and scans `step` over updates, and reads a stack of seeds' parameters
+with `seed_params` (vmapped `params`: a learner's `params` may index its own axes, as mirror
+self-play's does, so it is never applied to a stacked state directly). The evaluator knows a
+learner only through `Policy`. `step` is vmapped with `axis_name=SEED_AXIS`, so a learner may
+agree on a value across seeds (`seed_max`), e.g. to pick one branch of a `lax.switch` for all
+seeds instead of computing every branch.
 """
 
 from __future__ import annotations
@@ -74,6 +77,11 @@ class Train(NamedTuple):
     params: Callable[[Any], Params]
     policy: Policy
     steps_per_update: int  # environment steps consumed by one `step` (all parallel envs)
+
+
+def seed_params(train: Train, state: Any) -> Params:
+    """`train.params` of a state stacked over seeds (leading axis), seed by seed."""
+    return jax.vmap(train.params)(state)
 
 
 C = TypeVar("C")

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from marl.core.env import MultiAgentEnv
-from marl.core.learner import SEED_AXIS, Train
+from marl.core.learner import SEED_AXIS, Train, seed_params
 from marl.learning.checkpoint import SegmentCheckpoints, stack_history, template, unstack
 from marl.learning.evaluation import evaluate
 from marl.learning.xla import warn_if_unsafe
@@ -264,7 +264,7 @@ def run(
     eval_key = jax.random.fold_in(root, EVAL_SALT)
 
     def evaluate_all(state):
-        params = train.params(state)
+        params = seed_params(train, state)
         return jax.vmap(lambda p: evaluate(env, train.policy, p, eval_key, settings.eval_episodes))(
             params
         )
@@ -273,7 +273,7 @@ def run(
         def pick(new, old):
             return jnp.where(better.reshape(better.shape + (1,) * (new.ndim - 1)), new, old)
 
-        return jax.tree.map(pick, train.params(state), best)
+        return jax.tree.map(pick, seed_params(train, state), best)
 
     def absolute_all(params):
         key = jax.random.fold_in(root, ABSOLUTE_SALT)
@@ -296,7 +296,7 @@ def run(
             )
         score = np.asarray(evals[settings.metric]).mean(axis=-1)
         if best is None:  # zeros, not the state's own buffers: the state is donated later
-            best = jax.tree.map(jnp.zeros_like, train.params(state))
+            best = jax.tree.map(jnp.zeros_like, seed_params(train, state))
             best_score = np.full_like(score, np.inf if lower else -np.inf)
             best_step = np.zeros(score.shape, np.int64)
         better = score < best_score if lower else score > best_score
@@ -382,7 +382,7 @@ def run(
             f"..{ret.max():.2f})"
         )
     result.final_state = state
-    result.params = fetch(train.params(state))
+    result.params = fetch(seed_params(train, state))
     result.best_step, result.best_score = best_step, best_score
     result.best_params = fetch(best)
     if settings.absolute_episodes > 0:

@@ -16,7 +16,7 @@ import jax
 import yaml
 
 from marl.core.env import MultiAgentEnv
-from marl.core.learner import Train
+from marl.core.learner import Train, seed_params
 from marl.run.config import RunConfig
 
 PARAMS = {"best": "best_params.msgpack", "final": "params.msgpack"}
@@ -81,7 +81,7 @@ def load(path: str | Path, which: str = "best") -> SavedRun:
         )
     env, train = config.build(run)
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
-    like = jax.eval_shape(lambda k: train.params(init_seeds(train, k)), keys)
+    like = jax.eval_shape(lambda k: seed_params(train, init_seeds(train, k)), keys)
     raw = serialization.msgpack_restore(params_path.read_bytes())
     try:
         params = serialization.from_state_dict(like, raw)
