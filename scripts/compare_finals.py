@@ -49,7 +49,7 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
     """task -> learner -> {"scores": [seeds], "env_steps": {..}, "dirs": [..]}. Runs of one
     learner trained to different nominal budgets are not pooled: each budget is its own row,
     `learner (budget)`."""
-    finals = []
+    finals = []  # (task, run dir, final.json, config.yaml)
     for d in dirs:
         path = Path(d) / "final.json"
         if not path.is_file():
@@ -57,22 +57,20 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
         final = json.loads(path.read_text())
         if metric not in final["absolute"]:
             raise SystemExit(f"{d}: no absolute {metric!r}; has {', '.join(final['absolute'])}")
-        task = Path(d).parent.parent.name  # <records>/<family>/<task>/<algo>/<name>
-        finals.append((f"{Path(d).parent.parent.parent.name}/{task}", d, final))
-
-    def config(d: str) -> dict:
         cfg = Path(d) / "config.yaml"
-        return (yaml.safe_load(cfg.read_text()) or {}) if cfg.is_file() else {}
+        config = (yaml.safe_load(cfg.read_text()) or {}) if cfg.is_file() else {}
+        task = Path(d).parent.parent.name  # <records>/<family>/<task>/<algo>/<name>
+        finals.append((f"{Path(d).parent.parent.parent.name}/{task}", d, final, config))
 
-    def learner(d: str, final: dict) -> str:  # the run's `label=` where it has one
-        return config(d).get("label") or final["algo"]
+    def learner(final: dict, config: dict) -> str:  # the run's `label=` where it has one
+        return config.get("label") or final["algo"]
 
     budgets: dict[tuple[str, str], set] = {}
-    for task, d, final in finals:
-        budgets.setdefault((task, learner(d, final)), set()).add(final.get("budget"))
+    for task, _, final, config in finals:
+        budgets.setdefault((task, learner(final, config)), set()).add(final.get("budget"))
     out: dict[str, dict[str, dict]] = {}
-    for task, d, final in finals:
-        name = learner(d, final)
+    for task, d, final, config in finals:
+        name = learner(final, config)
         if len(budgets[(task, name)]) > 1:  # an older final.json may lack its budget
             budget = final.get("budget")
             label = "budget unknown" if budget is None else f"{budget:.0e}".replace("e+0", "e")
@@ -81,7 +79,7 @@ def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
             name, {"scores": [], "env_steps": set(), "dirs": [], "keys": []}
         )
         scores = list(np.asarray(final["absolute"][metric], dtype=float))
-        entry["keys"] += [(int(config(d).get("seed", 0)), k) for k in range(len(scores))]
+        entry["keys"] += [(int(config.get("seed", 0)), k) for k in range(len(scores))]
         entry["scores"] += scores
         entry["env_steps"].add(int(final["env_steps"]))
         entry["dirs"].append(d)
