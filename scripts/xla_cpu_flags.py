@@ -3,6 +3,8 @@ against XLA's defaults. Not a test; the measurement behind `YNN_FLAG`.
 
     python scripts/xla_cpu_flags.py                      # the default cells, three flag sets
     python scripts/xla_cpu_flags.py --cells "combat/battle64 mfac" --seconds 20
+    python scripts/xla_cpu_flags.py --set "default=" \
+        --set "dot+eltwise=--xla_cpu_experimental_ynn_fusion_type=dot,eltwise"
 
 Each (cell, flag set) runs in its own process (XLA reads its flags once), one seed, the
 update donated and jitted as `marl train` runs it; after the compile and a warm-up it times
@@ -79,17 +81,19 @@ def main() -> None:
     p.add_argument("--cells", nargs="+", default=list(CELLS), help="'env algo [overrides]'")
     p.add_argument("--seconds", type=float, default=10.0, help="timed seconds per process")
     p.add_argument("--repeats", type=int, default=2, help="interleaved rounds per flag set")
+    p.add_argument("--set", action="append", help="NAME=XLA_FLAGS (repeat; replaces the sets)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
         child(a.child, a.seconds)
         return
-    names = list(FLAG_SETS)
+    sets = dict(s.split("=", 1) for s in a.set) if a.set else FLAG_SETS
+    names = list(sets)
     print(f"{'cell':58s} " + " ".join(f"{n:>22s}" for n in names))
     for cell in a.cells:
         best: dict[str, float] = {}
         for _ in range(a.repeats):
-            for name, flags in FLAG_SETS.items():
+            for name, flags in sets.items():
                 r = measure(cell, flags, a.seconds)
                 if r is not None:
                     best[name] = min(best.get(name, float("inf")), r["ms"])
