@@ -1,5 +1,7 @@
-"""Learner update times under XLA CPU flag sets: what `marl.learning.xla.configure_xla` sets
-against XLA's defaults. Not a test; the measurement behind `YNN_FLAG`.
+"""Learner update times under XLA CPU flag sets (XLA's defaults against YNNPACK's fusions
+kept to dots or turned off). Not a test: how a slow fusion was found (battle64's updates ran
+2x faster with YNNPACK kept to dots, spread's IPPO 15-30% slower, so the fix went into the
+code: combat's pairwise sums as contractions) and how to check a jaxlib release for the next.
 
     python scripts/xla_cpu_flags.py                      # the default cells, three flag sets
     python scripts/xla_cpu_flags.py --cells "combat/battle64 mfac" --seconds 20

@@ -54,7 +54,7 @@ def _in_sight(state: CombatState, units: slice) -> jax.Array:
     the row's sight range."""
     pos, alive = state.pos[units], state.health[units] > 0
     sight = jnp.asarray(STATS.sight_range)[state.unit_type[units]][:, None]
-    d = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1)
+    _, _, d = pairwise_offsets(pos, pos)  # not norm(axis=-1): ~25x slower on CPU at 128 units
     return ((d < sight) & alive[:, None] & alive[None, :]).astype(jnp.float32)
 
 
