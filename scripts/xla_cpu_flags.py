@@ -4,14 +4,15 @@ kept to dots or turned off). Not a test: how a slow fusion was found (battle64's
 code: combat's pairwise sums as contractions) and how to check a jaxlib release for the next.
 
     python scripts/xla_cpu_flags.py                      # the default cells, three flag sets
-    python scripts/xla_cpu_flags.py --cells "combat/battle64 mfac" --seconds 20
+    python scripts/xla_cpu_flags.py --cells "combat/battle64 mfac" --work 20000
     python scripts/xla_cpu_flags.py --set "default=" \
         --set "dot+eltwise=--xla_cpu_experimental_ynn_fusion_type=dot,eltwise"
 
-Each (cell, flag set) runs in its own process (XLA reads its flags once), one seed, the
-update donated and jitted as `marl train` runs it; after the compile and a warm-up it times
-updates for `--seconds`. Flag sets run interleaved, `--repeats` rounds, and the table gives
-each set's best time and its speed-up over the first set. Every set keeps the CPU-safety flag.
+Each (cell, flag set) runs in its own process (XLA reads its flags once): one seed's
+training loop timed as `marl bench` times learners (`bench_training`, `--work` env steps a
+call, best of two). Flag sets run interleaved, `--repeats` rounds, and the table gives each
+set's best time per update and its speed-up over the first set. Every set keeps the
+CPU-safety flag.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import json
 import os
 import subprocess
 import sys
-import time
+
+from marl.learning.xla import OPT_OUT, SAFE_CPU_FLAG
 
 CELLS = (
     "combat/battle64 il +env.kwargs.opponent=self_play +env.kwargs.reward=magent "
@@ -35,42 +37,23 @@ CELLS = (
     "pathfinding/random_grid happo",
 )
 YNN = "--xla_cpu_experimental_ynn_fusion_type"
-FLAG_SETS = {"xla default": "", "ynn: dot (marl)": f"{YNN}=dot", "ynn: none": f"{YNN}="}
+FLAG_SETS = {"xla default": "", "ynn: dot": f"{YNN}=dot", "ynn: none": f"{YNN}="}
 
 
-def child(cell: str, seconds: float) -> None:
-    """Time one cell's updates in this process (flags already in XLA_FLAGS)."""
-    import jax
-
-    from marl.core.learner import SEED_AXIS
-    from marl.learning.training import init_seeds
-    from marl.run import config
+def child(cell: str, work: int) -> None:
+    """Time one cell's training loop in this process (flags already in XLA_FLAGS) with
+    `marl bench`'s learner measurement (`marl.bench.suite.bench_training`)."""
+    from marl.bench.suite import bench_training
 
     env_id, algo, *overrides = cell.split()
-    run = config.resolve(config.compose([f"env={env_id}", f"algo={algo}", *overrides]))
-    _, train = config.build(run)
-    state = init_seeds(train, jax.random.split(jax.random.PRNGKey(0), 1))
-    step = jax.jit(jax.vmap(train.step, axis_name=SEED_AXIS), donate_argnums=0)
-    state, m = step(state)
-    jax.block_until_ready(m)
-    t0, warm = time.perf_counter(), 0
-    while time.perf_counter() - t0 < min(4.0, seconds):
-        state, m = step(state)
-        jax.block_until_ready(m)
-        warm += 1
-    n = max(3, int(warm * seconds / min(4.0, seconds)))
-    t0 = time.perf_counter()
-    for _ in range(n):
-        state, m = step(state)
-    jax.block_until_ready(m)
-    ms = (time.perf_counter() - t0) / n * 1e3
-    print(json.dumps({"ms": ms, "steps_per_s": train.steps_per_update / ms * 1e3}))
+    r = bench_training([f"env={env_id}", f"algo={algo}", *overrides], seeds=1, work=work)
+    ms = r["train_s"] / r["updates"] * 1e3
+    print(json.dumps({"ms": ms, "steps_per_s": r["steps_per_s"], "share_env": r["share_env"]}))
 
 
-def measure(cell: str, flags: str, seconds: float) -> dict | None:
-    safe = "--xla_cpu_multi_thread_eigen=false"
-    env = {**os.environ, "XLA_FLAGS": f"{flags} {safe}".strip(), "MARL_XLA_CPU_MULTI_THREAD": "1"}
-    cmd = [sys.executable, __file__, "--child", cell, "--seconds", str(seconds)]
+def measure(cell: str, flags: str, work: int) -> dict | None:
+    env = {**os.environ, "XLA_FLAGS": f"{flags} {SAFE_CPU_FLAG}".strip(), OPT_OUT: "1"}
+    cmd = [sys.executable, __file__, "--child", cell, "--work", str(work)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         print(f"  {cell!r} with {flags!r} failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -81,13 +64,13 @@ def measure(cell: str, flags: str, seconds: float) -> dict | None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cells", nargs="+", default=list(CELLS), help="'env algo [overrides]'")
-    p.add_argument("--seconds", type=float, default=10.0, help="timed seconds per process")
+    p.add_argument("--work", type=int, default=5000, help="env steps per timed call")
     p.add_argument("--repeats", type=int, default=2, help="interleaved rounds per flag set")
     p.add_argument("--set", action="append", help="NAME=XLA_FLAGS (repeat; replaces the sets)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
-        child(a.child, a.seconds)
+        child(a.child, a.work)
         return
     sets = dict(s.split("=", 1) for s in a.set) if a.set else FLAG_SETS
     names = list(sets)
@@ -96,7 +79,7 @@ def main() -> None:
         best: dict[str, float] = {}
         for _ in range(a.repeats):
             for name, flags in sets.items():
-                r = measure(cell, flags, a.seconds)
+                r = measure(cell, flags, a.work)
                 if r is not None:
                     best[name] = min(best.get(name, float("inf")), r["ms"])
         base = best.get(names[0])

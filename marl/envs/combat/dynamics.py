@@ -43,16 +43,14 @@ class CombatDynamics:
             dist = jnp.sqrt(dx * dx + dy * dy) + eye + 1e-6
             overlap = jax.nn.relu((radius[:, None] + radius[None, :]) / dist - 1.0)
             overlap = jnp.where(alive[:, None] & alive[None, :], overlap, 0.0)
+
             # sum_j d_ij overlap_ij as a contraction: XLA's CPU backend (jaxlib 0.10) ran the
-            # multiply-then-reduce form ~18x slower at battle64's 128 units in 8 envs
-            # (half a battle64 learner's update); scripts/xla_cpu_flags.py, README
-            push = jnp.stack(
-                [
-                    jnp.einsum("ij...,ij...->i...", dx, overlap),
-                    jnp.einsum("ij...,ij...->i...", dy, overlap),
-                ],
-                1,
-            )
+            # multiply-then-reduce form ~18x slower at 128 units x 8 envs, half of a battle64
+            # learner's update (scripts/xla_cpu_flags.py)
+            def pair_sum(d: jax.Array) -> jax.Array:
+                return jnp.einsum("ij...,ij...->i...", d, overlap)
+
+            push = jnp.stack([pair_sum(dx), pair_sum(dy)], 1)
             pushed = pos - 0.5 * push
             return jnp.clip(jnp.where(alive[:, None], pushed, pos), 0.0, map_size)
 
