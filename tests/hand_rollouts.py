@@ -30,11 +30,12 @@ def hand_rollout(reward, value, next_value, terminated, done, alive=None, died=N
     )
 
 
-def death_env(num_agents: int = 2, die_at=0, episode_limit: int = 4):
+def death_env(num_agents: int = 2, die_at=0, episode_limit: int = 4, shared_reward: bool = False):
     """A tiny env in which every agent dies in step `die_at` (one step, or one per agent)
     while the episode goes on to its limit: obs [1, t / limit] while alive, zeros once dead
     (as a dead combat unit's); reward 1 to every agent alive before the step; Discrete(2)
-    actions that do nothing."""
+    actions that do nothing. `shared_reward`: what the spec declares (every agent is then paid
+    the team's 1 per step, dead or alive)."""
     import jax
     from flax import struct
 
@@ -55,6 +56,7 @@ def death_env(num_agents: int = 2, die_at=0, episode_limit: int = 4):
             groups=(AgentGroup("agents", tuple(range(num_agents))),),
             agent_names=tuple(f"agent_{i}" for i in range(num_agents)),
             episode_limit=episode_limit,
+            shared_reward=shared_reward,
         )
 
         def _ts(self, s, reward):
@@ -75,7 +77,7 @@ def death_env(num_agents: int = 2, die_at=0, episode_limit: int = 4):
             return s, self._ts(s, jnp.zeros((num_agents,)))
 
         def step_env(self, key, s, actions):
-            reward = s.alive.astype(jnp.float32)
+            reward = jnp.ones((num_agents,)) if shared_reward else s.alive.astype(jnp.float32)
             nxt = s.replace(alive=s.alive & (s.t != jnp.asarray(die_at)))
             return nxt, self._ts(nxt.replace(t=s.t + 1), reward)
 

@@ -193,11 +193,11 @@ def test_ppo_advantages_bootstrap_truncated_episodes():
 
     reward, value, next_value = col([1.0, 1.0]), col([0.5, 0.6]), col([0.6, 5.0])
     truncated = hand_rollout(reward, value, next_value, flags([0, 0]), flags([0, 1]))
-    adv, targets = advantages_and_targets(None, cfg, ValueNorm.create(), truncated)
+    adv, targets = advantages_and_targets(False, cfg, ValueNorm.create(), truncated)
     np.testing.assert_allclose(np.asarray(adv)[:, 0, 0], [4.568, 4.9], rtol=1e-5)
     np.testing.assert_allclose(np.asarray(targets)[:, 0, 0], [5.068, 5.5], rtol=1e-5)
     terminated = hand_rollout(reward, value, next_value, flags([0, 1]), flags([0, 1]))
-    adv, _ = advantages_and_targets(None, cfg, ValueNorm.create(), terminated)
+    adv, _ = advantages_and_targets(False, cfg, ValueNorm.create(), terminated)
     np.testing.assert_allclose(np.asarray(adv)[:, 0, 0], [1.328, 0.4], rtol=1e-5)
 
 
@@ -221,11 +221,72 @@ def test_ppo_advantages_end_an_agents_return_at_its_death():
     alive = agents([1, 1, 0], [1, 1, 1]).astype(bool)
     died = agents([0, 1, 0], [0, 0, 0]).astype(bool)
     ro = hand_rollout(reward, value, next_value, flags, flags, alive=alive, died=died)
-    adv, targets = advantages_and_targets(None, cfg, ValueNorm.create(), ro)
+    adv, targets = advantages_and_targets(False, cfg, ValueNorm.create(), ro)
     adv = np.asarray(adv)[:, 0]
     np.testing.assert_allclose(adv[:2, 0], [1.328, 0.4], rtol=1e-5)
     np.testing.assert_allclose(adv[:, 1], [1.04 + 0.72 * 1.7644, 1.7644, 1.02], rtol=1e-5)
     np.testing.assert_allclose(np.asarray(targets)[1, 0, 0], 1.0, rtol=1e-6)
+
+
+def test_team_win_reaches_a_unit_that_died_two_steps_before_it():
+    """Two agents, 4 steps, values 0, gamma .9, lambda .8: agent 0 dies in step 1 (dead at
+    2, 3); the team wins at step 3 (reward 10 to every agent, terminated). Under the team
+    reward its last living step (1) gets the win through GAE, (gamma lambda)^2 * 10 = 5.184,
+    as its living teammate does; under per-agent rewards its return ended at its death: 0."""
+    from marl.algorithms.ppo import PPOConfig, advantages_and_targets
+
+    cfg = PPOConfig(gamma=0.9, gae_lambda=0.8, value_norm=False)
+
+    def agents(a, b):  # two [T] columns -> [T, B=1, N=2]
+        return np.stack([a, b], axis=-1).astype(np.float32).reshape(4, 1, 2)
+
+    reward = agents([0, 0, 0, 10], [0, 0, 0, 10])
+    zeros = np.zeros((4, 1, 2), np.float32)
+    ended = np.array([0, 0, 0, 1], bool).reshape(4, 1)
+    alive = agents([1, 1, 0, 0], [1, 1, 1, 1]).astype(bool)
+    died = agents([0, 1, 0, 0], [0, 0, 0, 0]).astype(bool)
+    ro = hand_rollout(reward, zeros, zeros, ended, ended, alive=alive, died=died)
+    team, _ = advantages_and_targets(True, cfg, ValueNorm.create(), ro)
+    own, _ = advantages_and_targets(False, cfg, ValueNorm.create(), ro)
+    np.testing.assert_allclose(np.asarray(team)[1, 0], [5.184, 5.184], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(own)[1, 0], [0.0, 5.184], atol=1e-6)
+
+
+def test_death_mask_on_the_critic_input_under_a_team_reward():
+    """MAPPO's death mask: under a team reward a dead agent's critic input is zeros beside its
+    agent id; under per-agent rewards and for HAPPO's team critic (one V(s)) it is the state."""
+    from marl.algorithms.ppo import Networks, PPOConfig
+
+    cfg = PPOConfig(critic="central", agent_id=True, hidden=(8,))
+    state = jnp.array([0.5, 0.25])
+    obs = jnp.ones((2, 2))
+    alive = jnp.array([False, True])
+    x = np.asarray(Networks(death_env(shared_reward=True), cfg).critic_input(obs, state, alive))
+    np.testing.assert_array_equal(x, [[0, 0, 1, 0], [0.5, 0.25, 0, 1]])
+    x = np.asarray(Networks(death_env(), cfg).critic_input(obs, state, alive))
+    np.testing.assert_array_equal(x, [[0.5, 0.25, 1, 0], [0.5, 0.25, 0, 1]])
+    team = Networks(death_env(shared_reward=True), cfg, team_critic=True)
+    np.testing.assert_array_equal(team.critic_input(obs, state, alive), [[0.5, 0.25]] * 2)
+
+
+def test_collect_runs_a_dead_units_return_on_under_a_team_reward():
+    """On the death env with a team reward (1 a step to everyone, dead or alive, to the limit
+    of 4), the step where both agents die bootstraps from the dead units' (death-masked)
+    values: its value target is not the reward alone, as it is under per-agent rewards."""
+    from marl.algorithms.ppo import Networks, PPOConfig, advantages_and_targets, collect, make_train
+    from marl.core.wrappers import training_env
+
+    env = death_env(num_agents=2, die_at=1, shared_reward=True)
+    cfg = PPOConfig(num_envs=2, rollout_length=8, hidden=(8,), value_norm=False)
+    state = make_train(env, cfg).init(jax.random.key(0))
+    nets = Networks(env, cfg)
+    _, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
+    dead = ~np.asarray(ro.alive)
+    assert dead[2:4].all()
+    critic_in = np.asarray(ro.critic_in)
+    np.testing.assert_array_equal(critic_in[dead][:, :2], 0.0)  # the state's part: masked
+    _, targets = advantages_and_targets(True, cfg, ValueNorm.create(), ro)
+    assert not np.allclose(np.asarray(targets)[[1, 5]], 1.0)
 
 
 def test_collect_marks_each_agents_death():
@@ -250,7 +311,7 @@ def test_collect_marks_each_agents_death():
     expected = np.zeros(died.shape, bool)
     expected[[1, 5]] = True
     np.testing.assert_array_equal(died, expected)
-    _, targets = advantages_and_targets(nets, cfg, ValueNorm.create(), ro)
+    _, targets = advantages_and_targets(False, cfg, ValueNorm.create(), ro)
     np.testing.assert_allclose(np.asarray(targets)[[1, 5]], 1.0, rtol=1e-6)
 
 

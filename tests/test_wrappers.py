@@ -538,3 +538,25 @@ def test_autoreset_keeps_which_agents_were_alive_at_the_end():
     np.testing.assert_array_equal(ts.alive, [True, True])
     np.testing.assert_array_equal(ts.final_alive, [False, False])
     np.testing.assert_array_equal(ts.died(jnp.array([True, False])), [True, False])
+
+
+def test_agent_terminated_under_a_team_reward_and_per_agent_rewards():
+    """Agent 0 dies in a step that does not end the episode: under per-agent rewards its
+    return ends there (mfrl); under a team reward it does not (only the episode's end does);
+    the mean-field learners then train the value on its dead steps too."""
+    from marl.algorithms.meanfield import value_samples
+    from marl.core.env import TimeStep
+
+    z = jnp.zeros((2, 1))
+    ts = TimeStep(
+        obs=z, state=z[0], avail_actions=z.astype(bool), reward=z[:, 0],
+        terminated=jnp.array(False), truncated=jnp.array(False), alive=jnp.array([False, True]),
+        final_alive=jnp.array([False, True]),
+    )  # fmt: skip
+    before = jnp.array([True, True])
+    np.testing.assert_array_equal(ts.agent_terminated(before, shared_reward=False), [True, False])
+    np.testing.assert_array_equal(ts.agent_terminated(before, shared_reward=True), [False, False])
+    ended = ts.replace(terminated=jnp.array(True))
+    np.testing.assert_array_equal(ended.agent_terminated(before, shared_reward=True), [True, True])
+    np.testing.assert_array_equal(value_samples(ts.alive, False), [0.0, 1.0])
+    np.testing.assert_array_equal(value_samples(ts.alive, True), [1.0, 1.0])

@@ -45,3 +45,12 @@ def mean_field_value(
         best = jnp.argmax(jnp.where(avail.astype(bool), q_policy, -jnp.inf), axis=-1)
         return jnp.take_along_axis(q_value, best[..., None], axis=-1)[..., 0]
     raise ValueError(f"unknown mean-field target {kind!r}; valid: boltzmann, max")
+
+
+def value_samples(alive: Array, shared_reward: bool) -> Array:
+    """[..., N] float32: the agents whose TD error trains a value at a step. Under per-agent
+    rewards those alive at it (a dead agent's return ended at its death). Under a team reward
+    every agent, the dead ones too (acting no-op on their zero observation): their return runs
+    on to the episode's end, and a one-step target bootstraps from the value of being dead, so
+    that value must learn the team's remaining return (pymarl's per-episode mask on SMAC)."""
+    return jnp.ones(alive.shape, jnp.float32) if shared_reward else alive.astype(jnp.float32)

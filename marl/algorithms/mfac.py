@@ -5,14 +5,15 @@ One update: step `num_envs` environments `rollout_length` times, each agent samp
 actor given the previous step's neighbourhood mean action (zeros at an episode's start); then
 
 - critic: squared error between `Q(o, a, abar)` and `r + gamma (1 - terminated) v(o')` (per
-  agent: the episode ended or the agent died, mfrl's `not alive`), with
+  agent: the episode ended or, under per-agent rewards, the agent died, mfrl's `not alive`),
+  over the agents alive at `o` (under a team reward over all: `meanfield.value_samples`), with
   `v(o') = sum_a pi(a | o', abar) Q_target(o', a, abar)` (the mean-field value under the actor;
   `abar`, this step's mean action, is what the actor conditions on at `o'`);
 - actor: policy gradient with the advantage `Q(o, a, abar) - sum_a' pi(a' | o, abar_prev)
   Q(o, a', abar)` (constant) plus an entropy bonus;
 - target critic: Polyak averaging with `tau`.
 
-Losses are averaged over the agents alive at each step. Greedy evaluation takes the actor's
+The actor's loss is averaged over the agents alive at each step. Greedy evaluation takes the actor's
 most likely available action. In a contest, `self_play: mirror` trains one side's actor and
 critic against an earlier copy of its actor, as mfrl does (`selfplay`); the default `both`
 trains each side's own.
@@ -34,7 +35,7 @@ from marl.core.wrappers import episode_metrics, training_env
 from marl.learning.acting import batch_step, rollout
 from marl.learning.learner_config import LearnerConfig, defaults_from
 
-from .meanfield import mean_action
+from .meanfield import mean_action, value_samples
 from .mfq import MeanFieldQ, MFQConfig, _neighbourhoods
 from .qlearning import soft_update
 from .selfplay import Rounds, SelfPlay, config_checks, init_rounds
@@ -173,7 +174,7 @@ def make_train(
                 "next_obs": nts.final_obs,
                 "next_avail": nts.final_avail,
                 "alive": ts.alive,
-                "terminated": nts.agent_terminated(ts.alive),
+                "terminated": nts.agent_terminated(ts.alive, spec.shared_reward),
             }
             s = s.replace(
                 prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean),
@@ -187,6 +188,8 @@ def make_train(
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), data)  # [T B, ...]
         mask = flat["alive"].astype(jnp.float32) * self_play.learners
         count = jnp.maximum(jnp.sum(mask), 1.0)
+        v_mask = value_samples(flat["alive"], spec.shared_reward) * self_play.learners
+        v_count = jnp.maximum(jnp.sum(v_mask), 1.0)
 
         # critic: TD towards the mean-field value under the current actor
         next_logp = _log_probs(
@@ -200,7 +203,7 @@ def make_train(
         def critic_loss(params):
             q = critic.q(params, flat["obs"], flat["mean"])
             taken = jnp.take_along_axis(q, flat["action"][..., None], axis=-1)[..., 0]
-            return jnp.sum(mask * (taken - target) ** 2) / count, q
+            return jnp.sum(v_mask * (taken - target) ** 2) / v_count, q
 
         (c_loss, q_all), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(state.critic)
         c_updates, critic_opt = critic_tx.update(c_grads, state.critic_opt, state.critic)

@@ -11,8 +11,9 @@ One update:
    each transition `(o, a, abar, r, o', avail')` (all agents of one env step together) goes
    into a replay buffer.
 2. `train_steps` gradient steps on `batch_size` sampled env steps: the squared error between
-   `Q(o, a, abar)` and `y = r + gamma (1 - terminated) v(o')` over the agents alive at `o`
-   (`terminated` per agent: the episode ended or the agent died, mfrl's `not alive`),
+   `Q(o, a, abar)` and `y = r + gamma (1 - terminated) v(o')` per agent (`terminated`: the
+   episode ended or, under per-agent rewards, the agent died, mfrl's `not alive`), over the
+   agents alive at `o` (under a team reward over all of them: `meanfield.value_samples`),
    with `v(o') = sum_a pi(a | o', abar) Q_target(o', a, abar)` (the paper's mean-field value;
    `pi` the Boltzmann policy of the online network at the current temperature) or, with
    `target: max`, `Q_target(o', argmax_a Q(o', a, abar), abar)`. As in the paper, the next
@@ -46,7 +47,7 @@ from marl.learning.networks import MLP, AgentParams, agent_ids
 from marl.learning.schedule import linear
 
 from . import replay
-from .meanfield import boltzmann_logits, mean_action, mean_field_value
+from .meanfield import boltzmann_logits, mean_action, mean_field_value, value_samples
 from .offpolicy import replay_step, replay_update
 from .replay import EpisodeBuffer
 from .selfplay import Rounds, SelfPlay, config_checks, init_rounds
@@ -155,7 +156,7 @@ class Transition(struct.PyTreeNode):
     next_obs: Array  # [N, D] the true next observation
     next_avail: Array  # [N, A]
     alive: Array  # [N] agents acting at this step
-    terminated: Array  # [N] the episode terminated or the agent died (`agent_terminated`)
+    terminated: Array  # [N] this step ends the agent's return (`TimeStep.agent_terminated`)
 
 
 class MFQState(struct.PyTreeNode):
@@ -263,7 +264,7 @@ def make_train(
                 next_obs=nts.final_obs,
                 next_avail=nts.final_avail,
                 alive=ts.alive,
-                terminated=nts.agent_terminated(ts.alive),
+                terminated=nts.agent_terminated(ts.alive, nets.spec.shared_reward),
             )
             s = s.replace(
                 buffer=replay.add_masked(s.buffer, batch, jnp.ones((b,), bool)),
@@ -284,7 +285,7 @@ def make_train(
         value = mean_field_value(q_next_online, q_next_target, batch.next_avail, temp, cfg.target)
         not_term = 1.0 - batch.terminated.astype(jnp.float32)
         target = jax.lax.stop_gradient(batch.reward + cfg.gamma * not_term * value)
-        mask = batch.alive.astype(jnp.float32) * self_play.learners
+        mask = value_samples(batch.alive, nets.spec.shared_reward) * self_play.learners
         loss = jnp.sum(mask * (taken - target) ** 2) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, {
             "loss/td": loss,

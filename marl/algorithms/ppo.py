@@ -110,7 +110,7 @@ class Rollout(struct.PyTreeNode):
     next_value: Array  # [T, B, N] critic output on the true next observation
     reward: Array  # [T, B, N]
     alive: Array  # [T, B, N]
-    died: Array  # [T, B, N] alive at t, dead after the step: its own return ends there
+    died: Array  # [T, B, N] alive at t, dead after the step (`agent_ends`)
     start: Array  # [T, B] obs at t begins an episode (recurrent reset)
     terminated: Array  # [T, B]
     done: Array  # [T, B]
@@ -144,7 +144,7 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     def act(s: PPOState, key: Array) -> tuple[Array, Any]:
         ts = s.timestep
         actor_in = nets.actor_input(ts.obs)
-        critic_in = nets.critic_input(ts.obs, ts.state)
+        critic_in = nets.critic_input(ts.obs, ts.state, ts.alive)
         resets = s.start[None]
         a_h, dist = nets.actor_apply(
             s.actor_params, s.actor_carry, actor_in[None], resets, ts.avail_actions[None]
@@ -158,7 +158,7 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
         actor_in, critic_in, action, log_prob, value, a_h, c_h = aux
 
         def final_value():
-            final_in = nets.critic_input(nts.final_obs, nts.final_state)
+            final_in = nets.critic_input(nts.final_obs, nts.final_state, nts.final_alive)
             return nets.critic_apply(
                 s.critic_params, c_h, final_in[None], jnp.zeros_like(s.start[None])
             )[1][0]
@@ -188,7 +188,7 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     )
     ts, c_h = state.timestep, state.critic_carry
     # the last step's true next observation (its final one where it ended)
-    last_in = nets.critic_input(ts.final_obs, ts.final_state)
+    last_in = nets.critic_input(ts.final_obs, ts.final_state, ts.final_alive)
     _, last = nets.critic_apply(
         state.critic_params, c_h, last_in[None], jnp.zeros((1, cfg.num_envs), bool)
     )
@@ -198,19 +198,26 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     return state, rollout, episode_metrics(metrics)
 
 
-def agent_ends(ro: Rollout) -> tuple[Array, Array]:
-    """Per-agent (terminated, done) [T, B, N]: the episode's, and an agent's death ends its own
-    return (mfrl's `terminal = not alive`): a dead unit's input (zeros, or the state beside
-    its id) is never a training sample, so its value is no bootstrap target."""
-    term = ro.terminated[..., None] | ro.died
-    return term, ro.done[..., None] | ro.died
+def agent_ends(ro: Rollout, shared_reward: bool) -> tuple[Array, Array]:
+    """Per-agent (terminated, done) [T, B, N].
+
+    Under a team reward (`shared_reward`) only the episode's end ends an agent's return, as in
+    MAPPO's SMAC runner (`masks` zero only when the whole episode ends): a unit that dies still
+    earns the team's later reward, which reaches its last living step through GAE; its dead
+    steps stay out of the losses (`alive`). Under per-agent rewards an agent's death ends its
+    own return (mfrl's `terminal = not alive`): nothing it earns comes after."""
+    term, done = ro.terminated[..., None], ro.done[..., None]
+    if shared_reward:
+        shape = ro.died.shape
+        return jnp.broadcast_to(term, shape), jnp.broadcast_to(done, shape)
+    return term | ro.died, done | ro.died
 
 
-def advantages_and_targets(nets: Networks, cfg: PPOConfig, vn: ValueNorm, ro: Rollout):
+def advantages_and_targets(shared_reward: bool, cfg: PPOConfig, vn: ValueNorm, ro: Rollout):
     """Denormalised values -> GAE with per-agent ends (`agent_ends`) -> (advantages, value
     targets) [T, B, N]."""
     denorm = vn.denormalize if cfg.value_norm else (lambda x: x)
-    terminated, done = agent_ends(ro)
+    terminated, done = agent_ends(ro, shared_reward)
     adv, targets = gae(
         ro.reward,
         denorm(ro.value),
@@ -336,7 +343,7 @@ def make_train(
     def step(state: PPOState) -> tuple[PPOState, dict[str, Array]]:
         a_h0, c_h0 = state.actor_carry, state.critic_carry
         state, ro, metrics = collect(nets, wrapped, cfg, state)
-        adv, targets = advantages_and_targets(nets, cfg, state.value_norm, ro)
+        adv, targets = advantages_and_targets(nets.spec.shared_reward, cfg, state.value_norm, ro)
         if cfg.value_norm:
             state = state.replace(value_norm=state.value_norm.update(targets, ro.alive))
         if cfg.advantage_norm:

@@ -44,7 +44,12 @@ def critic_agent_ids(cfg: PPOConfig, spec, team: bool = False) -> bool:
 class Networks:
     """Actor and critic modules with their parameter sets, and how inputs are built.
 
-    `team_critic`: one team value V(s) (HAPPO), never given agent ids."""
+    `team_critic`: one team value V(s) (HAPPO), never given agent ids.
+
+    `death_mask`: under a team reward (`EnvSpec.shared_reward`) a dead agent's return runs on
+    to the episode's end, so its critic sees MAPPO's death mask after it dies: a zero input
+    beside its agent id (Yu et al. 2022, "death masking"). Not for HAPPO's team critic, whose
+    N equal outputs are one V(s)."""
 
     def __init__(
         self,
@@ -86,6 +91,7 @@ class Networks:
             raise ValueError(f"critic {cfg.critic!r} unknown; valid: central, local")
         self.critic_dim = base + self.critic_id_dim
         self.hidden_dim = cfg.gru_hidden if cfg.recurrent else 1
+        self.death_mask = spec.shared_reward and not team_critic
 
     # inputs -----------------------------------------------------------------------------
     def actor_input(self, obs: Array) -> Array:
@@ -96,14 +102,17 @@ class Networks:
         ids = agent_ids(self.spec.num_agents, x.shape[:-1], x.ndim - 2)
         return jnp.concatenate([x, ids], axis=-1)
 
-    def critic_input(self, obs: Array, state: Array) -> Array:
-        """Central: global state [..., S] broadcast to agents; local: own observation; then
+    def critic_input(self, obs: Array, state: Array, alive: Array | None = None) -> Array:
+        """Central: global state [..., S] broadcast to agents; local: own observation; zeros
+        for the agents not `alive` [..., N] where the critic death-masks (`death_mask`); then
         the agent ids where the critic takes them."""
         n = self.spec.num_agents
         if self.cfg.critic == "central":
             x = jnp.broadcast_to(state[..., None, :], (*state.shape[:-1], n, state.shape[-1]))
         else:
             x = obs
+        if self.death_mask and alive is not None:
+            x = jnp.where(alive[..., None], x, jnp.zeros_like(x))
         return self._with_ids(x) if self.critic_id_dim else x
 
     # init -------------------------------------------------------------------------------

@@ -69,11 +69,14 @@ class TimeStep(struct.PyTreeNode):
         auto-reset wrapper's `final_alive`)."""
         return alive & ~self.final_alive
 
-    def agent_terminated(self, alive: Array) -> Array:
-        """[N] bool: this step ends agent i's own return: the episode terminated, or i died in
-        it (mfrl's per-agent `terminal = not alive`). A dead agent's observation is never a
-        training sample, so learners of per-agent values do not bootstrap from it."""
-        return self.terminated[..., None] | self.died(alive)
+    def agent_terminated(self, alive: Array, shared_reward: bool) -> Array:
+        """[N] bool: this step ends agent i's own return. Under per-agent rewards: the episode
+        terminated, or i died in it (mfrl's per-agent `terminal = not alive`: nothing it earns
+        comes after). Under a team reward (`EnvSpec.shared_reward`) only the episode's
+        termination does: a dead unit still earns the team's later reward (MAPPO's and pymarl's
+        masks on SMAC)."""
+        term = jnp.broadcast_to(self.terminated[..., None], alive.shape)
+        return term if shared_reward else term | self.died(alive)
 
 
 @dataclass(frozen=True)
