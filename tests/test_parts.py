@@ -108,6 +108,13 @@ def test_parts_that_do_not_tile_the_seeds_are_refused(tmp_path):
     other = part("d", "2:3", seeds=4)
     with pytest.raises(UsageError, match=r"another config .* \(seeds differ\)"):
         parts.check_parts([c, other])
+    last = part("e", "2:3")
+    for d, version in ((c, "1"), (last, "2")):
+        meta = json.loads((d / "meta.json").read_text())
+        meta["env_version"] = {"family": "combat", "version": version}
+        (d / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(UsageError, match="env's behaviour changed between the parts"):
+        parts.check_parts([c, last])
 
 
 def test_a_part_outside_the_seeds_is_refused_in_one_line():

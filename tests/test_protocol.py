@@ -36,6 +36,7 @@ def write_run(
     algo_cfg=None,
     root_seed=None,
     budget=None,
+    env_version=None,
     **kw,
 ):
     steps, evals, absolute = evaluations(**kw)
@@ -55,6 +56,8 @@ def write_run(
         meta["config"]["seed"] = root_seed
     if budget is not None:
         meta["budget"] = budget
+    if env_version is not None:
+        meta["env_version"] = {"family": env_id.split("/")[0], "version": env_version}
     (path / "meta.json").write_text(json.dumps(meta))
     return path, steps, evals, absolute
 
@@ -185,6 +188,19 @@ def test_mismatched_protocols_are_refused(tmp_path, change, field):
     records = load([tmp_path])
     with pytest.raises(RecordError, match=rf"particle/spread .*different protocols: {field}"):
         check_comparable(records)
+
+
+def test_cells_of_one_task_on_different_env_versions_are_refused(tmp_path):
+    """Records of one task made on different behaviour versions of its env family are not
+    ranked together: one line names both records and both versions."""
+    write_run(tmp_path / "a", algo="ippo", env_version="1")
+    write_run(tmp_path / "b", algo="mappo", seed=3, env_version="1")
+    check_comparable(load([tmp_path]))
+    write_run(tmp_path / "c", algo="happo", seed=4, env_version="2")
+    with pytest.raises(RecordError, match=r"particle/spread were made on different versions of "
+                       r"its env, '1' in .*/a/.* and '2' in .*/c/") as err:  # fmt: skip
+        check_comparable(load([tmp_path]))
+    assert "\n" not in str(err.value)
 
 
 def test_different_budgets_are_refused_same_protocol_accepted(tmp_path):

@@ -342,6 +342,31 @@ def test_mixer_init_scale_makes_every_mixer_layer_orthogonal_with_that_gain():
     assert np.abs(default["hyper_w1_0"]["kernel"]).max() > 0.01  # flax's default: not scaled
 
 
+def test_torch_mixer_init_is_pymarls_uniform_with_biases():
+    """mixer_init=torch: every kernel and bias uniform in +-1/sqrt(fan_in) (torch.nn.Linear's
+    default, pymarl's QMixer), the same parameter names as flax's init, and a smaller start."""
+    from marl.algorithms.mixers import QMixer
+
+    qs, state = jnp.ones((4, 3)), jnp.full((4, 100), 0.5)
+    torch = QMixer(32, 64, 2, init_kind="torch").init(jax.random.key(0), qs, state)["params"]
+    flax = QMixer(32, 64, 2).init(jax.random.key(0), qs, state)["params"]
+    assert jax.tree.structure(torch) == jax.tree.structure(flax)
+    for name, layer in torch.items():
+        bound = 1 / np.sqrt(layer["kernel"].shape[0])
+        for leaf in (layer["kernel"], layer["bias"]):
+            assert np.abs(leaf).max() <= bound
+            assert np.abs(leaf).max() > 0.9 * bound, name  # uniform over the whole range
+        assert np.any(layer["bias"] != 0)
+
+    def gain(params):  # sum over agents of dQ_tot / dQ_i at the start
+        return float(jnp.sum(jax.grad(lambda q: QMixer(32, 64, 2).apply(
+            {"params": params}, q, state[0]))(jnp.full((3,), 5.0))))  # fmt: skip
+
+    assert gain(torch) < 0.5 * gain(flax)
+    with pytest.raises(ValueError, match="mixer_init must be flax or torch"):
+        QMixer(init_kind="xavier").init(jax.random.key(0), qs, state)
+
+
 def test_radam_is_an_optimizer_choice():
     import optax
 
@@ -366,3 +391,5 @@ def test_radam_is_an_optimizer_choice():
         qmix.make_train(env, {"optimizer": "sgd"})
     with pytest.raises(ValueError, match="mixer_init_scale must be null or a positive number"):
         qmix.make_train(env, {"mixer_init_scale": -1})
+    with pytest.raises(ValueError, match="mixer_init must be flax or torch"):
+        qmix.make_train(env, {"mixer_init": "xavier"})

@@ -369,6 +369,9 @@ def test_run_writes_the_run_directory(runs):
     assert len(meta["train_metrics"]) == derived["evaluations"] - 1
     assert meta["anchors"]["random"] < meta["anchors"]["reference"]
     assert meta["versions"]["jax"] and meta["steps_per_second"] > 0
+    # the code it ran (this checkout's commit, or the installed version) and the env's version
+    assert meta["code"].get("commit") or meta["code"].get("version")
+    assert meta["env_version"] == {"family": "particle", "version": "1"}
     assert meta["lower_is_better"] == []  # particle/simple: higher is better throughout
 
     final = json.loads((run_dir / "final.json").read_text())
@@ -384,6 +387,7 @@ def test_run_writes_the_run_directory(runs):
     assert final["env_steps"] == derived["env_steps"]
     assert final["wall_time"] > 0 and final["steps_per_second"] > 0
     assert final["versions"]["jax"] and final["device"]["platform"]
+    assert final["code"] == meta["code"] and final["env_version"] == meta["env_version"]
 
     params = serialization.msgpack_restore((run_dir / "params.msgpack").read_bytes())
     leaves = [np.asarray(x) for x in _leaves(params)]

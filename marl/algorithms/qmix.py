@@ -22,13 +22,14 @@ __all__ = ["ACTION_KINDS", "MIXER_KEYS", "make_train", "resolve_state_norm"]
 # the mixer's settings beside QConfig's in qmix.yaml (defaults and reasons there): pymarl's
 # widths and depth, a layer norm of the state where the env's state is not bounded (null:
 # decide by `EnvSpec.state_bounded`), and flax's default initialisation or an orthogonal gain
-# for every mixer layer (JaxMARL's MIXER_INIT_SCALE)
+# for every mixer layer (JaxMARL's MIXER_INIT_SCALE), else flax's or torch's (pymarl's) default
 MIXER_KEYS = (
     "mixing_embed_dim",
     "hypernet_embed",
     "hypernet_layers",
     "state_norm",
     "mixer_init_scale",
+    "mixer_init",
 )
 
 
@@ -55,9 +56,13 @@ def make_train(
     scale = mix["mixer_init_scale"]
     if scale is not None and not (isinstance(scale, int | float) and scale > 0):
         raise ValueError(f"mixer_init_scale must be null or a positive number, got {scale!r}")
+    init = mix["mixer_init"]
+    if init not in ("flax", "torch"):
+        raise ValueError(f"mixer_init must be flax or torch, got {init!r}")
     mixer = QMixer(
         *widths,
         resolve_state_norm(mix["state_norm"], env),
         None if scale is None else float(scale),
+        init,
     )
     return _make_q(env, QConfig.from_dict(cfg, MIXER_KEYS), total_updates, mixer=mixer)

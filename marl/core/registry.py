@@ -192,6 +192,22 @@ def env_kwargs(env_id: str) -> dict[str, Any]:
     }
 
 
+def env_version(env_id: str) -> str | None:
+    """The behaviour version of `env_id`'s family: `BEHAVIOUR_VERSION` of the module that
+    defines its constructor or of the nearest package above it (`marl.envs.combat` for every
+    combat map); None for a plugin that declares none."""
+    factory = env_factory(env_id)
+    target = getattr(factory, "func", factory)  # a map's functools.partial of its family env
+    name = getattr(inspect.getmodule(target), "__name__", None) or ""
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        module = importlib.import_module(".".join(parts[:k]))
+        version = getattr(module, "BEHAVIOUR_VERSION", None)
+        if version is not None:
+            return str(version)
+    return None
+
+
 def make(env_id: str, **kwargs: Any) -> MultiAgentEnv:
     """Build the environment `env_id` (e.g. "particle/spread") with constructor keywords.
 

@@ -227,3 +227,72 @@ def check_env(
     _, ts_one = step_j(keys[1], s_one, ab[1])
     _assert_trees_close(env, ts_one, jax.tree.map(lambda x: x[1], tsb2), "vmap(step)")
     return {"steps": steps, "episodes": num_episodes, "traces": traces["step"]}
+
+
+def rollout_fingerprint(env: MultiAgentEnv, steps: int = 100, seed: int = 0) -> dict[str, list]:
+    """A fingerprint of what `env` returns: `steps` steps of uniformly random valid actions
+    from `jax.random.key(seed)`, episodes reset as they end; for every returned field
+    (observations, state, available actions, rewards, ends, alive, each metric) and step, two
+    checksums: the sum of its values and their sum weighted by a fixed pattern (which a
+    permutation changes). Compared within a tolerance (`fingerprint_difference`), so a change
+    of reduction order alone keeps it; a golden fingerprint per env family pins its
+    `BEHAVIOUR_VERSION` (tests/test_env_versions.py)."""
+    from marl.core.wrappers import AutoReset
+
+    wrapped = AutoReset(env)
+    spec = env.spec
+
+    def sums(x: jax.Array) -> jax.Array:
+        x = jnp.ravel(x).astype(jnp.float32)
+        w = jnp.sin(jnp.arange(x.size, dtype=jnp.float32) * 0.7) + 1.5
+        return jnp.stack([jnp.sum(x), jnp.sum(x * w)])
+
+    def fields(ts: TimeStep) -> dict[str, jax.Array]:
+        out = {
+            "obs": ts.obs,
+            "state": ts.state,
+            "avail_actions": ts.avail_actions,
+            "reward": ts.reward,
+            "terminated": ts.terminated,
+            "truncated": ts.truncated,
+            "alive": ts.alive,
+        }
+        out.update({f"metrics.{k}": v for k, v in ts.metrics.items()})
+        return {k: sums(v) for k, v in out.items()}
+
+    def body(carry, key):
+        state, ts = carry
+        k_act, k_step = jax.random.split(key)
+        actions = sample_actions(k_act, spec.action_space, ts.avail_actions)
+        state, ts = wrapped.step(k_step, state, actions)
+        return (state, ts), fields(ts)
+
+    @jax.jit
+    def run(key: jax.Array) -> dict[str, jax.Array]:
+        k_reset, k_steps = jax.random.split(key)
+        first = wrapped.reset(k_reset)
+        _, out = jax.lax.scan(body, first, jax.random.split(k_steps, steps))
+        start = fields(first[1])
+        return {k: jnp.concatenate([start[k][None], v]) for k, v in out.items()}
+
+    return {
+        k: np.asarray(v, np.float64).round(6).tolist() for k, v in run(jax.random.key(seed)).items()
+    }
+
+
+def fingerprint_difference(
+    golden: dict[str, list], now: dict[str, list], rtol: float = 1e-4, atol: float = 1e-4
+) -> str | None:
+    """The first place two `rollout_fingerprint`s differ beyond the tolerance, in words; None
+    where they agree."""
+    if sorted(golden) != sorted(now):
+        return f"fields {sorted(golden)} became {sorted(now)}"
+    for key in sorted(golden):
+        a, b = np.asarray(golden[key]), np.asarray(now[key])
+        if a.shape != b.shape:
+            return f"{key}: shape {a.shape} became {b.shape}"
+        bad = ~np.isclose(a, b, rtol=rtol, atol=atol)
+        if bad.any():
+            t = int(np.argwhere(bad)[0][0])
+            return f"{key} at step {t}: checksums {a[t].tolist()} became {b[t].tolist()}"
+    return None

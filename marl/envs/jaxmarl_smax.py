@@ -27,6 +27,8 @@ from .combat.env import outcome_metrics
 from .combat.scenarios import SMAC_MAPS
 
 METRICS = ("won", "lost", "allies_alive", "enemies_killed")  # combat's, less damage_dealt
+# marl's wrapper of SMAX (the battle itself is the installed jaxmarl's: `versions` names it)
+BEHAVIOUR_VERSION = "1"
 
 
 class SMAXState(struct.PyTreeNode):

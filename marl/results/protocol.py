@@ -343,6 +343,12 @@ def check_comparable(records: Sequence[Record]) -> None:
     if found:
         task, key, a, b, ref, other = found
         hint = "re-run one side, or report them separately"
+        if key == "env version":
+            raise RecordError(
+                f"records of {task} were made on different versions of its env, {a!r} in "
+                f"{ref.path} and {b!r} in {other.path}: the env's behaviour changed between "
+                "them; re-run the older cells on the current env"
+            )
         if key in ("env steps", "evaluations"):  # each learner rounds to its own updates
             hint = (
                 "learners round the evaluation interval to their own update sizes: train both "
@@ -453,6 +459,8 @@ def _settings(r: Record) -> dict[str, Any]:
         out.update({f"protocol.{k}": p.get(k) for k in COMPARABLE})
         out["env steps"] = r.meta.get("env_steps")
         out["env.kwargs"] = (r.meta.get("config") or {}).get("env", {}).get("kwargs", {})
+        if r.meta.get("env_version") is not None:  # records from before versions say none
+            out["env version"] = (r.meta["env_version"] or {}).get("version")
     else:
         out["protocol.eval_episodes"] = p.get("eval_episodes")
         if "absolute_episodes" in p:

@@ -31,7 +31,7 @@ FINAL = "final.json"
 METRICS = "metrics.jsonl"
 CONFIG = "config.yaml"
 PARAMS = ("params.msgpack", "best_params.msgpack")
-PART_FIELDS = ("created", "wall_time", "compile_time", "steps_per_second", "device")
+PART_FIELDS = ("created", "wall_time", "compile_time", "steps_per_second", "device", "code")
 PER_SEED = ("final", "absolute")  # final.json's {metric: [seeds]} entries
 
 
@@ -91,6 +91,11 @@ def check_parts(dirs: list[Path]) -> tuple[list[Path], list[dict[str, Any]], int
             keys = sorted(k for k in set(config) | set(base) if config.get(k) != base.get(k))
             raise UsageError(
                 f"{d}: trained with another config than {dirs[0]} ({', '.join(keys)} differ)"
+            )
+        if meta.get("env_version") != metas[0].get("env_version"):
+            raise UsageError(
+                f"{d}: made on env version {meta.get('env_version')} but {dirs[0]} on "
+                f"{metas[0].get('env_version')}: the env's behaviour changed between the parts"
             )
         first, stop = part_of(meta)
         if first != expected:
@@ -226,6 +231,12 @@ def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
         ],
         **timings,
     )
+    codes: list[Any] = []
+    for m in metas:
+        if m.get("code") and m["code"] not in codes:
+            codes.append(m["code"])
+    if len(codes) > 1:  # parts trained on different code: name every one
+        meta["codes"] = codes
     for name in PARAMS:
         data = _params(dirs, name)
         if data is not None:

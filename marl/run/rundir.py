@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import platform
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -48,22 +45,11 @@ from marl.results.protocol import (
     task_name,
 )
 from marl.run.config import RunConfig
+from marl.run.provenance import provenance
 
 STAMP = "%Y%m%d-%H%M%S"
 METRICS = "metrics.jsonl"  # one JSON line per evaluation
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
-VERSIONED = (
-    "marl",
-    "jax",
-    "jaxlib",
-    "flax",
-    "optax",
-    "distrax",
-    "chex",
-    "gymnax",
-    "numpy",
-    "hydra-core",
-)
 
 
 def _claim(parent: Path, name: str | None, now: datetime) -> Path:
@@ -148,30 +134,6 @@ def run_parent(run: RunConfig) -> Path:
     return run.out / family / run_task(run) / run.algo.replace(":", ".")
 
 
-def versions() -> dict[str, str]:
-    """Versions of the packages results depend on, and of Python."""
-    out = {"python": platform.python_version()}
-    for name in VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def device() -> dict[str, Any]:
-    """The default JAX backend: platform, device kind and count."""
-    import jax
-
-    devices = jax.devices()
-    return {
-        "platform": devices[0].platform,
-        "kind": devices[0].device_kind,
-        "count": len(devices),
-        "cpu_count": os.cpu_count(),
-    }
-
-
 def _floats(x: Any) -> Any:
     """JSON numbers nested as `x` is (NaN, a statistic with nothing to average, as null;
     float32 at its shortest decimal, `float_list`)."""
@@ -194,9 +156,12 @@ class RunDir:
         self._train_metrics: dict[str, np.ndarray] = {}
         self._logged: set[int] | None = None  # steps already in metrics.jsonl (read once)
         self._started = datetime.now()
+        self._earlier_code: list[dict[str, Any]] = []  # a resumed run's code before this process
         if path is not None:
             self.path = Path(path)
-            created = json.loads((self.path / META).read_text()).get("created")
+            before = json.loads((self.path / META).read_text())
+            created = before.get("created")
+            self._earlier_code = [c for c in before.get("codes", [before.get("code")]) if c]
             self.created = datetime.fromisoformat(created) if created else datetime.now()
             lines = self._logged_lines()  # read once: the steps logged and the clock so far
             self._logged = {int(line["step"]) for line in lines}
@@ -247,9 +212,11 @@ class RunDir:
             "config": cfg,
             "created": self.created.isoformat(timespec="seconds"),
             "finished": result is not None,
-            "versions": versions(),
-            "device": device(),
+            **provenance(run.env_id),
         }
+        codes = [c for c in self._earlier_code if c != out["code"]]
+        if codes:  # resumed on other code than it started on: name every one
+            out["codes"] = [*codes, out["code"]]
         if result is not None:
             out.update(
                 wall_time=float(result.wall_time),
@@ -402,6 +369,5 @@ def final_record(run: RunConfig, result: RunResult) -> dict[str, Any]:
         "wall_time": float(result.wall_time),
         "compile_time": float(result.compile_time),
         "steps_per_second": float(result.steps_per_second),
-        "versions": versions(),
-        "device": device(),
+        **provenance(run.env_id),
     }

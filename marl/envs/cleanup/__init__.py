@@ -11,6 +11,12 @@ from functools import partial
 from .env import METRICS, Cleanup, CleanupState
 from .ocean import CURRENTS, current_at, density, gini, spawn
 
+# The family's behaviour version: bump it in the same commit as any change to what an env of
+# this family returns for given keys and actions (records name it; the leaderboard refuses to
+# rank cells of one task made on different versions; tests/test_env_versions.py pins a golden
+# rollout per family to it).
+BEHAVIOUR_VERSION = "1"
+
 SCENARIOS: dict[str, dict] = {
     # the paper's setting: a few vessels, each for itself, a binary signal (or none)
     "comm": {"num_vessels": 4, "communication": True},

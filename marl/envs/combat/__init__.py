@@ -12,6 +12,12 @@ from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial
 from .scenarios import LARGE_MAPS, SMAC_MAPS, SMACV2_MAPS, BattleGenerator, scenario_kwargs
 from .units import STATS, UNIT_NAMES, UnitStats, parse_composition
 
+# The family's behaviour version: bump it in the same commit as any change to what an env of
+# this family returns for given keys and actions (records name it; the leaderboard refuses to
+# rank cells of one task made on different versions; tests/test_env_versions.py pins a golden
+# rollout per family to it).
+BEHAVIOUR_VERSION = "1"
+
 
 def scenario(map_name: str) -> partial:
     """The constructor of `combat/<map_name>`: `Combat` with the map's keywords as defaults."""

@@ -11,6 +11,12 @@ from .env import DYNAMICS, MAPS, METRICS, Pathfinding, PathfindingState
 from .maps import MAPS_DIR, largest_component, load_map, parse_map
 from .planning import distance_field
 
+# The family's behaviour version: bump it in the same commit as any change to what an env of
+# this family returns for given keys and actions (records name it; the leaderboard refuses to
+# rank cells of one task made on different versions; tests/test_env_versions.py pins a golden
+# rollout per family to it).
+BEHAVIOUR_VERSION = "1"
+
 # the defaults of each registered id
 SCENARIOS: dict[str, dict] = {
     # CAMAR's default configuration: 20 x 20 cells, density 0.2, 32 agents
