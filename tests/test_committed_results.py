@@ -34,3 +34,20 @@ def test_committed_leaderboard_regenerates_byte_for_byte(tmp_path, monkeypatch):
         if rel.suffix in (".md", ".html"):  # the command they name carries its --out
             new = new.replace(f"--out {tmp_path}".encode(), b"--out results")
         assert new == old, f"results/{rel} differs from what its command writes now"
+
+
+def test_every_committed_run_names_its_code_and_env_version():
+    """Each committed run folder's meta.json names the code it ran (a commit, flagged when
+    inferred for runs made before records named it, or an installed version) and its env
+    family's behaviour version (`scripts/stamp_provenance.py --check`)."""
+    import json
+
+    metas = sorted(RESULTS.rglob("meta.json"))
+    assert metas
+    for path in metas:
+        meta = json.loads(path.read_text())
+        code = meta.get("code") or {}
+        assert code.get("commit") or code.get("version"), f"{path}: names no code"
+        version = meta.get("env_version") or {}
+        assert version.get("version"), f"{path}: names no env version"
+        assert version.get("family") == meta["env"].split("/")[0], path
