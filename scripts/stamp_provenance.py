@@ -59,6 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     how.add_argument("--check", action="store_true", help="list the runs that name no code")
     args = parser.parse_args(argv)
     commits = code_commits() if args.infer else []
+    if args.commit:  # a full commit of this repository, or refuse
+        found = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{args.commit}^{{commit}}"],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        if found.returncode:
+            raise SystemExit(f"--commit {args.commit}: not a commit of this repository")
+        args.commit = found.stdout.strip()
     missing = 0
     for root in args.dirs:
         for meta_path in sorted(root.rglob("meta.json")):
