@@ -79,12 +79,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     except RecordError as e:
         raise UsageError(str(e)) from None
+    from marl.results.report import few_seeds_warning
+
     for k, study in enumerate(studies, 1):
         where = f"section {k}: " if len(studies) > 1 else ""
         print(
             f"{where}{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s) "
             f"({', '.join(study.algorithms)})"
         )
+        warning = few_seeds_warning(study)
+        if warning:
+            print(f"warning: {where}{warning}", file=sys.stderr)
     print(f"wrote {paths['md']}, {paths['html']}")
     return 0
 
@@ -106,7 +111,17 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not runs:
         raise UsageError(f"no records given and none of {', '.join(DEFAULT_RECORDS)} exists")
     output_dir(args.out, "--out")
-    study = load_study(runs, args.metric)
+    definition, declared = None, None
+    if args.benchmark:
+        from marl.results.scoring import declared_scoring
+        from marl.run import benchmark
+
+        try:
+            definition = benchmark.load(args.benchmark)
+            declared = declared_scoring(definition)
+        except (benchmark.BenchmarkError, ValueError) as e:
+            raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
+    study = load_study(runs, args.metric, declared=declared)
     given = [*args.runs, "--out", args.out]  # what regenerates the files
     if args.metric != "episode_return":
         given += ["--metric", args.metric]
@@ -130,11 +145,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         except (OSError, ValueError, yaml.YAMLError) as e:
             raise UsageError(f"--published: {e}") from None
     cov = None
-    if args.benchmark:
-        from marl.run import benchmark
-
+    if definition is not None:
         try:
-            cov = benchmark.coverage(benchmark.load(args.benchmark), study)
+            cov = benchmark.coverage(definition, study)
         except benchmark.BenchmarkError as e:
             raise UsageError(str(e)) from None
         given += ["--benchmark", args.benchmark]

@@ -13,7 +13,12 @@ from marl.results.files import atomic_write, write_json
 from marl.results.orders import orders_markdown, peer_orders
 from marl.results.published import Published, by_task, published_markdown, steps_text
 from marl.results.report import fmt_ci, html_page, prune_figures, summarise, write_figures
+from marl.results.sensitivity import group_sensitivity, sensitivity_markdown
 from marl.results.study import Group, Study
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
 
 
 def device_label(meta: dict[str, Any] | None) -> str:
@@ -43,7 +48,7 @@ def leaderboard(
     orders = peer_orders(study, list(published), reps=reps, seed=seed)
     tasks = {}
     for task, data in summary["tasks"].items():
-        key = "normalised_iqm" if data["anchors"] else "absolute_mean"
+        key = "normalised_iqm" if data.get("scoring") else "absolute_mean"
         # normalised scores rise towards the reference whatever the metric's direction
         sign = 1.0 if key == "absolute_mean" and data.get("lower_is_better") else -1.0
         ranked = sorted(data["algorithms"].items(), key=lambda kv: sign * kv[1][key]["point"])
@@ -51,6 +56,7 @@ def leaderboard(
             "ranked_by": key,
             "lower_is_better": data["lower_is_better"],
             "anchors": data["anchors"],
+            "scoring": data.get("scoring"),
             "rows": [{"rank": i + 1, "algorithm": a, **row} for i, (a, row) in enumerate(ranked)],
             "published": beside.get(task, []),
             "orders": orders.get(task, []),
@@ -62,6 +68,7 @@ def leaderboard(
             {
                 "name": g["name"],
                 "tasks": g["tasks"],
+                "families": g["families"],
                 "improvement": g["improvement"],
                 "rows": [
                     {
@@ -76,6 +83,11 @@ def leaderboard(
                 ],
             }
         )
+    sensitivity = [
+        group_sensitivity(study, Group(g["name"], tuple(g["tasks"]), tuple(g["algorithms"])))
+        for g in summary["groups"]
+        if len(g["families"]) == 1 and len(g["algorithms"]) > 1
+    ]
     devices = Counter(
         device_label(r.meta) for e in study.entries.values() for r in e.records if not r.external
     )
@@ -83,6 +95,7 @@ def leaderboard(
         "metric": summary["metric"],
         "tasks": tasks,
         "overall": overall,
+        "sensitivity": [{**sec, "flips": [list(f) for f in sec["flips"]]} for sec in sensitivity],
         "devices": dict(sorted(devices.items())),
     }
 
@@ -100,10 +113,15 @@ def leaderboard_markdown(
     lines = [
         "# Leaderboard",
         "",
-        "Ranked by the IQM of min-max normalised scores (0 = random policy, 1 = reference "
-        "policy) of the absolute metric (each seed's best evaluated parameters re-evaluated), "
-        "with 95% stratified bootstrap CIs. External records (not produced by marl) are "
-        "marked.",
+        "Ranked by the IQM of scores of the absolute metric (each seed's best evaluated "
+        "parameters re-evaluated), with 95% stratified bootstrap CIs. Scoring v2: each task "
+        "is scored in its natural unit where it has a bounded one (win rate, success rate, "
+        "collected fraction, order parameter) and otherwise min-max between fixed anchors "
+        "declared with the benchmark (0 = random policy, 1 = the strongest reference); each "
+        "task's rule is stated under it. Across families, each family weighs the same: an "
+        "aggregate is the mean over families of the family's aggregate, never one pool of "
+        "unlike tasks. The final parameters' score stands beside each cell's, with the "
+        "collapse (best - final). External records (not produced by marl) are marked.",
         "",
     ]
     if command:
@@ -122,7 +140,8 @@ def leaderboard_markdown(
         lines += [
             "Aggregates over different task sets do not compare, so each table ranks the "
             "algorithms that ran exactly the same tasks, over those tasks: per family, then "
-            "across families where the same algorithms ran tasks of several.",
+            "across families where the same algorithms ran tasks of several (families "
+            "weighted equally).",
             "",
         ]
     for group in board["overall"]:
@@ -150,19 +169,22 @@ def leaderboard_markdown(
         slug = Group(group["name"], (), ()).slug
         for kind in ("aggregates", "profiles", "improvement", "sample_efficiency"):
             lines += figure(f"{kind}/{slug}", f"{kind.replace('_', ' ')}: {group['name']}")
+    lines += sensitivity_markdown(board.get("sensitivity", []))
     for task, data in board["tasks"].items():
         norm = data["ranked_by"] == "normalised_iqm"
+        rule = (data.get("scoring") or {}).get("rule")
         lines += [
             f"## {task}",
             "",
-            "ranked by normalised IQM"
+            f"ranked by score IQM; scored: {rule}"
             if norm
-            else "no reference score: ranked by raw mean"
+            else "not scored: ranked by raw mean"
             + (" (lower is better)" if data.get("lower_is_better") else ""),
             "",
-            "| rank | algorithm | runs | normalised IQM | absolute metric mean [95% CI] "
-            "| natural unit, mean [95% CI] | env steps per run | wall time | env steps/s |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| rank | algorithm | runs | score IQM | final score | best - final "
+            "| absolute metric mean [95% CI] | natural unit, mean [95% CI] | env steps per run "
+            "| wall time | env steps/s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for row in data["rows"]:
             name = row["algorithm"] + (" (external)" if row["external"] else "")
@@ -175,6 +197,7 @@ def leaderboard_markdown(
             )
             lines.append(
                 f"| {row['rank']} | {name} | {row['runs']} | {fmt_ci(row.get('normalised_iqm'))} | "
+                f"{_num(row.get('final_score'))} | {_num(row.get('collapse'))} | "
                 f"{fmt_ci(row['absolute_mean'])} | "
                 f"{unit['metric'] + ' ' + fmt_ci(unit['mean']) if unit else '(the return)'} | "
                 f"{row['env_steps']:,} | {speed} |"

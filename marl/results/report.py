@@ -35,8 +35,45 @@ from marl.results.study import (
     subset,
 )
 
-
 # --- numbers ----------------------------------------------------------------------------------
+MIN_SEEDS = 5  # fewer runs than this decide nothing: a comparison on them is a direction
+
+
+def few_seeds(study: Study) -> dict[str, dict[str, int]]:
+    """task -> {algorithm: runs} for the entries with fewer than `MIN_SEEDS` runs, on tasks
+    where more than one algorithm is compared."""
+    out: dict[str, dict[str, int]] = {}
+    for task in study.tasks:
+        algos = [a for a in study.algorithms if (task, a) in study.entries]
+        if len(algos) < 2:
+            continue
+        for algo in algos:
+            n = len(study.entries[(task, algo)].runs)
+            if n < MIN_SEEDS:
+                out.setdefault(task, {})[algo] = n
+    return out
+
+
+def few_seeds_warning(study: Study) -> str | None:
+    """One line naming the comparisons that rest on fewer than `MIN_SEEDS` seeds, or None."""
+    few = few_seeds(study)
+    if not few:
+        return None
+    where = "; ".join(
+        f"{task}: " + ", ".join(f"{a} ({n})" for a, n in sorted(by.items()))
+        for task, by in sorted(few.items())
+    )
+    return (
+        f"comparisons resting on fewer than {MIN_SEEDS} seeds decide nothing (read them as a "
+        f"direction): {where}"
+    )
+
+
+def family_of(task: str) -> str:
+    """A task's family: its env id's first part."""
+    return task.split("/")[0]
+
+
 def _interval(x: Sequence[float]) -> dict[str, float]:
     point, low, high = (float(v) for v in x)
     return {"point": point, "low": low, "high": high}
@@ -75,13 +112,17 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
                 row["steps_per_second"] = float(
                     sum(m["env_steps"] * m["seeds"] for m in metas) / row["wall_time_s"]
                 )
-            if anchors is not None:
-                row["normalised_iqm"] = _interval(
-                    stats.iqm_ci(anchors.normalise(raw), reps=reps, seed=seed)
-                )
+            scores = study.task_scores(task, algo)
+            if scores is not None:
+                final_scores = study.task_scores(task, algo, final=True)
+                row["normalised_iqm"] = _interval(stats.iqm_ci(scores, reps=reps, seed=seed))
+                row["final_score"] = float(np.mean(final_scores))
+                row["collapse"] = float(np.mean(scores) - np.mean(final_scores))
             rows[algo] = row
+        score = study.scoring.get(task)
         tasks[task] = {
             "anchors": None if anchors is None else anchors.__dict__,
+            "scoring": None if score is None else {**score.to_dict(), "rule": score.describe()},
             "lower_is_better": study.lower.get(task, False),
             "algorithms": rows,
         }
@@ -89,12 +130,17 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
     groups = []
     for g in comparable_groups(scores):
         sub = subset(scores, g)
-        agg = stats.aggregate(sub, reps=reps, seed=seed)
+        families = sorted({t.split("/")[0] for t in g.tasks})
+        if len(families) > 1:  # unlike families: each weighted equally, never one pool
+            agg = stats.family_aggregate(sub, family_of, reps=reps, seed=seed)
+        else:
+            agg = stats.aggregate(sub, reps=reps, seed=seed)
         pairs = stats.pairwise_improvement(sub, reps=reps, seed=seed) if len(sub) > 1 else {}
         groups.append(
             {
                 "name": g.name,
                 "tasks": list(g.tasks),
+                "families": families,
                 "algorithms": list(g.algorithms),
                 "aggregates": {
                     a: {m: _interval(v) for m, v in by.items()} for a, by in agg.items()
@@ -104,6 +150,7 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
         )
     return {
         "metric": study.metric,
+        "few_seeds_warning": few_seeds_warning(study),
         "reps": reps,
         "confidence": 0.95,
         "tasks": tasks,
@@ -113,6 +160,10 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
 
 
 # --- report -----------------------------------------------------------------------------------
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 def fmt_ci(iv: dict[str, float] | None, digits: int = 2) -> str:
     if iv is None:
         return "n/a"
@@ -129,10 +180,21 @@ def write_figures(study: Study, out: Path, reps: int, seed: int) -> dict[str, Pa
     for g in comparable_groups(scores):
         sub = subset(scores, g)
         tag = g.slug
-        agg = stats.aggregate(sub, reps=reps, seed=seed)
+        across = len({family_of(t) for t in g.tasks}) > 1
+        if across:  # families weighted equally; profiles and curves would pool them: none
+            agg = stats.family_aggregate(sub, family_of, reps=reps, seed=seed)
+        else:
+            agg = stats.aggregate(sub, reps=reps, seed=seed)
         figs[f"aggregates/{tag}"] = plots.aggregate_intervals(
             agg, fig_dir / f"aggregates_{tag}.png", colors=colors
         )
+        if across:
+            if len(sub) > 1:
+                pairs = stats.pairwise_improvement(sub, reps=reps, seed=seed)
+                figs[f"improvement/{tag}"] = plots.improvement_probabilities(
+                    pairs, fig_dir / f"improvement_{tag}.png", colors=colors
+                )
+            continue
         everything = np.concatenate([v for by in sub.values() for v in by.values()])
         taus = np.linspace(min(0.0, everything.min()), max(1.0, everything.max()), 101)
         profiles = {}
@@ -161,28 +223,30 @@ def write_figures(study: Study, out: Path, reps: int, seed: int) -> dict[str, Pa
                 curves, fig_dir / f"sample_efficiency_{tag}.png", colors=colors
             )
     for task in study.tasks:
+        score = study.scoring.get(task)
+        unit = score.metric if score is not None and score.kind == "natural" else study.metric
         per_algo = {}
         for algo in study.algorithms:
             entry = study.entries.get((task, algo))
             if entry is not None:
-                steps, values = entry.curve(study.metric)
+                steps, values = entry.curve(unit)
                 per_algo[algo] = stats.mean_curve(steps, values, reps=reps, seed=seed)
         name = "task_" + task.replace("/", "_")
         figs[name] = plots.task_curves(
             per_algo,
             fig_dir / f"{name}.png",
             title=f"{task}: greedy evaluation (mean over runs, 95% CI)",
-            ylabel=study.metric.replace("_", " "),
+            ylabel=unit.replace("_", " "),
             colors=colors,
         )
     return figs
 
 
 FIGURE_TITLES = {
-    "aggregates": "Aggregate normalised scores (absolute metric, 95% stratified bootstrap CIs)",
+    "aggregates": "Aggregate scores (absolute metric, 95% stratified bootstrap CIs)",
     "profiles": "Performance profiles",
     "improvement": "Probability of improvement",
-    "sample_efficiency": "Sample efficiency (IQM of normalised score over runs and tasks)",
+    "sample_efficiency": "Sample efficiency (IQM of the score over runs and tasks)",
 }
 
 
@@ -190,12 +254,17 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
     lines = [f"# {title}", ""]
     lines += [
         f"Metric `{summary['metric']}`; per run the absolute metric (the parameters of the "
-        "best evaluation by the run's `protocol.metric`, re-evaluated). Normalised: 0 = random "
-        "policy, 1 = reference (scripted) policy. "
+        "best evaluation by the run's `protocol.metric`, re-evaluated). Scores (scoring v2, "
+        "`marl.results.scoring`): a task's natural unit where it has a bounded one (win rate, "
+        "success rate, collected fraction, order parameter), else min-max between fixed "
+        "anchors (0 = random policy, 1 = reference); across families each family weighs the "
+        "same. "
         f"Intervals are 95% bootstrap CIs ({summary['reps']} replicates; stratified over tasks "
         "for aggregates).",
         "",
     ]
+    if summary.get("few_seeds_warning"):
+        lines += [f"**Warning:** {summary['few_seeds_warning']}.", ""]
     if len(summary["groups"]) > 1:
         lines += [
             "Aggregates over different task sets do not compare, so each section below ranks "
@@ -234,20 +303,20 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
                 ]
     lines += ["## Tasks", ""]
     for task, data in summary["tasks"].items():
-        a = data["anchors"]
+        sc = data.get("scoring")
         anchor_text = (
-            f"anchors: random {a['random']:.3f}, reference {a['reference']:.3f} ({a['source']})"
-            if a
-            else "no reference score: not normalised, not in the aggregates"
+            f"scored: {sc['rule']}"
+            if sc
+            else "not scored (no natural unit, no reference): not in the aggregates"
         ) + ("; lower is better" if data.get("lower_is_better") else "")
         lines += [
             f"### {task}",
             "",
             anchor_text,
             "",
-            "| algorithm | runs | absolute metric, mean [95% CI] | IQM [95% CI] | normalised IQM "
-            "| final evaluation mean | env steps |",
-            "|---|---|---|---|---|---|---|",
+            "| algorithm | runs | absolute metric, mean [95% CI] | IQM [95% CI] | score IQM "
+            "| final score | best - final | final evaluation mean | env steps |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         sign = 1.0 if data.get("lower_is_better") else -1.0  # best first
         rows = sorted(
@@ -258,6 +327,7 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
             lines.append(
                 f"| {name} | {row['runs']} | {fmt_ci(row['absolute_mean'])} | "
                 f"{fmt_ci(row['absolute_iqm'])} | {fmt_ci(row.get('normalised_iqm'))} | "
+                f"{_num(row.get('final_score'))} | {_num(row.get('collapse'))} | "
                 f"{row['final_mean']:.2f} | {row['env_steps']:,} |"
             )
         key = "task_" + task.replace("/", "_")

@@ -299,6 +299,41 @@ def aggregate(
     return out
 
 
+def family_aggregate(
+    scores: Scores,
+    family_of: Callable[[str], str],
+    *,
+    reps: int = REPS,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, dict[str, Interval]]:
+    """`aggregate` with every family weighted equally: each aggregate is the mean over
+    families (`family_of(task)`) of that aggregate over the family's tasks, so a family of
+    many tasks does not outweigh one of few. One stratified bootstrap over every task's runs
+    (seeded by `seed`), shared by the families and the four aggregates."""
+    _check(reps, confidence)
+    out: dict[str, dict[str, Interval]] = {}
+    for algo, by_task in scores.items():
+        if not by_task:
+            raise ValueError(f"algorithm {algo!r} has no tasks")
+        rng = np.random.default_rng(seed)
+        points: dict[str, list[float]] = {name: [] for name in TASK_AGGREGATES}
+        draws: dict[str, list[np.ndarray]] = {name: [] for name in TASK_AGGREGATES}
+        for family in sorted({family_of(t) for t in by_task}):
+            tasks = _tasks([by_task[t] for t in sorted(by_task) if family_of(t) == family])
+            sizes = [x.size for x in tasks]
+            pooled = np.concatenate(tasks)
+            samples = pooled[stratified_indices(sizes, reps, rng)]
+            for name, fn in TASK_AGGREGATES.items():
+                points[name].append(float(fn(pooled[None, :], sizes)[0]))
+                draws[name].append(fn(samples, sizes))
+        out[algo] = {}
+        for name in TASK_AGGREGATES:
+            low, high = _percentiles(np.mean(draws[name], axis=0), confidence)
+            out[algo][name] = (float(np.mean(points[name])), float(low), float(high))
+    return out
+
+
 def _task_means(x: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     """[rows, tasks] the mean of each task's block of columns of x [rows, sum(sizes)]."""
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from marl.results.protocol import Record, RecordError, Run, check_comparable
+from marl.results.scoring import TaskScore, task_scoring
 
 METRIC = "episode_return"
 ANCHOR_RTOL = 1e-4
@@ -100,6 +101,7 @@ class Study:
     anchors: dict[str, Anchors | None]
     lower: dict[str, bool] = field(default_factory=dict)  # task -> metric is lower-is-better
     headline: dict[str, str] = field(default_factory=dict)  # task -> its natural unit's metric
+    scoring: dict[str, TaskScore | None] = field(default_factory=dict)  # `marl.results.scoring`
 
     @property
     def tasks(self) -> list[str]:
@@ -116,23 +118,38 @@ class Study:
         runs = self.entries[(task, algo)].runs
         return unit if unit and all(unit in run.metrics for run in runs) else None
 
+    def task_scores(self, task: str, algo: str, final: bool = False) -> np.ndarray | None:
+        """[runs] the scores of `algo` on `task` under its scoring (`marl.results.scoring`):
+        of each run's absolute metric, or with `final` of its last evaluation; None where the
+        task is not scored."""
+        score = self.scoring.get(task)
+        if score is None:
+            return None
+        entry = self.entries[(task, algo)]
+        if final:
+            raw = np.concatenate([r.final(score.metric) for r in entry.records])
+        else:
+            raw = entry.scores(score.metric)
+        return score.apply(raw)
+
     def normalised_scores(self) -> dict[str, dict[str, np.ndarray]]:
-        """algorithm -> task -> [runs], tasks with anchors only."""
+        """algorithm -> task -> [runs] scores, scored tasks only."""
         out: dict[str, dict[str, np.ndarray]] = {}
-        for (task, algo), entry in sorted(self.entries.items()):
-            anchors = self.anchors.get(task)
-            if anchors is not None:
-                out.setdefault(algo, {})[task] = anchors.normalise(entry.scores(self.metric))
+        for task, algo in sorted(self.entries):
+            scores = self.task_scores(task, algo)
+            if scores is not None:
+                out.setdefault(algo, {})[task] = scores
         return out
 
     def normalised_curves(self) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
-        """algorithm -> task -> (steps, values [K, runs]), tasks with anchors only."""
+        """algorithm -> task -> (steps, scores [K, runs]) of the greedy evaluations, scored
+        tasks only."""
         out: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
         for (task, algo), entry in sorted(self.entries.items()):
-            anchors = self.anchors.get(task)
-            if anchors is not None:
-                steps, values = entry.curve(self.metric)
-                out.setdefault(algo, {})[task] = (steps, anchors.normalise(values))
+            score = self.scoring.get(task)
+            if score is not None:
+                steps, values = entry.curve(score.metric)
+                out.setdefault(algo, {})[task] = (steps, score.apply(values))
         return out
 
 
@@ -250,10 +267,15 @@ def _usable(task: str, anchors: Anchors | None, lower: bool) -> Anchors | None:
 
 
 def collect(
-    records: Sequence[Record], metric: str = METRIC, *, facts: TaskFacts | None = None
+    records: Sequence[Record],
+    metric: str = METRIC,
+    *,
+    facts: TaskFacts | None = None,
+    declared: dict[str, dict[str, Any]] | None = None,
 ) -> Study:
     """Group records per (task, algorithm), check they are comparable, find the anchors (from
-    the records; else from `facts`, where given)."""
+    the records; else from `facts`, where given) and each task's scoring (`declared`: task ->
+    its fixed anchors from the benchmark definition, `scoring.declared_scoring`)."""
     if not records:
         raise RecordError("no finished run records found")
     check_comparable(records)
@@ -280,7 +302,16 @@ def collect(
             )
             found = facts.anchors(task, metric, episodes or 320)
         anchors[task] = _usable(task, found, lower[task])
-    return Study(metric, entries, anchors, lower, headline)
+    scoring = {}
+    for task in sorted(anchors):
+        unit = headline[task]
+        has = all(
+            unit in run.metrics for (t, _), e in entries.items() if t == task for run in e.runs
+        )
+        scoring[task] = task_scoring(
+            unit, has, lower[task], anchors[task], (declared or {}).get(task), metric
+        )
+    return Study(metric, entries, anchors, lower, headline, scoring)
 
 
 def load_study(
@@ -289,6 +320,7 @@ def load_study(
     *,
     facts: TaskFacts | None = None,
     skipped: list[Path] | None = None,
+    declared: dict[str, dict[str, Any]] | None = None,
 ) -> Study:
     """`marl.results.protocol.load` (unfinished runs appended to `skipped`) then `collect`."""
     from marl.results.protocol import load
@@ -299,4 +331,4 @@ def load_study(
         raise RecordError(
             f"no finished run records found; unfinished: {', '.join(map(str, found))}"
         )
-    return collect(records, metric=metric, facts=facts)
+    return collect(records, metric=metric, facts=facts, declared=declared)

@@ -301,9 +301,12 @@ def same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> N
         )
 
 
-def load_study(paths: Sequence[str], metric: str, compute_anchors: bool = True) -> Any:
+def load_study(
+    paths: Sequence[str], metric: str, compute_anchors: bool = True, declared: Any = None
+) -> Any:
     """`marl.results.study.load_study` with the registry's facts (anchors computed for records
-    without them, unless `compute_anchors` is False); unfinished runs are named and skipped."""
+    without them, unless `compute_anchors` is False) and a benchmark's declared scoring
+    anchors (`declared`); unfinished runs are named and skipped."""
     from marl.results import study as results_study
     from marl.results.protocol import RecordError
     from marl.run.tasks import RegisteredTasks
@@ -311,7 +314,9 @@ def load_study(paths: Sequence[str], metric: str, compute_anchors: bool = True) 
     skipped: list[Path] = []
     facts = RegisteredTasks(anchors=compute_anchors)
     try:
-        study = results_study.load_study(paths, metric=metric, facts=facts, skipped=skipped)
+        study = results_study.load_study(
+            paths, metric=metric, facts=facts, skipped=skipped, declared=declared
+        )
     except RecordError as e:
         raise UsageError(str(e)) from None
     for path in skipped:
