@@ -228,6 +228,31 @@ def test_one_nominal_budget_rounded_to_each_learners_update_compares(tmp_path):
     assert protocol.BUDGET_RTOL == 0.05
 
 
+def test_a_refusal_names_the_real_mismatch_budget_seeds_or_grid(tmp_path):
+    """Two nominal budgets are named as budgets, with each side's seeds (the refusal blamed
+    the evaluation interval); one budget on two evaluation grids names both grids; the env
+    version its own way. Each refusal carries its records and the setting for the caller."""
+    write_run(tmp_path / "a", algo="ippo", budget=200, steps=(0, 100, 200))
+    write_run(tmp_path / "b", algo="vdn", budget=1e6, seeds=2, steps=(0, 500_000, 1_000_000))
+    with pytest.raises(RecordError) as err:
+        check_comparable(load([tmp_path / "a", tmp_path / "b"]))
+    message = str(err.value)
+    assert "particle/spread were trained to different budgets: 200 env steps x 3 seeds in " in (
+        message
+    )
+    assert "but 1e6 x 2 seeds in " in message and "eval_interval" not in message
+    assert err.value.setting == "budget" and [r.algorithm for r in err.value.pair] == [
+        "ippo",
+        "vdn",
+    ]
+    write_run(tmp_path / "c", algo="mappo", budget=200, steps=(0, 40, 80, 120, 160, 200, 260))
+    with pytest.raises(RecordError, match=r"evaluated on different grids: 3 evaluations every "
+                       r"100 steps to 200 in .* but 7 evaluations every 40 steps to 260 in "
+                       r".*protocol\.eval_interval") as err:  # fmt: skip
+        check_comparable(load([tmp_path / "a", tmp_path / "c"]))
+    assert err.value.setting == "evaluation grid" and "\n" not in str(err.value)
+
+
 def test_one_algorithm_with_different_settings_is_refused(tmp_path):
     """Runs pooled under one algorithm name must share its settings: a tuned variant is a
     different algorithm (label=), while speed-only settings (the same loss) may differ."""

@@ -97,3 +97,23 @@ def test_environment_table_matches_registry():
         spec = marl.make(env_id).spec
         actual = (spec.num_agents, describe_space(spec.action_space), spec.episode_limit)
         assert actual == expected, env_id
+
+
+def test_compare_your_algorithm_commands_are_the_cli_s():
+    """The recipe's commands parse with `marl`'s own parser, train into the folder the
+    leaderboard then reads beside v1's records, and write nothing into results/."""
+    import shlex
+
+    from marl.cli.parser import build_parser
+
+    blocks = code_blocks(section("Compare your algorithm with benchmark v1"), "bash")
+    assert blocks, "'Compare your algorithm with benchmark v1' has no ```bash block"
+    commands = [shlex.split(line) for line in blocks[0].splitlines() if line.strip()]
+    assert all(c[0] == "marl" for c in commands)
+    parsed = [build_parser().parse_args(c[1:]) for c in commands]
+    runs = [a for a in parsed if a.command == "benchmark"]
+    assert {a.action for a in runs} >= {"status", "run"}
+    assert all(a.name == "v1" and a.algo and a.records for a in runs)
+    (board,) = [a for a in parsed if a.command == "leaderboard"]
+    assert board.runs == ["results/benchmark/v1", runs[0].records]
+    assert board.out and not Path(board.out).is_relative_to("results")

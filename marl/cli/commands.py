@@ -107,6 +107,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from marl.results.published import SHIPPED, read_published
     from marl.run.jobs import load_study
 
+    if args.out is None:  # never into results/ unasked: the committed leaderboard lives there
+        raise UsageError(
+            "--out DIR is required: the folder for leaderboard.md, .json and .html (the "
+            "committed leaderboard is regenerated with --out results)"
+        )
     runs = args.runs or [p for p in DEFAULT_RECORDS if os.path.isdir(p)]
     if not runs:
         raise UsageError(f"no records given and none of {', '.join(DEFAULT_RECORDS)} exists")
@@ -121,7 +126,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             declared = declared_scoring(definition)
         except (benchmark.BenchmarkError, ValueError) as e:
             raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
-    study = load_study(runs, args.metric, declared=declared)
+    study = load_study(runs, args.metric, benchmark=args.benchmark, declared=declared)
     given = [*args.runs, "--out", args.out]  # what regenerates the files
     if args.metric != "episode_return":
         given += ["--metric", args.metric]
@@ -197,14 +202,29 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
                 n = {t: len(bm.cells(d, t)) for t in d["tiers"]}
                 print(f"{name}: " + ", ".join(f"{t} tier {k} cells" for t, k in n.items()))
             return 0
+        if args.part and args.action != "run":
+            raise UsageError("--part: only with `marl benchmark run`")
+        if args.algo and not args.records:
+            raise UsageError(
+                f"--algo: give --records DIR, a folder of yours for its cells (e.g. --records "
+                f"runs/{Path(args.name).stem}-mine)"
+            )
         d = bm.load(args.name)
-        chosen = bm.cells(d, args.tier, args.only or ())
-        runs = bm.resolve_cells(d, chosen)  # every cell checked before any work
+        if args.algo:  # a learner of the user's on the benchmark's tasks
+            from marl.run import entrants
+
+            chosen = entrants.cells(d, args.algo, args.records, args.tier, args.only or ())
+            runs = entrants.resolve(d, chosen)
+            for line in entrants.plan(d, runs):
+                print(line)
+        else:
+            chosen = bm.cells(d, args.tier, args.only or ())
+            if args.records:
+                chosen = [dataclasses.replace(c, records=Path(args.records)) for c in chosen]
+            runs = bm.resolve_cells(d, chosen)  # every cell checked before any work
     except bm.BenchmarkError as e:
         raise UsageError(str(e)) from None
-    records = Path(d["records"])
-    if args.part and args.action != "run":
-        raise UsageError("--part: only with `marl benchmark run`")
+    records = Path(args.records or d["records"])
     if args.action == "run":  # parts trained elsewhere that now cover a cell's seeds
         for _, run in runs:
             bm.merge_parts(run)

@@ -86,13 +86,30 @@ def build_parser() -> argparse.ArgumentParser:
         description="status: every cell's state (finished, unfinished, missing) and measured "
         "training time; measure: time a few updates of each cell on this machine (kept in "
         "<records>/costs.json); run: train the cells left, resuming unfinished ones; a cell "
-        "that fails is reported and the others go on. list: the shipped benchmarks.",
+        "that fails is reported and the others go on. list: the shipped benchmarks. With "
+        "--algo, the cells are a learner of yours on the benchmark's tasks (each task's seeds, "
+        "budget, protocol and evaluation grid), written to --records; then `marl leaderboard "
+        "results/benchmark/v1 RECORDS --out DIR` ranks it beside the benchmark's learners.",
     )
     p.add_argument("action", choices=("list", "status", "measure", "run"))
     p.add_argument("name", nargs="?", default="v1", help="benchmark (default v1) or a yaml path")
     p.add_argument("--tier", default="all", help="cpu, gpu, ... or all (default)")
     p.add_argument(
         "--only", action="append", metavar="GLOB", help="cells task/learner matching (repeatable)"
+    )
+    p.add_argument(
+        "--algo",
+        action="append",
+        metavar="LEARNER",
+        help="a learner's cells: a registered name, an entry point's or an import path "
+        "(my_pkg.mod:make_train); one the benchmark does not name enters every task once "
+        "(repeatable; needs --records)",
+    )
+    p.add_argument(
+        "--records",
+        metavar="DIR",
+        help="records folder of the cells (default: the benchmark's own; with --algo "
+        "required, and never the benchmark's own)",
     )
     p.add_argument("--again", action="store_true", help="measure: re-measure measured cells")
     p.add_argument(
@@ -140,7 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
         "JSON from other frameworks, marked external).",
     )
     p.add_argument("runs", nargs="*", metavar="RUNS", help="run directories or record files")
-    p.add_argument("--out", default="results", metavar="DIR", help="output directory")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory (required; the committed leaderboard is regenerated with "
+        "--out results)",
+    )
     p.add_argument("--metric", default="episode_return", help="record metric to rank by")
     p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
     p.add_argument("--seed", type=at_least(0), default=0, help="bootstrap seed")

@@ -55,7 +55,17 @@ BUDGET_RTOL = 0.05
 
 
 class RecordError(ValueError):
-    """A record that cannot be read, or records that cannot be compared; names file and field."""
+    """A record that cannot be read, or records that cannot be compared; names file and field.
+    A refusal to compare two records also carries them (`pair`) and what differs (`setting`:
+    `budget`, `evaluation grid`, `env steps`, `env version`, a protocol field, ...), so that a
+    caller can name the command that trains matching records."""
+
+    def __init__(
+        self, message: str, pair: tuple[Record, Record] | None = None, setting: str | None = None
+    ):
+        super().__init__(message)
+        self.pair = pair
+        self.setting = setting
 
 
 def record_metric(name: str) -> str:
@@ -341,24 +351,8 @@ def check_comparable(records: Sequence[Record]) -> None:
     """
     found = _first_mismatch(records, lambda r: r.env_id, _differences)
     if found:
-        task, key, a, b, ref, other = found
-        hint = "re-run one side, or report them separately"
-        if key == "env version":
-            raise RecordError(
-                f"records of {task} were made on different versions of its env, {a!r} in "
-                f"{ref.path} and {b!r} in {other.path}: the env's behaviour changed between "
-                "them; re-run the older cells on the current env"
-            )
-        if key in ("env steps", "evaluations"):  # each learner rounds to its own updates
-            hint = (
-                "learners round the evaluation interval to their own update sizes: train both "
-                "with one protocol.eval_interval, a multiple of both (`marl train --dry-run` "
-                "shows a learner's update; `marl sweep` pins one itself)"
-            )
-        raise RecordError(
-            f"records of {task} were made under different protocols: {key} is {a!r} in "
-            f"{ref.path} but {b!r} in {other.path}; compare runs of one protocol ({hint})"
-        )
+        _, _, _, _, ref, other = found
+        raise _protocol_refusal(ref.env_id, ref, other)
     found = _first_mismatch(
         records, lambda r: None if r.external else (r.env_id, r.algorithm), _algo_differences
     )
@@ -390,6 +384,88 @@ def check_comparable(records: Sequence[Record]) -> None:
                 f"from root seed {seed}: the same runs would count twice; keep one, or train "
                 "the other with another seed="
             )
+
+
+def _protocol_refusal(task: str, ref: Record, other: Record) -> RecordError:
+    """One line naming what really differs between two records of `task`: the env version
+    first, then the nominal budget (with each side's seeds), a protocol field, the evaluation
+    grid or the env steps of one budget; and what else differs. Env steps and evaluation
+    counts follow from the budget and grid, and are named as those."""
+    found = {k: (a, b) for k, a, b in _differences(ref, other)}
+    budgets = ((ref.meta or {}).get("budget"), (other.meta or {}).get("budget"))
+    two_budgets = None not in budgets and not _same(*budgets)
+    names: list[str] = []
+    for k in found:
+        if k in ("env steps", "evaluations"):
+            k = "budget" if two_budgets else "evaluation grid" if "evaluations" in found else k
+        if k not in names:
+            names.append(k)
+    key = next((k for k in ("env version", "budget") if k in names), names[0])
+    also = [k for k in names if k != key]
+    pair = (ref, other)
+    if key == "env version":
+        a, b = found[key]
+        return RecordError(
+            f"records of {task} were made on different versions of its env, {a!r} in "
+            f"{ref.path} and {b!r} in {other.path}{_also(also, ref, other)}: the env's "
+            "behaviour changed between them; re-run the older cells on the current env",
+            pair,
+            key,
+        )
+    if key == "budget":
+        return RecordError(
+            f"records of {task} were trained to different budgets: {_budget(budgets[0])} env "
+            f"steps x {len(ref.runs)} seeds in {ref.path} but {_budget(budgets[1])} x "
+            f"{len(other.runs)} seeds in {other.path}{_also(also, ref, other, seeds=False)}; "
+            "the leaderboard ranks one budget per task (`marl report` puts each in a section "
+            "of its own)",
+            pair,
+            key,
+        )
+    rounding = (
+        "learners round the evaluation interval to their own update sizes: train both with "
+        "one protocol.eval_interval, a multiple of both (`marl train --dry-run` shows a "
+        "learner's update; `marl sweep` and `marl benchmark run` pin one themselves)"
+    )
+    if key == "evaluation grid":
+        return RecordError(
+            f"records of {task} were evaluated on different grids: {_grid(ref)} in {ref.path} "
+            f"but {_grid(other)} in {other.path}{_also(also, ref, other)}; {rounding}",
+            pair,
+            key,
+        )
+    a, b = found[key]
+    hint = rounding if key == "env steps" else "re-run one side, or report them separately"
+    return RecordError(
+        f"records of {task} were made under different protocols: {key} is {a!r} in "
+        f"{ref.path} but {b!r} in {other.path}{_also(also, ref, other)}; compare runs of "
+        f"one protocol ({hint})",
+        pair,
+        key,
+    )
+
+
+def _also(names: Sequence[str], ref: Record, other: Record, seeds: bool = True) -> str:
+    """` (they also differ in budget, protocol.eval_episodes; 10 and 3 seeds)`, or empty."""
+    bits = [f"they also differ in {', '.join(names)}"] if names else []
+    n, m = len(ref.runs), len(other.runs)
+    if seeds and n != m:
+        bits.append(f"{n} and {m} seeds")
+    return f" ({'; '.join(bits)})" if bits else ""
+
+
+def _budget(value: Any) -> str:
+    """A nominal budget as configs write it: 1e6, 2e5, 1.5e6 (exact integers otherwise)."""
+    x = float(value)
+    short = f"{x:.3g}".replace("e+0", "e").replace("e+", "e")
+    return short if float(short) == x else f"{int(x):,}" if x.is_integer() else str(value)
+
+
+def _grid(r: Record) -> str:
+    """`21 evaluations every 49,152 steps to 1,032,192`: a record's evaluation step grid."""
+    steps = [int(s) for s in r.runs[0].steps]
+    every = f" every {steps[1] - steps[0]:,} steps" if len(steps) > 1 else ""
+    return f"{len(steps)} evaluations{every} to {steps[-1]:,}"
 
 
 Differences = Callable[[Record, Record], list[tuple[str, Any, Any]]]

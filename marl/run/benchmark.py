@@ -106,29 +106,14 @@ def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = (
     tiers = definition["tiers"]
     if tier != "all" and tier not in tiers:
         raise BenchmarkError(f"tier {tier!r} unknown; valid: all, {', '.join(tiers)}")
-    out = []
-    for tier_name, families in tiers.items():
-        if tier not in ("all", tier_name):
-            continue
-        for family, spec in families.items():
-            extra = spec.get("overrides") or {}
-            for task in spec["tasks"]:
-                for algo in spec["algos"]:
-                    out.append(
-                        Cell(
-                            benchmark=definition["name"],
-                            tier=tier_name,
-                            family=family,
-                            task=task,
-                            algo=algo,
-                            seeds=int(spec["seeds"]),
-                            budget=float(spec["budget"]),
-                            protocol=spec.get("protocol", definition.get("protocol", "default")),
-                            extra=tuple([*extra.get("all", []), *extra.get(algo, [])]),
-                            records=Path(definition["records"]),
-                            variant=spec.get("variant"),
-                        )
-                    )
+    out = [
+        family_cell(definition, tier_name, family, task, algo)
+        for tier_name, families in tiers.items()
+        if tier in ("all", tier_name)
+        for family, spec in families.items()
+        for task in spec["tasks"]
+        for algo in spec["algos"]
+    ]
     seen: dict[str, str] = {}
     for c in out:
         if c.key in seen:
@@ -137,18 +122,42 @@ def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = (
                 "one of them a `variant` name"
             )
         seen[c.key] = c.family
-    if only:
-        known_tasks = sorted({c.task for c in out})
-        known_algos = sorted({c.algo for c in out})
-        for pattern in only:
-            if not any(_matches(c.key, pattern) for c in out):
-                raise BenchmarkError(
-                    f"--only {pattern!r} matches no cell (task/learner globs, e.g. "
-                    f"'combat/*/qmix'); tasks: {', '.join(known_tasks)}; learners: "
-                    f"{', '.join(known_algos)}"
-                )
-        out = [c for c in out if any(_matches(c.key, p) for p in only)]
-    return out
+    return select(out, only)
+
+
+def family_cell(definition: dict[str, Any], tier: str, family: str, task: str, algo: str) -> Cell:
+    """The cell of `algo` on `task` in `family` of `tier`: the family's seeds, budget, protocol
+    and overrides (`all`, then the learner's own)."""
+    spec = definition["tiers"][tier][family]
+    extra = spec.get("overrides") or {}
+    return Cell(
+        benchmark=definition["name"],
+        tier=tier,
+        family=family,
+        task=task,
+        algo=algo,
+        seeds=int(spec["seeds"]),
+        budget=float(spec["budget"]),
+        protocol=spec.get("protocol", definition.get("protocol", "default")),
+        extra=tuple([*extra.get("all", []), *extra.get(algo, [])]),
+        records=Path(definition["records"]),
+        variant=spec.get("variant"),
+    )
+
+
+def select(found: Sequence[Cell], only: Sequence[str] = ()) -> list[Cell]:
+    """The cells whose `task/algo` is one of `only` or matches its globs (all without `only`);
+    a pattern matching none fails in one line naming the tasks and learners."""
+    if not only:
+        return list(found)
+    for pattern in only:
+        if not any(_matches(c.key, pattern) for c in found):
+            raise BenchmarkError(
+                f"--only {pattern!r} matches no cell (task/learner globs, e.g. "
+                f"'combat/*/qmix'); tasks: {', '.join(sorted({c.task for c in found}))}; "
+                f"learners: {', '.join(sorted({c.algo for c in found}))}"
+            )
+    return [c for c in found if any(_matches(c.key, p) for p in only)]
 
 
 def _matches(key: str, pattern: str) -> bool:
@@ -169,17 +178,21 @@ def resolve(cell: Cell) -> Any:
         raise BenchmarkError(f"{cell.key}: {e}") from None
 
 
-def resolve_cells(definition: dict[str, Any], chosen: Sequence[Cell]) -> list[tuple[Cell, Any]]:
+def resolve_cells(
+    definition: dict[str, Any], chosen: Sequence[Cell], log: Callable[[str], None] | None = None
+) -> list[tuple[Cell, Any]]:
     """The chosen cells with their resolved runs, every one checked before any work, on one
     evaluation grid per task: where a task's learners update in different sizes, the
     evaluation interval is pinned to a multiple of all of them (`sweep.common_grid`), so that
     every cell of the task trains the same env steps and its records compare. The grid of a
     task is computed over all of the definition's cells of that task (every tier), so a cell
-    run alone (`--only`) lands on the grid it would have with the others."""
+    run alone (`--only`) lands on the grid it would have with the others. The notes saying so
+    go to `log` (default: printed)."""
     from marl.run.sweep import common_grid
 
-    tasks, picked = {c.task for c in chosen}, set(chosen)
-    group = list(chosen) + [c for c in cells(definition) if c.task in tasks and c not in picked]
+    tasks, picked = {c.task for c in chosen}, {c.key for c in chosen}
+    others = [c for c in cells(definition) if c.task in tasks and c.key not in picked]
+    group = [*chosen, *others]
     runs = [resolve(c) for c in group]
     grid, notes = common_grid([c.overrides() for c in group], runs)
     out = []
@@ -190,7 +203,11 @@ def resolve_cells(definition: dict[str, Any], chosen: Sequence[Cell]) -> list[tu
             run = resolve(cell)
         out.append((cell, run))
     for note in notes:
-        print(note.replace("sweep: ", "benchmark: ", 1), flush=True)
+        note = note.replace("sweep: ", "benchmark: ", 1)
+        if log is None:
+            print(note, flush=True)
+        else:
+            log(note)
     return out
 
 

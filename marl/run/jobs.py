@@ -302,13 +302,20 @@ def same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> N
 
 
 def load_study(
-    paths: Sequence[str], metric: str, compute_anchors: bool = True, declared: Any = None
+    paths: Sequence[str],
+    metric: str,
+    compute_anchors: bool = True,
+    benchmark: str | None = None,
+    declared: Any = None,
 ) -> Any:
     """`marl.results.study.load_study` with the registry's facts (anchors computed for records
     without them, unless `compute_anchors` is False) and a benchmark's declared scoring
-    anchors (`declared`); unfinished runs are named and skipped."""
+    anchors (`declared`); unfinished runs are named and skipped. A refusal to compare a
+    benchmark's records with the user's names the command that trains matching ones
+    (`entrants.refusal_hint`; `benchmark`: the definition, else a shipped one)."""
     from marl.results import study as results_study
     from marl.results.protocol import RecordError
+    from marl.run.entrants import refusal_hint
     from marl.run.tasks import RegisteredTasks
 
     skipped: list[Path] = []
@@ -318,7 +325,7 @@ def load_study(
             paths, metric=metric, facts=facts, skipped=skipped, declared=declared
         )
     except RecordError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(str(e) + refusal_hint(e, paths, benchmark)) from None
     for path in skipped:
         print(f"skipped an unfinished run: {path}", flush=True)
     return study
