@@ -142,7 +142,7 @@ def _figure(study: Study, task: str, unit: str, path: Path, reps: int, seed: int
     return plots.task_curves(
         per_algo,
         path,
-        title=f"{task}: greedy evaluation (mean over seeds, 95% CI)",
+        title=task,
         ylabel=unit.replace("_", " "),
         colors=plots.algorithm_colors(study.algorithms),
     )
