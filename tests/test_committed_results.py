@@ -1,6 +1,7 @@
 """The committed leaderboard is what its own command writes from the committed records, byte for
-byte (a change to the leaderboard's code must come with the regenerated files). About a minute
-and a half on two cores: `pytest -m slow tests/test_committed_results.py`."""
+byte (a change to the leaderboard's code must come with the regenerated files), and so is the
+committed site. About a minute and a half each on two cores: `pytest -m slow
+tests/test_committed_results.py`."""
 
 from __future__ import annotations
 
@@ -34,6 +35,34 @@ def test_committed_leaderboard_regenerates_byte_for_byte(tmp_path, monkeypatch):
         if rel.suffix in (".md", ".html"):  # the command they name carries its --out
             new = new.replace(f"--out {tmp_path}".encode(), b"--out results")
         assert new == old, f"results/{rel} differs from what its command writes now"
+
+
+@pytest.mark.slow
+def test_committed_site_regenerates_byte_for_byte(tmp_path, monkeypatch):
+    """results/site is what the command its overview names writes. The site links the records
+    that lie beside it, so it is rebuilt beside links to the committed results."""
+    import html
+
+    site = RESULTS / "site"
+    command = re.search(
+        r"Written by <code>marl (leaderboard [^<]*)</code>", (site / "index.html").read_text()
+    )
+    assert command, "results/site/index.html names no command"
+    args = html.unescape(command.group(1)).split()
+    assert args[args.index("--site") + 1] == "results/site"
+    (tmp_path / "results").mkdir()
+    for entry in RESULTS.iterdir():
+        if entry.name != "site":
+            (tmp_path / "results" / entry.name).symlink_to(entry)
+    monkeypatch.chdir(tmp_path)
+    assert main([*args, "--out", str(tmp_path / "board")]) == 0
+    new, old = tmp_path / "results" / "site", site
+    written = sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
+    assert written == sorted(p.relative_to(old) for p in old.rglob("*") if p.is_file())
+    for rel in written:
+        assert (new / rel).read_bytes() == (old / rel).read_bytes(), (
+            f"results/site/{rel} differs from what its command writes now"
+        )
 
 
 def test_every_committed_run_names_its_code_and_env_version():

@@ -69,3 +69,9 @@ def test_wheel_ships_configs_and_console_script(wheel):
     zf = zipfile.ZipFile(wheel)
     entry = next(n for n in zf.namelist() if n.endswith("entry_points.txt"))
     assert "marl = marl.cli:main" in zf.read(entry).decode()
+
+
+def test_wheel_ships_the_site_assets(wheel):
+    """`marl leaderboard --site` copies its stylesheet and script from the installed package."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"marl/results/site_assets/site.css", "marl/results/site_assets/site.js"} <= names

@@ -116,6 +116,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not runs:
         raise UsageError(f"no records given and none of {', '.join(DEFAULT_RECORDS)} exists")
     output_dir(args.out, "--out")
+    if args.site:
+        output_dir(args.site, "--site")
     definition, declared = None, None
     if args.benchmark:
         from marl.results.scoring import declared_scoring
@@ -179,7 +181,29 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s), {len(contests)} "
         f"contest(s){held}; wrote {paths['md']}"
     )
+    if args.site:
+        _write_site(args, study, given, published, cov)
     return 0
+
+
+def _write_site(
+    args: argparse.Namespace, study: Any, given: list[str], published: list, cov: Any
+) -> None:
+    """`marl leaderboard --site DIR`: the static site (`marl.results.site`), which names the
+    command that regenerates it (the leaderboard's, with its --site)."""
+    from marl.results.site import write_site
+
+    command = " ".join(["marl leaderboard", *given, "--site", args.site])
+    index = write_site(
+        study,
+        args.site,
+        reps=args.reps,
+        seed=args.seed,
+        published=published,
+        coverage=cov,
+        command=command,
+    )
+    print(f"wrote the site {index}")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -184,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="say which cells of this benchmark definition (e.g. v1) the records hold, and "
         "list the rest",
     )
+    p.add_argument(
+        "--site",
+        metavar="DIR",
+        help="also write a static site there (overview, a page per task and per cell, figures "
+        "as files; works from the file system): records under DIR's parent folder are linked, "
+        "others copied in",
+    )
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("list", help="list registered environments and algorithms")

@@ -1,0 +1,87 @@
+"""The leaderboard as a static site that works from the file system (no network, no CDN):
+
+```
+OUT/index.html                 overview: tasks x learners, natural metric [95% CI], shaded;
+                               sortable, filterable by family and tier (assets/site.js)
+OUT/tasks/<task>.html          curves in the natural unit against env steps, the ranking and
+                               the peers' published figures beside
+OUT/cells/<task>/<algo>.html   config and hyperparameters, code, versions, device, wall time,
+                               per-seed values, the raw record to download
+OUT/figures/<task>.png         figures as files, never inlined
+OUT/records/...                raw records copied in (those beside the site are linked instead)
+```
+
+Records are read through the `Study`; the numbers come from one call, `site_scores`. Output is
+deterministic (sorted, no timestamps), so the site regenerates byte for byte from its records.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from marl.results import stats
+from marl.results.files import atomic_write
+from marl.results.published import Published
+from marl.results.site_data import build_site, site_scores
+from marl.results.site_pages import cell_page, overview_page, task_page
+from marl.results.study import Study
+
+ASSETS = Path(__file__).resolve().parent / "site_assets"
+ASSET_FILES = ("site.css", "site.js")
+OWNED = ("assets", "cells", "figures", "records", "tasks")  # folders a rewrite prunes
+__all__ = ["build_site", "site_scores", "write_site"]
+
+
+def write_site(
+    study: Study,
+    out: str | Path,
+    *,
+    reps: int = stats.REPS,
+    seed: int = 0,
+    published: list[Published] = (),
+    coverage: dict[str, Any] | None = None,
+    command: str = "",
+) -> Path:
+    """Write the site into `out` (pages, figures, assets, raw records), remove the files an
+    earlier writing left in its folders, and return `out/index.html`. `coverage`: the
+    benchmark's cells (`marl.run.benchmark.coverage`), which give each cell its tier;
+    `command`: what regenerates the site, shown on the overview."""
+    site = build_site(
+        study, out, reps=reps, seed=seed, published=published, coverage=coverage, command=command
+    )
+    out = site.out
+    written = set(site.figures.values())
+    for name in ASSET_FILES:
+        written.add(_write(out / "assets" / name, (ASSETS / name).read_bytes()))
+    written.add(_write(out / "index.html", overview_page(site)))
+    for task in study.tasks:
+        written.add(_write(out / site.task_page(task), task_page(site, task)))
+    for cell in site.cells.values():
+        written.add(_write(out / cell.page, cell_page(site, cell)))
+        for d in (d for ds in cell.downloads for d in ds if d.copied):
+            written.add(_write(d.target, d.source.read_bytes()))
+    _prune(out, written)
+    return out / "index.html"
+
+
+def _write(path: Path, data: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, data)
+    return path
+
+
+def _prune(out: Path, keep: set[Path]) -> None:
+    """Remove files in the site's own folders that this writing did not write, then the
+    folders left empty."""
+    keep = {Path(os.path.abspath(p)) for p in keep}
+    for folder in OWNED:
+        root = out / folder
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*"), reverse=True):
+            if path.is_file() and path not in keep:
+                path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()

@@ -1,0 +1,204 @@
+"""The site's content (`marl.results.site`): the scores, each task's unit and figure, each cell's
+records and downloads; read from the `Study`, the numbers from one call, `site_scores`."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from marl.results import plots, stats
+from marl.results.leaderboard import leaderboard
+from marl.results.protocol import META, RECORD, Record
+from marl.results.published import Published
+from marl.results.study import METRIC, Study, lower_is_better
+
+
+def site_scores(
+    study: Study, reps: int = stats.REPS, seed: int = 0, published: list[Published] = ()
+) -> dict[str, Any]:
+    """The numbers the site shows: `marl.results.leaderboard.leaderboard`'s (swap this one call
+    for another scoring rule)."""
+    return leaderboard(study, reps=reps, seed=seed, published=published)
+
+
+def slug(name: str) -> str:
+    """A task or learner name as a file name: `combat/3m` -> `combat_3m`."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "_"
+
+
+def href(target: Path, page_dir: Path) -> str:
+    """The URL of `target` relative to a page in `page_dir` (both absolute, not resolved)."""
+    return quote(Path(os.path.relpath(target, page_dir)).as_posix(), safe="/")
+
+
+@dataclass
+class Download:
+    """One raw file of a cell: its source and where the site serves it from."""
+
+    label: str
+    source: Path
+    target: Path  # absolute: the copy in OUT/records, or the source itself where linked
+
+    @property
+    def copied(self) -> bool:
+        return self.target != self.source
+
+
+@dataclass
+class Cell:
+    """One learner on one task: the board's row, its records and their downloads."""
+
+    task: str
+    algo: str
+    row: dict[str, Any]
+    records: list[Record]
+    tier: str
+    downloads: list[list[Download]] = field(default_factory=list)  # per record
+
+    @property
+    def page(self) -> str:
+        return f"cells/{slug(self.task)}/{slug(self.algo)}.html"
+
+
+@dataclass
+class Site:
+    """What the pages show: the board, each task's unit and cells, the figures."""
+
+    study: Study
+    board: dict[str, Any]
+    out: Path
+    command: str
+    cells: dict[tuple[str, str], Cell]
+    units: dict[str, str]  # task -> the metric its curves and matrix show
+    lower: dict[str, bool]  # task -> lower of that metric is better
+    tiers: dict[str, list[str]]
+    figures: dict[str, Path]  # task -> figure
+    coverage: dict[str, Any] | None
+
+    def task_page(self, task: str) -> str:
+        return f"tasks/{slug(task)}.html"
+
+    def natural(self, cell: Cell) -> tuple[str, dict[str, float]]:
+        """(metric, mean interval) of a cell in its task's natural unit (else the return)."""
+        unit = cell.row.get("headline")
+        if unit and unit["metric"] == self.units[cell.task]:
+            return unit["metric"], unit["mean"]
+        return self.study.metric, cell.row["absolute_mean"]
+
+
+def _tiers(coverage: dict[str, Any] | None) -> dict[tuple[str, str], str]:
+    """(task, algo) -> the benchmark tier of its cell (`marl.run.benchmark.coverage`)."""
+    out: dict[tuple[str, str], str] = {}
+    for row in (coverage or {}).get("cells", []):
+        task, _, algo = row["cell"].split("@")[0].rpartition("/")
+        out.setdefault((task, algo), row["tier"])
+    return out
+
+
+def _unit(study: Study, task: str) -> str:
+    """The metric a task's pages show: its natural unit where every learner recorded it."""
+    unit = study.headline.get(task, METRIC)
+    algos = [a for t, a in study.entries if t == task]
+    return unit if all(study.headline_unit(task, a) == unit for a in algos) else study.metric
+
+
+def _downloads(record: Record, index: int, cell_dir: Path, out: Path, site_root: Path) -> list:
+    """A record's raw files (the record as stored, record.json or .json.gz, and its sidecar):
+    linked where they lie under the site's parent folder, else copied into OUT/records."""
+    source = Path(os.path.abspath(record.path))
+    if not source.exists():
+        found = [
+            source.parent / n for n in (RECORD, RECORD + ".gz") if (source.parent / n).exists()
+        ]
+        source = found[0] if found else source
+    files = [("record", source)]
+    if not record.external and (source.parent / META).exists():
+        files.append(("sidecar", source.parent / META))
+    out_list = []
+    for label, src in files:
+        if src.is_relative_to(site_root):
+            out_list.append(Download(label, src, src))
+        else:
+            out_list.append(
+                Download(label, src, out / "records" / cell_dir / str(index) / src.name)
+            )
+    return out_list
+
+
+def _figure(study: Study, task: str, unit: str, path: Path, reps: int, seed: int) -> Path:
+    """A task's curves in `unit` against env steps: every learner, mean over seeds with its
+    95% bootstrap band."""
+    per_algo = {}
+    for (t, algo), entry in sorted(study.entries.items()):
+        if t == task:
+            steps, values = entry.curve(unit)
+            per_algo[algo] = stats.mean_curve(steps, values, reps=reps, seed=seed)
+    return plots.task_curves(
+        per_algo,
+        path,
+        title=task,
+        ylabel=unit.replace("_", " "),
+        colors=plots.algorithm_colors(study.algorithms),
+    )
+
+
+def build_site(
+    study: Study,
+    out: str | Path,
+    *,
+    reps: int = stats.REPS,
+    seed: int = 0,
+    published: list[Published] = (),
+    coverage: dict[str, Any] | None = None,
+    command: str = "",
+) -> Site:
+    """The site's content (figures drawn into `out/figures`); `write_site` writes the pages."""
+    out = Path(os.path.abspath(out))
+    board = site_scores(study, reps=reps, seed=seed, published=list(published))
+    slugs: dict[str, str] = {}
+    for task in study.tasks:
+        other = slugs.setdefault(slug(task), task)
+        if other != task:
+            raise ValueError(f"tasks {other!r} and {task!r} share the file name {slug(task)!r}")
+    tiers_of = _tiers(coverage)
+    site_root = out.parent
+    cells: dict[tuple[str, str], Cell] = {}
+    tiers: dict[str, list[str]] = {}
+    for task, data in board["tasks"].items():
+        for row in data["rows"]:
+            algo = row["algorithm"]
+            entry = study.entries[(task, algo)]
+            cell = Cell(task, algo, row, list(entry.records), tiers_of.get((task, algo), ""))
+            cell_dir = Path(slug(task)) / slug(algo)
+            cell.downloads = [
+                _downloads(r, k, cell_dir, out, site_root) for k, r in enumerate(cell.records, 1)
+            ]
+            cells[(task, algo)] = cell
+        tiers[task] = sorted({c.tier for (t, _), c in cells.items() if t == task and c.tier})
+    units = {task: _unit(study, task) for task in study.tasks}
+    lower = {}
+    for task, unit in units.items():
+        records = [r for (t, _), e in study.entries.items() if t == task for r in e.records]
+        lower[task] = lower_is_better(task, unit, records)
+    figures = {
+        task: _figure(study, task, units[task], out / "figures" / f"{slug(task)}.png", reps, seed)
+        for task in study.tasks
+    }
+    return Site(study, board, out, command, cells, units, lower, tiers, figures, coverage)
+
+
+def shade(site: Site, task: str) -> dict[str, float]:
+    """algo -> where its natural-metric mean lies among the task's learners, 0 (worst) to 1
+    (best), in the metric's direction (0.5 where all are equal)."""
+    points = {a: site.natural(c)[1]["point"] for (t, a), c in site.cells.items() if t == task}
+    low, high = min(points.values()), max(points.values())
+    if not np.isfinite(high - low) or high - low <= 1e-12 * max(1.0, abs(high)):
+        return dict.fromkeys(points, 0.5)
+    pos = {a: (p - low) / (high - low) for a, p in points.items()}
+    return {a: 1.0 - v for a, v in pos.items()} if site.lower[task] else pos

@@ -1,0 +1,354 @@
+"""The site's pages (`marl.results.site`): overview, one per task, one per cell, as HTML text."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from marl.results.leaderboard import device_label
+from marl.results.orders import orders_markdown
+from marl.results.published import steps_text
+from marl.results.site_data import Cell, Site, href, shade
+from marl.results.site_html import (
+    RANKED_BY,
+    background,
+    breakable,
+    ci,
+    facts,
+    hours,
+    link,
+    markdown_tables,
+    nav,
+    num,
+    page,
+    score,
+    table,
+)
+
+
+# --- overview ---------------------------------------------------------------------------------
+def overview_page(site: Site) -> str:
+    board, study = site.board, site.study
+    algos = study.algorithms
+    families = sorted({t.split("/")[0] for t in study.tasks})
+    tiers = sorted({t for ts in site.tiers.values() for t in ts})
+    if tiers and not all(site.tiers.values()):
+        tiers.append("none")
+    head = ["task", "family", "tier", "unit", *map(escape, algos)]
+    types = ["text", "text", "text", "text", *["num"] * len(algos)]
+    ths = "".join(f'<th data-type="{t}">{h}</th>' for h, t in zip(head, types, strict=True))
+    rows = []
+    for task in study.tasks:
+        pos = shade(site, task)
+        n = len(board["tasks"][task]["rows"])
+        tds = [
+            f'<td class="task"><a href="{escape(site.task_page(task))}">{breakable(task)}</a></td>',
+            f"<td>{escape(task.split('/')[0])}</td>",
+            f"<td>{escape(' '.join(site.tiers[task])) or '&ndash;'}</td>",
+            f"<td>{escape(site.units[task].replace('_', ' '))}"
+            + (" (lower is better)" if site.lower[task] else "")
+            + "</td>",
+        ]
+        for algo in algos:
+            cell = site.cells.get((task, algo))
+            if cell is None:
+                tds.append('<td class="empty" data-sort="">&ndash;</td>')
+                continue
+            metric, iv = site.natural(cell)
+            tip = (
+                f"{algo} on {task}: {metric} {ci(iv)}; rank {cell.row['rank']} of {n} "
+                f"(by {RANKED_BY.get(board['tasks'][task]['ranked_by'], '?')}); "
+                f"{cell.row['runs']} runs"
+            )
+            value = pos[algo]
+            tds.append(
+                f'<td class="score" data-sort="{value:.4f}" style="{background(value)}" '
+                f'title="{escape(tip)}"><a href="{escape(cell.page)}">{score(iv)}</a></td>'
+            )
+        tier_attr = escape(" ".join(site.tiers[task]) or "none")
+        rows.append(
+            f'<tr data-family="{escape(task.split("/")[0])}" data-tier="{tier_attr}">'
+            + "".join(tds)
+            + "</tr>"
+        )
+    controls = _select("family", families) + (
+        _select("tier", tiers, {"none": "outside the benchmark"}) if tiers else ""
+    )
+    parts = [
+        nav(0),
+        "<h1>marl leaderboard</h1>",
+        "<p>Each cell: a learner's mean on the task in the task's natural unit (win rate, "
+        "success rate, ...; the return where it has none) of the absolute metric (each seed's "
+        "best evaluated parameters re-evaluated), with its 95% bootstrap CI over seeds. The "
+        "shade places it between the task's worst learner (light) and best (dark). Click a "
+        "column to sort, a task for its curves, a cell for its config, provenance, per-seed "
+        "values and raw record.</p>",
+        _summary(site),
+        f'<div class="controls">{controls}<span id="shown"></span></div>',
+        f'<table id="matrix" class="matrix sortable"><thead><tr>{ths}</tr></thead><tbody>\n'
+        + "\n".join(rows)
+        + "\n</tbody></table>",
+        _overall(site),
+    ]
+    if site.command:
+        parts.append(f'<p class="small">Written by <code>{escape(site.command)}</code>.</p>')
+    return page("marl leaderboard", "\n".join(parts), 0)
+
+
+def _select(name: str, values: list[str], labels: dict[str, str] | None = None) -> str:
+    labels = labels or {}
+    options = '<option value="all">all</option>' + "".join(
+        f'<option value="{escape(v)}">{escape(labels.get(v, v))}</option>' for v in values
+    )
+    return (
+        f'<label>{name} <select id="filter-{name}" data-filter="{name}" data-table="matrix">'
+        f"{options}</select></label>"
+    )
+
+
+def _summary(site: Site) -> str:
+    cov, board = site.coverage, site.board
+    bits = [
+        f"{len(site.study.tasks)} tasks, {len(site.study.algorithms)} learners, "
+        f"{len(site.cells)} cells"
+    ]
+    if cov:
+        held = sum(r["held"] for r in cov["cells"])
+        bits.append(f"benchmark {escape(cov['benchmark'])}: {held} of {len(cov['cells'])} cells")
+    if board.get("devices"):
+        where = ", ".join(f"{escape(d)} ({n})" for d, n in board["devices"].items())
+        bits.append(f"records by device: {where}")
+    return f'<p class="small">{"; ".join(bits)}.</p>'
+
+
+def _overall(site: Site) -> str:
+    """Per group of tasks the same learners ran: the normalised IQM of each learner."""
+    algos = site.study.algorithms
+    rows = []
+    for g in site.board["overall"]:
+        iqm = {r["algorithm"]: r["iqm"] for r in g["rows"]}
+        points = [v["point"] for v in iqm.values()]
+        low, high = min(points), max(points)
+        tds = [escape(g["name"]), ", ".join(map(breakable, g["tasks"]))]
+        for algo in algos:
+            if algo not in iqm:
+                tds.append(('class="empty" data-sort=""', "&ndash;"))
+                continue
+            pos = 0.5 if high - low <= 1e-12 else (iqm[algo]["point"] - low) / (high - low)
+            attrs = f'data-sort="{iqm[algo]["point"]:.4f}" style="{background(pos)}"'
+            tds.append((f'class="score" {attrs}', score(iqm[algo])))
+        rows.append(tds)
+    if not rows:
+        return ""
+    grid = table(
+        ["group", "tasks", *map(escape, algos)],
+        rows,
+        "overall",
+        ["text", "text", *["num"] * len(algos)],
+    )
+    return (
+        f"<h2>Overall: normalised IQM per group of tasks</h2>\n<p>Min-max normalised scores "
+        "(0 = random policy, 1 = reference policy), IQM over a group's tasks and seeds with "
+        "95% stratified bootstrap CIs; each group ranks the learners that ran exactly its "
+        f"tasks.</p>\n{grid}"
+    )
+
+
+# --- task -------------------------------------------------------------------------------------
+def task_page(site: Site, task: str) -> str:
+    data, study = site.board["tasks"][task], site.study
+    unit = site.units[task]
+    anchors = data["anchors"]
+    about = [
+        ("family", escape(task.split("/")[0])),
+        ("tier", escape(", ".join(site.tiers[task])) or "&ndash;"),
+        ("natural unit", escape(unit) + (" (lower is better)" if site.lower[task] else "")),
+        ("ranked by", escape(RANKED_BY.get(data["ranked_by"], data["ranked_by"]))),
+        (
+            "anchors",
+            "none: not normalised"
+            if not anchors
+            else f"random {num(anchors['random'])}, reference {num(anchors['reference'])} "
+            f"({escape(anchors['source'])})",
+        ),
+    ]
+    rows = []
+    for row in data["rows"]:
+        cell = site.cells[(task, row["algorithm"])]
+        name = row["algorithm"] + (" (external)" if row["external"] else "")
+        rows.append(
+            [
+                str(row["rank"]),
+                link("../" + cell.page, name),
+                str(row["runs"]),
+                escape(ci(site.natural(cell)[1])),
+                escape(ci(row.get("normalised_iqm"))),
+                escape(ci(row["absolute_mean"])),
+                f"{row['env_steps']:,}",
+                hours(row.get("wall_time_s")),
+                f"{row['steps_per_second']:,.0f}" if "steps_per_second" in row else "n/a",
+            ]
+        )
+    ranking = table(
+        ["rank", "learner", "runs", f"{escape(unit)} [95% CI]", "normalised IQM",
+         f"{escape(study.metric)} [95% CI]", "env steps", "wall time", "env steps/s"],
+        rows,
+        "ranking",
+        ["num", "text", "num", "num", "num", "num", "num", "num", "num"],
+    )  # fmt: skip
+    fig = href(site.figures[task], site.out / "tasks")
+    peers = _peers(data.get("published", []))
+    body = [
+        nav(1, (task, None)),
+        f"<h1>{escape(task)}</h1>",
+        facts(about),
+        ranking,
+        '<div class="beside">',
+        f'<figure><a href="{fig}"><img src="{fig}" alt="{escape(task)}: {escape(unit)} '
+        f'against env steps"></a><figcaption>{escape(unit)} of the greedy policy against env '
+        "steps: every learner's mean over its seeds, 95% bootstrap band.</figcaption></figure>",
+        f"<aside><h2>Peers' published figures</h2>{peers}</aside>",
+        "</div>",
+        markdown_tables(orders_markdown(data.get("orders", []))),
+    ]
+    return page(f"{task}: marl leaderboard", "\n".join(body), 1)
+
+
+def _peers(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "<p>None stand beside this task.</p>"
+    out = ["<p>External: another implementation, its own budget and statistic; not ranked.</p>"]
+    for r in rows:
+        seeds = "not stated" if r["seeds"] is None else str(r["seeds"])
+        figures = [[escape(a), escape(f)] for a, f in r["figures"].items()]
+        out += [
+            f"<h3>{escape(r['source'])}</h3>",
+            f'<p class="small">{escape(r["peer_task"])}; {escape(r["metric"])}; '
+            f"{steps_text(r['budget'])} env steps; seeds {escape(seeds)}; {escape(r['basis'])}"
+            + (f"; order {escape(r['order'])}" if r.get("order") else "")
+            + "</p>",
+            table(["learner", "figure"], figures),
+        ]
+    return "\n".join(out)
+
+
+# --- cell -------------------------------------------------------------------------------------
+def cell_page(site: Site, cell: Cell) -> str:
+    row, task = cell.row, cell.task
+    metric, iv = site.natural(cell)
+    about = [
+        ("rank", f"{row['rank']} of {len(site.board['tasks'][task]['rows'])}"),
+        (f"{metric}", escape(ci(iv))),
+        ("normalised IQM", escape(ci(row.get("normalised_iqm")))),
+        (site.study.metric, escape(ci(row["absolute_mean"]))),
+        ("runs", str(row["runs"])),
+        ("env steps per run", f"{row['env_steps']:,}"),
+        ("wall time", hours(row.get("wall_time_s"))),
+        ("tier", escape(cell.tier) or "&ndash;"),
+    ]
+    here = site.out / Path(cell.page).parent
+    body = [
+        nav(2, (task, f"../../{site.task_page(task)}"), (cell.algo, None)),
+        f"<h1>{escape(cell.algo)} on {escape(task)}</h1>",
+        facts(about),
+        "<h2>Per-seed values</h2>",
+        _seeds(site, cell),
+    ]
+    for k, (record, downloads) in enumerate(zip(cell.records, cell.downloads, strict=True), 1):
+        links = " ".join(
+            f'<a class="download" href="{href(d.target, here)}" download>'
+            f"{escape(d.label)}: {escape(d.source.name)}</a>"
+            for d in downloads
+        )
+        body += [f"<h2>Record {k}: {escape(str(record.path))}</h2>", f"<p>{links}</p>"]
+        body += _provenance(record.meta)
+    return page(f"{cell.algo} on {task}: marl leaderboard", "\n".join(body), 2)
+
+
+def _seeds(site: Site, cell: Cell) -> str:
+    unit, metric = site.units[cell.task], site.study.metric
+    anchors = site.study.anchors.get(cell.task)
+    rows = []
+    for k, record in enumerate(cell.records, 1):
+        best = (record.meta or {}).get("best_step") or []
+        natural, ret = record.absolute_metric(unit), record.absolute_metric(metric)
+        final = record.final(unit)
+        for i, run in enumerate(record.runs):
+            norm = anchors.normalise(ret[i]) if anchors is not None else None
+            rows.append(
+                [
+                    str(k),
+                    escape(run.name),
+                    num(natural[i]),
+                    num(ret[i]),
+                    num(None if norm is None else float(norm)),
+                    num(final[i]),
+                    f"{int(best[i]):,}" if i < len(best) and best[i] is not None else "n/a",
+                    f"{int(run.steps[-1]):,}",
+                ]
+            )
+    u, m = escape(unit), escape(metric)
+    head = ["record", "run", f"{u} (absolute)", f"{m} (absolute)", "normalised",
+            f"{u} (last evaluation)", "best step", "env steps"]  # fmt: skip
+    return table(head, rows, "seeds", ["num", "text", *["num"] * 6])
+
+
+def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(obj, dict) and obj:
+        return [kv for k, v in obj.items() for kv in _flat(v, f"{prefix}{k}.")]
+    return [(prefix.rstrip("."), obj if isinstance(obj, str) else json.dumps(obj))]
+
+
+def _provenance(meta: dict[str, Any] | None) -> list[str]:
+    if meta is None:
+        return ["<p>An external record: written elsewhere, no sidecar.</p>"]
+    code = meta.get("code") or {}
+    commit = code.get("commit")
+    code_text = (
+        f"<code>{escape(commit)}</code>"
+        + (" (inferred from the run's date)" if code.get("inferred") else "")
+        + (" (uncommitted changes)" if code.get("dirty") else "")
+        if commit
+        else escape(f"marl {code['version']}" if code.get("version") else "unrecorded")
+    )
+    env_version = (meta.get("env_version") or {}).get("version")
+    sps = meta.get("steps_per_second")
+    about = [
+        ("code", code_text),
+        ("env version", escape(str(env_version)) if env_version else "unrecorded"),
+        ("created", escape(str(meta.get("created", "unrecorded")))),
+        ("device", escape(device_label(meta))),
+        ("wall time", hours(meta.get("wall_time"))),
+        ("compile time", hours(meta.get("compile_time"))),
+        ("env steps/s", "n/a" if sps is None else f"{sps:,.0f}"),
+        ("seeds x env steps", f"{meta.get('seeds', '?')} x {meta.get('env_steps', 0):,}"),
+    ]
+    config = meta.get("config") or {}
+    out = [facts(about)]
+    if meta.get("parts"):
+        rows = [
+            [escape(str(p.get("part"))), escape(str(p.get("created"))), hours(p.get("wall_time")),
+             escape(device_label(p))]
+            for p in meta["parts"]
+        ]  # fmt: skip
+        out += [
+            "<h3>Trained in parts</h3>",
+            table(["part", "created", "wall time", "device"], rows),
+        ]
+    hyper = [[escape(k), f"<code>{escape(v)}</code>"] for k, v in _flat(config.get("algo") or {})]
+    versions = [[escape(k), escape(str(v))] for k, v in (meta.get("versions") or {}).items()]
+    out += [
+        '<div class="beside">',
+        f"<section><h3>Hyperparameters</h3>{table(['algo', 'value'], hyper)}</section>",
+        f"<section><h3>Versions</h3>{table(['package', 'version'], versions)}</section>",
+        "</div>",
+        "<details><summary>Resolved config and protocol</summary><pre>"
+        + escape(json.dumps({"config": config, "protocol": meta.get("protocol")}, indent=1))
+        + "</pre></details>",
+    ]
+    return out
+
+
+__all__ = ["cell_page", "overview_page", "page", "task_page"]

@@ -1,0 +1,152 @@
+"""The leaderboard's static site (`marl.results.site`): byte-for-byte regeneration, links and
+images that resolve on the file system, raw records linked or copied, the `--site` command.
+The browser checks are in tests/test_site_browser.py (`-m slow`)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from test_protocol import write_run
+
+from marl import cli
+from marl.results.published import read_published
+from marl.results.site import write_site
+from marl.results.study import load_study
+
+ROOT = Path(__file__).resolve().parent.parent
+V1 = ROOT / "results" / "benchmark" / "v1"
+# four committed cells, two families; no learner ran both tasks
+CELLS = ("combat/3m/iql", "combat/3m/qmix", "particle/spread/ippo", "particle/spread/mappo")
+COVERAGE = {
+    "benchmark": "v1",
+    "cells": [
+        {"cell": "combat/3m/iql", "tier": "cpu", "held": True},
+        {"cell": "combat/3m/qmix", "tier": "cpu", "held": True},
+        {"cell": "particle/spread/ippo", "tier": "gpu", "held": True},
+        {"cell": "particle/spread/mappo", "tier": "gpu", "held": True},
+    ],
+}
+REPS = 100
+
+
+def committed_study():
+    return load_study([V1 / c for c in CELLS])
+
+
+def write_committed(out: Path) -> Path:
+    """The site of the four committed cells (shared with the browser test)."""
+    return write_site(
+        committed_study(),
+        out,
+        reps=REPS,
+        published=read_published(),
+        coverage=COVERAGE,
+        command="marl leaderboard (test)",
+    )
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def local_refs(page: Path) -> list[Path]:
+    """The files a page's href and src attributes name (other schemes and anchors left out)."""
+    refs = re.findall(r'(?:href|src)="([^"]*)"', page.read_text())
+    out = []
+    for ref in refs:
+        url = urlsplit(ref)
+        if url.scheme or not url.path:
+            continue
+        out.append(page.parent / unquote(url.path))
+    return out
+
+
+def test_site_regenerates_byte_for_byte(tmp_path):
+    a = write_committed(tmp_path / "a" / "site").parent
+    (a / "tasks" / "stale.html").write_text("from an earlier writing")
+    write_committed(a)  # rewriting prunes what it no longer writes
+    b = write_committed(tmp_path / "b" / "site").parent
+    first, second = files(a), files(b)
+    assert first == second
+    names = set(first)
+    assert {"index.html", "assets/site.js", "assets/site.css"} <= names
+    assert {"tasks/combat_3m.html", "tasks/particle_spread.html"} <= names
+    assert {"cells/combat_3m/qmix.html", "figures/particle_spread.png"} <= names
+    # records outside the site's parent folder are copied in, with their sidecars
+    assert "records/combat_3m/qmix/1/record.json" in names
+    assert "records/combat_3m/qmix/1/meta.json" in names
+    assert (
+        first["records/combat_3m/qmix/1/record.json"]
+        == (V1 / "combat/3m/qmix/v1/record.json").read_bytes()
+    )
+    assert not any(name.endswith(".tmp") for name in names)
+
+
+def test_every_link_and_image_resolves_and_pages_say_what_a_cell_is(tmp_path):
+    index = write_committed(tmp_path / "site")
+    site = index.parent
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) == 1 + 2 + 4
+    for page in pages:
+        for ref in local_refs(page):
+            assert ref.is_file(), f"{page.relative_to(site)} names a missing {ref}"
+    overview = index.read_text()
+    assert "data:image" not in overview and "http" not in overview.replace("http-equiv", "")
+    assert overview.count('<tr data-family="combat" data-tier="cpu">') == 1
+    assert 'data-filter="family"' in overview and 'data-filter="tier"' in overview
+    cell = (site / "cells/combat_3m/qmix.html").read_text()
+    for fact in ("d2f78608b51e426026011c8463457a94a9675d78", "inferred", "mixing_embed_dim",
+                 "jaxlib", "cpu, 2 cores", "run_4", "download"):  # fmt: skip
+        assert fact in cell, fact
+    task = (site / "tasks/particle_spread.html").read_text()
+    assert '<img src="../figures/particle_spread.png"' in task
+    assert "Peers' published figures" in task and "JaxMARL" in task
+
+
+def test_records_beside_the_site_are_linked_not_copied(tmp_path):
+    write_run(tmp_path / "runs", env_id="particle/spread", algo="ippo", seed=1)
+    write_run(tmp_path / "runs", env_id="particle/spread", algo="mappo", shift=1.0, seed=2)
+    study = load_study([tmp_path / "runs"])
+    index = write_site(study, tmp_path / "site", reps=REPS)
+    assert not (index.parent / "records").exists()
+    cell = index.parent / "cells/particle_spread/ippo.html"
+    targets = [p.resolve() for p in local_refs(cell) if p.name in ("record.json", "meta.json")]
+    assert targets == [
+        (tmp_path / "runs/particle/spread/ippo/run" / name).resolve()
+        for name in ("record.json", "meta.json")
+    ]
+
+
+def test_leaderboard_site_option_writes_the_site_and_names_its_command(tmp_path):
+    write_run(tmp_path / "runs", env_id="particle/spread", algo="ippo", seed=1)
+    write_run(tmp_path / "runs", env_id="particle/spread", algo="mappo", shift=1.0, seed=2)
+    site, board = tmp_path / "site", tmp_path / "board"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = cli.main(
+            ["leaderboard", str(tmp_path / "runs"), "--out", str(board), "--reps", "50",
+             "--published", "none", "--site", str(site)]
+        )  # fmt: skip
+    assert code == 0 and "wrote the site" in buf.getvalue()
+    assert (board / "leaderboard.md").exists()
+    overview = (site / "index.html").read_text()
+    assert (
+        f"<code>marl leaderboard {tmp_path / 'runs'} --reps 50 --published none --site {site}"
+        "</code>" in overview
+    )
+
+
+def test_site_option_refuses_a_file(tmp_path, capsys):
+    (tmp_path / "taken").write_text("")
+    write_run(tmp_path / "runs", env_id="particle/spread", algo="ippo", seed=1)
+    code = cli.main(
+        ["leaderboard", str(tmp_path / "runs"), "--out", str(tmp_path / "board"), "--site",
+         str(tmp_path / "taken")]
+    )  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err.strip().endswith("exists and is not a directory")
+    assert not (tmp_path / "board").exists()  # refused before any work
