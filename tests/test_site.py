@@ -135,8 +135,8 @@ def test_leaderboard_site_option_writes_the_site_and_names_its_command(tmp_path)
     assert (board / "leaderboard.md").exists()
     overview = (site / "index.html").read_text()
     assert (
-        f"<code>marl leaderboard {tmp_path / 'runs'} --reps 50 --published none --site {site}"
-        "</code>" in overview
+        f"<code>marl leaderboard {tmp_path / 'runs'} --out {board} --reps 50 --published none "
+        f"--site {site}</code>" in overview
     )
 
 

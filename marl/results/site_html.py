@@ -7,7 +7,7 @@ from html import escape
 import numpy as np
 
 SHADE = (33, 102, 172)  # the matrix's colour, at an opacity that grows with the score
-RANKED_BY = {"normalised_iqm": "normalised IQM", "absolute_mean": "raw mean"}
+RANKED_BY = {"normalised_iqm": "score IQM (scoring v2)", "absolute_mean": "raw mean"}
 
 
 def num(x: float | None, like: float | None = None) -> str:

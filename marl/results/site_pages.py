@@ -149,10 +149,13 @@ def _overall(site: Site) -> str:
         ["text", "text", *["num"] * len(algos)],
     )
     return (
-        f"<h2>Overall: normalised IQM per group of tasks</h2>\n<p>Min-max normalised scores "
-        "(0 = random policy, 1 = reference policy), IQM over a group's tasks and seeds with "
-        "95% stratified bootstrap CIs; each group ranks the learners that ran exactly its "
-        f"tasks.</p>\n{grid}"
+        f"<h2>Overall: score IQM per group of tasks</h2>\n<p>Scoring v2: each task in its "
+        "natural unit where it has a bounded one (win rate, success rate, collected fraction, "
+        "order parameter), otherwise min-max between fixed anchors declared with the benchmark "
+        "(0 = random policy, 1 = the strongest reference); IQM over a group's tasks and seeds "
+        "with 95% stratified bootstrap CIs. Each group ranks the learners that ran exactly its "
+        "tasks; across families each family weighs the same (the mean of the families' "
+        f"aggregates).</p>\n{grid}"
     )
 
 
@@ -167,8 +170,12 @@ def task_page(site: Site, task: str) -> str:
         ("natural unit", escape(unit) + (" (lower is better)" if site.lower[task] else "")),
         ("ranked by", escape(RANKED_BY.get(data["ranked_by"], data["ranked_by"]))),
         (
-            "anchors",
-            "none: not normalised"
+            "scored",
+            escape(data["scoring"]["rule"]) if data.get("scoring") else "not scored",
+        ),
+        (
+            "scripted anchors (scoring v1)",
+            "none"
             if not anchors
             else f"random {num(anchors['random'])}, reference {num(anchors['reference'])} "
             f"({escape(anchors['source'])})",
@@ -185,6 +192,8 @@ def task_page(site: Site, task: str) -> str:
                 str(row["runs"]),
                 escape(ci(site.natural(cell)[1])),
                 escape(ci(row.get("normalised_iqm"))),
+                num(row["final_score"]) if "final_score" in row else "n/a",
+                num(row["collapse"]) if "collapse" in row else "n/a",
                 escape(ci(row["absolute_mean"])),
                 f"{row['env_steps']:,}",
                 hours(row.get("wall_time_s")),
@@ -192,11 +201,12 @@ def task_page(site: Site, task: str) -> str:
             ]
         )
     ranking = table(
-        ["rank", "learner", "runs", f"{escape(unit)} [95% CI]", "normalised IQM",
-         f"{escape(study.metric)} [95% CI]", "env steps", "wall time", "env steps/s"],
+        ["rank", "learner", "runs", f"{escape(unit)} [95% CI]", "score IQM", "final score",
+         "best - final", f"{escape(study.metric)} [95% CI]", "env steps", "wall time",
+         "env steps/s"],
         rows,
         "ranking",
-        ["num", "text", "num", "num", "num", "num", "num", "num", "num"],
+        ["num", "text", "num", "num", "num", "num", "num", "num", "num", "num", "num"],
     )  # fmt: skip
     fig = href(site.figures[task], site.out / "tasks")
     peers = _peers(data.get("published", []))
