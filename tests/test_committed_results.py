@@ -1,10 +1,13 @@
 """The committed leaderboard is what its own command writes from the committed records, byte for
 byte (a change to the leaderboard's code must come with the regenerated files). About a minute
-and a half on two cores: `pytest -m slow tests/test_committed_results.py`."""
+and a half on two cores: `pytest -m slow tests/test_committed_results.py`. The committed tree
+stays light: run folders compact, the whole tree within its budget (results/README.md)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,45 @@ from marl.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
+BUDGET = 40 * 2**20  # bytes: the tracked tree, measured as `git ls-files -z | xargs -0 du -cb`
+
+
+def tracked() -> list[Path]:
+    """The checkout's tracked files that are on disk; skips the test outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("not a git checkout (or no git): nothing tracked to measure")
+    files = [ROOT / os.fsdecode(name) for name in out.split(b"\0") if name]
+    return [f for f in files if os.path.lexists(f)]
+
+
+def test_the_tracked_tree_stays_within_its_budget():
+    """What git tracks (sizes on disk, as `du -b` counts them) is at most 40 MiB: records
+    compacted (scripts/compact_results.py), the leaderboard's figures linked rather than
+    inlined, parameters only where results/.gitignore admits them."""
+    sizes = {f: os.lstat(f).st_size for f in tracked()}
+    total = sum(sizes.values())
+    largest = sorted(sizes, key=sizes.__getitem__, reverse=True)[:3]
+    assert total <= BUDGET, (
+        f"the tracked tree is {total / 2**20:.1f} MiB, past its {BUDGET // 2**20} MiB budget; "
+        f"largest: {', '.join(f'{f.relative_to(ROOT)} ({sizes[f]:,} B)' for f in largest)}"
+    )
+
+
+def test_every_committed_run_folder_is_compact():
+    """Committed finished run folders keep their bulky files gzipped and their training
+    metrics out of meta.json (`python scripts/compact_results.py results`)."""
+    from marl.run.compact import CONFIG, finished, pending
+
+    runs = sorted({f.parent for f in tracked() if f.name == CONFIG and RESULTS in f.parents})
+    assert runs
+    loose = [
+        f"{d.relative_to(ROOT)}: {', '.join(t)}" for d in runs if finished(d) and (t := pending(d))
+    ]
+    assert not loose, f"{len(loose)} run folders not compact, e.g. {loose[0]}"
 
 
 @pytest.mark.slow
