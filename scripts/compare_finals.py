@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from marl.results.files import read_text
 from marl.results.stats import REPS, iqm_ci, mean_ci, probability_of_improvement
 
 
@@ -92,7 +93,7 @@ def reached(dirs: list[str], metric: str, threshold: float) -> list[int | None]:
     out: list[int | None] = []
     for d in dirs:
         first: list[int | None] | None = None
-        for line in (Path(d) / "metrics.jsonl").read_text().splitlines():
+        for line in read_text(Path(d) / "metrics.jsonl").splitlines():  # or its .gz copy
             row = json.loads(line)
             values = row.get("eval", {}).get(metric)
             if values is None:

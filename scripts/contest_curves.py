@@ -18,16 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
+from marl.results.files import read_text, stored
+
 DEFAULT = ("allies_alive", "enemies_killed", "length", "won", "lost", "return/allies")
 
 
 def evaluations(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
     """(env steps, metric -> mean over seeds) of each logged evaluation, in order."""
-    path = Path(run_dir) / "metrics.jsonl"
+    path = stored(Path(run_dir) / "metrics.jsonl")  # or its compacted copy
     if not path.is_file():
         raise SystemExit(f"{run_dir}: no metrics.jsonl (not a run directory)")
     out = []
-    for line in path.read_text().splitlines():
+    for line in read_text(path).splitlines():
         row = json.loads(line)
         evals = row.get("eval")
         if not evals:

@@ -240,6 +240,35 @@ def test_marl_eval_and_render_use_the_saved_parameters(whole, tmp_path, capsys):
     assert "not a run directory" in capsys.readouterr().err
 
 
+def test_a_compacted_run_evaluates_and_renders_from_its_float16_parameters(whole, tmp_path, capsys):
+    """`marl eval` of a compacted run scores every seed as the original does on the same keys,
+    from its gzipped float32 parameters and, once only the float16 copy is kept, from that;
+    `marl render` plays the float16 policy; the compacted record still loads."""
+    from marl.results.protocol import load
+    from marl.run import compact
+
+    path, _ = whole
+    packed = shutil.copytree(path, tmp_path / "packed")
+    assert compact.compact_run(packed, params=True)
+
+    def scores(run_dir):
+        report = tmp_path / "eval.json"
+        assert cli.main(["eval", str(run_dir), "--episodes", "8", "--json", str(report)]) == 0
+        return {k: v for k, v in json.loads(report.read_text()).items() if k != "run"}
+
+    full = scores(path)
+    assert scores(packed) == full
+    for name in ("params.msgpack.gz", "best_params.msgpack.gz"):  # keep only float16
+        (packed / name).unlink()
+    assert scores(packed) == full
+    gif = tmp_path / "half.gif"
+    argv = ["render", "particle/simple", "--out", str(gif), "--params", str(packed), "--final"]
+    assert cli.main(argv) == 0 and gif.stat().st_size > 0
+    assert "ippo seed 0 (greedy)" in capsys.readouterr().out
+    (rec,) = load([packed])
+    assert rec.path.name == "record.json.gz" and len(rec.runs) == 2
+
+
 def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, whole):
     out = tmp_path / "runs"
     parent = out / "particle" / "simple" / "ippo"

@@ -1,11 +1,14 @@
 """The committed leaderboard is what its own command writes from the committed records, byte for
 byte (a change to the leaderboard's code must come with the regenerated files), and so is the
 committed site. About a minute and a half each on two cores: `pytest -m slow
-tests/test_committed_results.py`."""
+tests/test_committed_results.py`. The committed tree stays light: run folders compact, the
+whole tree within its budget (results/README.md)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,45 @@ from marl.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
+BUDGET = 40 * 2**20  # bytes: the tracked tree, measured as `git ls-files -z | xargs -0 du -cb`
+
+
+def tracked() -> list[Path]:
+    """The checkout's tracked files that are on disk; skips the test outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("not a git checkout (or no git): nothing tracked to measure")
+    files = [ROOT / os.fsdecode(name) for name in out.split(b"\0") if name]
+    return [f for f in files if os.path.lexists(f)]
+
+
+def test_the_tracked_tree_stays_within_its_budget():
+    """What git tracks (sizes on disk, as `du -b` counts them) is at most 40 MiB: records
+    compacted (scripts/compact_results.py), the leaderboard's figures linked rather than
+    inlined, parameters only where results/.gitignore admits them."""
+    sizes = {f: os.lstat(f).st_size for f in tracked()}
+    total = sum(sizes.values())
+    largest = sorted(sizes, key=sizes.__getitem__, reverse=True)[:3]
+    assert total <= BUDGET, (
+        f"the tracked tree is {total / 2**20:.1f} MiB, past its {BUDGET // 2**20} MiB budget; "
+        f"largest: {', '.join(f'{f.relative_to(ROOT)} ({sizes[f]:,} B)' for f in largest)}"
+    )
+
+
+def test_every_committed_run_folder_is_compact():
+    """Committed finished run folders keep their bulky files gzipped and their training
+    metrics out of meta.json (`python scripts/compact_results.py results`)."""
+    from marl.run.compact import CONFIG, finished, pending
+
+    runs = sorted({f.parent for f in tracked() if f.name == CONFIG and RESULTS in f.parents})
+    assert runs
+    loose = [
+        f"{d.relative_to(ROOT)}: {', '.join(t)}" for d in runs if finished(d) and (t := pending(d))
+    ]
+    assert not loose, f"{len(loose)} run folders not compact, e.g. {loose[0]}"
 
 
 @pytest.mark.slow
@@ -55,12 +97,15 @@ def test_committed_site_regenerates_byte_for_byte(tmp_path, monkeypatch):
         if entry.name != "site":
             (tmp_path / "results" / entry.name).symlink_to(entry)
     monkeypatch.chdir(tmp_path)
-    assert main([*args, "--out", str(tmp_path / "board")]) == 0
+    board = tmp_path / "board"  # the leaderboard's own files go aside; the site is compared
+    args[args.index("--out") + 1] = str(board)
+    assert main(args) == 0
     new, old = tmp_path / "results" / "site", site
     written = sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
     assert written == sorted(p.relative_to(old) for p in old.rglob("*") if p.is_file())
     for rel in written:
-        assert (new / rel).read_bytes() == (old / rel).read_bytes(), (
+        data = (new / rel).read_bytes().replace(f"--out {board}".encode(), b"--out results")
+        assert data == (old / rel).read_bytes(), (
             f"results/site/{rel} differs from what its command writes now"
         )
 

@@ -140,6 +140,17 @@ def test_reached_counts_seeds_and_fisher_by_hand(tmp_path):
         cf.reached([a], "return", 0.5)
 
 
+def test_reached_reads_a_compacted_log(tmp_path):
+    import gzip
+
+    a = _run(tmp_path, "vdn", [0.9, 0.1], 300, seed=0)
+    _metrics(a, [(0, [0.0, 0.0]), (100, [0.2, 0.6]), (200, [0.7, 0.1])])
+    log = Path(a) / "metrics.jsonl"
+    log.with_name("metrics.jsonl.gz").write_bytes(gzip.compress(log.read_bytes()))
+    log.unlink()
+    assert _script().reached([a], "won", 0.5) == [200, 100]
+
+
 def test_reached_table(tmp_path):
     a = _run(tmp_path, "vdn", [0.9, 0.1], 300, seed=0)
     _metrics(a, [(0, [0.0, 0.0]), (100, [0.2, 0.6]), (200, [0.7, 0.1])])

@@ -34,3 +34,17 @@ def test_the_table_averages_seeds_and_keeps_every_kth_and_the_last(tmp_path):
         cc.table(tmp_path / "run", ["allies_alive", "enemies_killed"])
     with pytest.raises(SystemExit, match="no metrics.jsonl"):
         cc.table(tmp_path)
+
+
+def test_a_compacted_run_reads_as_the_plain_one(tmp_path):
+    """A committed run keeps `metrics.jsonl.gz` (scripts/compact_results.py): the same table."""
+    import gzip
+
+    cc = load_script("contest_curves")
+    rows = [{"step": s, "eval": {"won": [0.5, 1.0]}} for s in (0, 100)]
+    run = _run(tmp_path, rows)
+    plain = cc.table(run)
+    log = run / "metrics.jsonl"
+    (run / "metrics.jsonl.gz").write_bytes(gzip.compress(log.read_bytes()))
+    log.unlink()
+    assert cc.table(run) == plain and "| 100 | 0.75 |" in plain

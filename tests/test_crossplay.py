@@ -214,3 +214,27 @@ def test_marl_crossplay_refuses_in_one_line(adversary_run, players, needle):
     players = [str(adversary_run) if p == "RUN" else p for p in players]
     code, _, err = _crossplay(*players)
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_half_precision_parameters_play_as_the_full_ones(adversary_run, tmp_path):
+    """A compacted run keeping only its float16 parameters (`best_params.f16.msgpack.gz`,
+    `params.f16.msgpack.gz`) plays the same games on the same keys, and its record still ranks."""
+    from marl.run import compact
+
+    run = tmp_path / "particle" / "adversary" / "ippo" / "a"
+    shutil.copytree(adversary_run, run)
+    assert "best_params.f16.msgpack.gz" in compact.compact_run(run, params=True)
+    for name in ("params.msgpack.gz", "best_params.msgpack.gz"):  # full precision, gzipped
+        (run / name).unlink()
+    for flag in ("--final", "--best"):
+        records = []
+        for player, out in ((adversary_run, "full"), (run, "half")):
+            args = [str(player), "random", "--episodes", "4", "--reps", "10", flag]
+            code, _, err = _crossplay(*args, "--out", str(tmp_path / out / flag))
+            assert code == 0, err
+            path = tmp_path / out / flag / "particle/adversary/crossplay.json"
+            records.append(json.loads(path.read_text()))
+        assert records[0]["pairs"] == records[1]["pairs"]
+        assert records[0]["ratings"] == records[1]["ratings"]
+    code, said, err = _run("leaderboard", str(tmp_path / "particle"), "--out", str(tmp_path / "b"))
+    assert code == 0, err

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -113,11 +115,14 @@ def test_leaderboard_ranks_and_marks_external(tmp_path):
     paths = write_leaderboard(study, tmp_path / "board", reps=200)
     md = paths["md"].read_text()
     assert "qmix (external)" in md and "## particle (task set 2): particle/spread" in md
-    # the page renders its figures: each group's aggregates and each task's curves, inlined
+    # the page shows its figures, each group's aggregates and each task's curves, linked to
+    # the files beside it rather than inlined (the committed page stays light)
     assert "(leaderboard_files/figures/aggregates_particle_task_set_2.png)" in md
     assert "(leaderboard_files/figures/task_particle_spread.png)" in md
     page = paths["html"].read_text()
-    assert page.count("data:image/png;base64,") == md.count("](leaderboard_files/figures/")
+    links = re.findall(r'<img alt="[^"]*" src="([^"]+)">', page)
+    assert "data:image" not in page and len(links) == md.count("](leaderboard_files/figures/")
+    assert all((paths["html"].parent / urllib.parse.unquote(src)).is_file() for src in links)
     # regenerated from the same records, every file is the same byte for byte
     again = write_leaderboard(study, tmp_path / "again", reps=200)
     files = sorted(p.relative_to(tmp_path / "board") for p in (tmp_path / "board").rglob("*.*"))

@@ -76,13 +76,12 @@ def test_site_regenerates_byte_for_byte(tmp_path):
     assert {"index.html", "assets/site.js", "assets/site.css"} <= names
     assert {"tasks/combat_3m.html", "tasks/particle_spread.html"} <= names
     assert {"cells/combat_3m/qmix.html", "figures/particle_spread.png"} <= names
-    # records outside the site's parent folder are copied in, with their sidecars
-    assert "records/combat_3m/qmix/1/record.json" in names
+    # records outside the site's parent folder are copied in as stored (committed run folders
+    # are compact: record.json.gz), with their sidecars
+    stored = next(p for p in (V1 / "combat/3m/qmix/v1").iterdir() if p.name.startswith("record"))
+    assert f"records/combat_3m/qmix/1/{stored.name}" in names
     assert "records/combat_3m/qmix/1/meta.json" in names
-    assert (
-        first["records/combat_3m/qmix/1/record.json"]
-        == (V1 / "combat/3m/qmix/v1/record.json").read_bytes()
-    )
+    assert first[f"records/combat_3m/qmix/1/{stored.name}"] == stored.read_bytes()
     assert not any(name.endswith(".tmp") for name in names)
 
 

@@ -1,8 +1,10 @@
-"""Atomic file writes: a reader never sees half a record, report or leaderboard."""
+"""Atomic file writes: a reader never sees half a record, report or leaderboard; and reads
+that take a compacted copy (`record.json.gz` for `record.json`) as the file itself."""
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import tempfile
@@ -27,6 +29,41 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+GZ = ".gz"  # a compacted file: the gzip of the file it names (`marl.run.compact`)
+
+
+def stored(path: str | Path) -> Path:
+    """The file that holds `path`: itself where it exists, else its compacted copy `path.gz`
+    where that exists, else `path` (missing)."""
+    path = Path(path)
+    if path.exists() or path.name.endswith(GZ):
+        return path
+    packed = path.with_name(path.name + GZ)
+    return packed if packed.exists() else path
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of `path` or of its compacted copy (`stored`), decompressed."""
+    path = stored(path)
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(GZ) else data
+
+
+def read_text(path: str | Path) -> str:
+    """`read_bytes` as UTF-8 text."""
+    return read_bytes(path).decode()
+
+
+def read_json(path: str | Path) -> Any:
+    """`read_text` parsed as JSON."""
+    return json.loads(read_text(path))
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """gzip at level 9 with no time stamp or name: the same input compacts to the same bytes."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
 
 
 def write_json(path: Path, obj: Any, indent: int | None = 1) -> None:

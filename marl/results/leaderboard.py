@@ -276,7 +276,7 @@ def write_leaderboard(
     published: list[Published] = (),
     coverage: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write `leaderboard.md`, `.json` and `.html` (figures inlined) into the directory `out`,
+    """Write `leaderboard.md`, `.json` and `.html` (figures linked) into the directory `out`,
     and the figures into `out/leaderboard_files/figures/`; `contests`: cross-play records
     (`marl.results.contests.read_contests`) for the competitive section; `published`: peers'
     figures (`marl.results.published.read_published`) beside the tasks they concern;
@@ -298,7 +298,8 @@ def write_leaderboard(
     ).rstrip()
     atomic_write(out / "leaderboard.md", markdown + "\n")
     write_json(out / "leaderboard.json", board)
-    atomic_write(out / "leaderboard.html", html_page(markdown, figs, out, "marl leaderboard"))
+    page = html_page(markdown, figs, out, "marl leaderboard", inline=False)  # beside its figures
+    atomic_write(out / "leaderboard.html", page)
     return {
         "md": out / "leaderboard.md",
         "json": out / "leaderboard.json",

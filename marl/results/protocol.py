@@ -20,7 +20,8 @@ the protocol and its version, the resolved config, the normalisation anchors, pa
 device, wall time and steps per second.
 
 `load(paths)` reads records back, from run directories, `record.json` files or any marl-eval
-JSON (records written elsewhere are marked external), and `check_comparable` refuses to mix
+JSON (records written elsewhere are marked external), a compacted `record.json.gz` as the
+record itself (`marl.run.compact`), and `check_comparable` refuses to mix
 records made under different protocol settings, or to pool runs of one algorithm trained with
 different settings (a variant takes its own name with `marl train label=NAME`).
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from marl.results.files import float_list
+from marl.results.files import GZ, float_list, read_json, stored
 
 PROTOCOL_VERSION = "1"
 RECORD = "record.json"
@@ -297,31 +299,32 @@ def parse(path: Path, data: Any, meta: dict[str, Any] | None) -> list[Record]:
 
 def _candidates(path: Path) -> list[Path]:
     if path.is_dir():
-        found = sorted(path.rglob(RECORD))
+        found = {p.parent: p for p in path.rglob(RECORD + GZ)}
+        found.update({p.parent: p for p in path.rglob(RECORD)})  # the plain one where both
         if not found:
             raise RecordError(f"{path}: no {RECORD} under this directory")
-        return found
-    if not path.exists():
+        return [found[d] for d in sorted(found, key=lambda d: d / RECORD)]
+    if not stored(path).exists():
         raise RecordError(f"{path}: no such file or directory")
-    return [path]
+    return [stored(path)]
 
 
 def load(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list[Record]:
     """Every record under `paths` (run directories, directories of runs, or JSON files).
 
-    A `record.json` next to a `meta.json` is a marl record; any other JSON in marl-eval's
-    schema is read as external (no sidecar). Unfinished runs (sidecar says so) and parts of a
-    run not merged yet (`marl.run.parts`) are skipped, their directories appended to `skipped`
-    if given.
+    A `record.json` (or its compacted `record.json.gz`) next to a `meta.json` is a marl
+    record; any other JSON in marl-eval's schema, gzipped or not, is read as external (no
+    sidecar). Unfinished runs (sidecar says so) and parts of a run not merged yet
+    (`marl.run.parts`) are skipped, their directories appended to `skipped` if given.
     """
     records: list[Record] = []
     for given in paths:
         for path in _candidates(Path(given)):
             try:
-                data = json.loads(path.read_text())
-            except (OSError, json.JSONDecodeError) as e:
+                data = read_json(path)
+            except (OSError, EOFError, ValueError, zlib.error) as e:
                 raise RecordError(f"{path}: cannot read JSON: {e}") from None
-            meta_path = path.parent / META if path.name == RECORD else None
+            meta_path = path.parent / META if path.name in (RECORD, RECORD + GZ) else None
             meta = None
             if meta_path is not None and meta_path.exists():
                 try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -337,12 +338,18 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
     return "\n".join(lines)
 
 
-def html_page(markdown: str, figs: dict[str, Path], out: Path, title: str) -> str:
-    """A self-contained page: the Markdown's tables and headings, figures inlined as data URIs."""
-    embedded = {
-        str(p.relative_to(out)): base64.b64encode(p.read_bytes()).decode("ascii")
-        for p in figs.values()
-    }
+def html_page(
+    markdown: str, figs: dict[str, Path], out: Path, title: str, inline: bool = True
+) -> str:
+    """A page of the Markdown's tables and headings; its figures inlined as data URIs (a
+    self-contained page), or with `inline=False` linked by their paths relative to `out`."""
+
+    def source(p: Path) -> str:
+        if not inline:
+            return urllib.parse.quote(p.relative_to(out).as_posix())
+        return "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode("ascii")
+
+    embedded = {str(p.relative_to(out)): source(p) for p in figs.values()}
     body: list[str] = []
     table: list[str] = []
 
@@ -372,7 +379,7 @@ def html_page(markdown: str, figs: dict[str, Path], out: Path, title: str) -> st
             src = src.rstrip(")")
             data = embedded.get(src)
             if data is not None:
-                body.append(f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">')
+                body.append(f'<img alt="{html.escape(alt)}" src="{data}">')
         elif line.strip():
             text = html.escape(line).replace("`", "")
             body.append(f"<p>{text}</p>")

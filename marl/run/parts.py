@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from marl.results.files import atomic_write, write_json
+from marl.results.files import atomic_write, read_bytes, read_json, read_text, stored, write_json
 from marl.results.protocol import META, RECORD
+from marl.run.compact import train_metrics
 from marl.run.errors import UsageError
 
 FINAL = "final.json"
@@ -56,8 +57,8 @@ def part_of(meta: dict[str, Any]) -> tuple[int, int] | None:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        return read_json(path)  # or its compacted copy (`marl.run.compact`)
+    except (OSError, EOFError, ValueError) as e:
         raise UsageError(f"{path}: cannot read: {e}") from None
 
 
@@ -152,7 +153,7 @@ def _metrics(dirs: list[Path]) -> str:
     """metrics.jsonl of the whole run: per step, the parts' per-seed values side by side;
     `time` summed over the parts."""
     per_part = [
-        [json.loads(t) for t in (d / METRICS).read_text().splitlines() if t.strip()] for d in dirs
+        [json.loads(t) for t in read_text(d / METRICS).splitlines() if t.strip()] for d in dirs
     ]
     steps = [[line["step"] for line in lines] for lines in per_part]
     if any(s != steps[0] for s in steps):
@@ -172,12 +173,12 @@ def _metrics(dirs: list[Path]) -> str:
 
 def _params(dirs: list[Path], name: str) -> bytes | None:
     """The parts' parameters stacked on the seed axis, None unless every part kept them."""
-    if not all((d / name).is_file() for d in dirs):
+    if not all(stored(d / name).is_file() for d in dirs):  # plain or gzipped
         return None
     import jax
     from flax import serialization
 
-    trees = [serialization.msgpack_restore((d / name).read_bytes()) for d in dirs]
+    trees = [serialization.msgpack_restore(read_bytes(d / name)) for d in dirs]
     return serialization.msgpack_serialize(
         jax.tree.map(lambda *leaves: np.concatenate(leaves, axis=0), *trees)
     )
@@ -218,8 +219,7 @@ def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
         created=metas[0]["created"],
         best_step=final.get("best_step", meta.get("best_step")),
         train_metrics=[
-            _join_lists(list(rows))
-            for rows in zip(*(m.get("train_metrics", []) for m in metas), strict=True)
+            _join_lists(list(rows)) for rows in zip(*map(train_metrics, dirs, metas), strict=True)
         ],
         parts=[
             {

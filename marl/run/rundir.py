@@ -19,7 +19,9 @@ checkpoint/          while unfinished: the newest segment (`marl.learning.checkp
 
 Every file is written atomically (a temporary file in the same directory, then `os.replace`),
 so a reader never sees half a file; `record.json` is rewritten after each evaluation and
-`meta.json` says `"finished": false` until the run ends.
+`meta.json` says `"finished": false` until the run ends. A finished folder may be compacted
+(`marl.run.compact`, as committed ones are): its bulky files gzipped (`record.json.gz`, ...),
+which every reader takes as the plain files.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 `marl eval RUN_DIR` re-evaluates the saved parameters of every seed; `marl render ENV --params
 RUN_DIR` plays one episode with a seed's trained policy. Both rebuild the run from its
 `config.yaml` (the resolved config) and read `best_params.msgpack` (each seed's best evaluated
-parameters, those the absolute metric scores) or `params.msgpack` (the final ones).
+parameters, those the absolute metric scores) or `params.msgpack` (the final ones), either
+gzipped (`.msgpack.gz`), or where only that is kept, the half-precision copy
+(`best_params.f16.msgpack.gz`, `marl.run.compact`), widened back to the learner's precision.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 import yaml
 
 from marl.core.env import MultiAgentEnv
@@ -20,6 +23,19 @@ from marl.core.learner import Train, seed_params
 from marl.run.config import RunConfig
 
 PARAMS = {"best": "best_params.msgpack", "final": "params.msgpack"}
+
+
+def params_file(path: str | Path, which: str = "best") -> Path | None:
+    """The file holding the run's `which` parameters: the full-precision one (plain or
+    gzipped), else its half-precision copy; None when the run kept none."""
+    from marl.results.files import GZ
+    from marl.run.compact import half_name
+
+    name = PARAMS[which]
+    for kept in (name, name + GZ, half_name(name)):
+        if (Path(path) / kept).is_file():
+            return Path(path) / kept
+    return None
 
 
 class SavedRunError(ValueError):
@@ -68,21 +84,22 @@ def load(path: str | Path, which: str = "best") -> SavedRun:
     from flax import serialization
 
     from marl.learning.training import init_seeds
+    from marl.results.files import read_bytes
     from marl.run import config
 
     path = Path(path)
     if which not in PARAMS:
         raise SavedRunError(f"unknown parameters {which!r}; valid: {', '.join(PARAMS)}")
-    params_path = path / PARAMS[which]
+    params_path = params_file(path, which)
     run = run_config(path)
-    if not params_path.is_file():
+    if params_path is None:
         raise SavedRunError(
             f"{path} has no {PARAMS[which]} (unfinished, or a record kept without its parameters)"
         )
     env, train = config.build(run)
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
     like = jax.eval_shape(lambda k: seed_params(train, init_seeds(train, k)), keys)
-    raw = serialization.msgpack_restore(params_path.read_bytes())
+    raw = serialization.msgpack_restore(read_bytes(params_path))
     try:
         params = serialization.from_state_dict(like, raw)
     except (KeyError, ValueError, TypeError) as e:
@@ -91,7 +108,13 @@ def load(path: str | Path, which: str = "best") -> SavedRun:
     want = [x.shape for x in jax.tree.leaves(like)]
     if got != want:
         raise SavedRunError(f"{params_path}: parameter shapes {got} differ from the learner's")
+    params = jax.tree.map(_widen, params, like)  # a float16 copy acts in the learner's dtype
     return SavedRun(path, run, env, train, params)
+
+
+def _widen(x: Any, like: Any) -> Any:
+    x = np.asarray(x)
+    return x.astype(like.dtype) if x.dtype != like.dtype and x.dtype.kind == "f" else x
 
 
 def evaluate_saved(saved: SavedRun, episodes: int, seed: int, which: str) -> dict[str, list[float]]:
