@@ -84,12 +84,18 @@ def test_record_round_trip(tmp_path):
 
 def test_single_precision_is_written_short_and_read_back_exactly(tmp_path):
     """float32 metrics are written at their shortest decimal (float64's repr of them is twice
-    as long) and read back as the very same float32 values."""
+    as long) and read back as the very same float32 values; a NaN is written, and refused
+    when read back (tests/test_hostile.py)."""
     rng = np.random.default_rng(0)
     values = rng.normal(0.0, 10.0, (2, 64)).astype(np.float32)
     values[0, 0] = np.nan
     text = json.dumps(run_record("particle/spread", "mappo", [0], [{"return": values}]))
     assert str(float(values[1, 0])) not in text and str(values[1, 0]) in text
+    (tmp_path / "record.json").write_text(text)
+    with pytest.raises(RecordError, match="run_0/step_0/episode_return: holds NaN"):
+        load([tmp_path / "record.json"])
+    values[0, 0] = 1.5
+    text = json.dumps(run_record("particle/spread", "mappo", [0], [{"return": values}]))
     (tmp_path / "record.json").write_text(text)
     (rec,) = load([tmp_path / "record.json"])
     for s, run in enumerate(rec.runs):

@@ -55,19 +55,22 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Aggregate run records into report.md, report.html (self-contained) and report.json;
     records of a task under different protocols or budgets go to sections of their own."""
-    from marl.results.protocol import RecordError, load
+    from marl.results.protocol import RecordError, load, skip_reason
     from marl.results.report import write_sectioned_report
+    from marl.run.jobs import say_dropped
     from marl.run.tasks import RegisteredTasks
 
     output_dir(args.out, "--out")
     skipped: list[Path] = []
+    dropped: list[str] | None = [] if args.drop_bad else None
     try:
-        records = load(args.runs, skipped)
+        records = load(args.runs, skipped, dropped)
+        say_dropped(dropped)
         if not records:
             unfinished = f"; unfinished: {', '.join(map(str, skipped))}" if skipped else ""
             raise RecordError(f"no finished run records found{unfinished}")
         for path in skipped:
-            print(f"skipped an unfinished run: {path}", flush=True)
+            print(f"skipped {skip_reason(path)}: {path}", flush=True)
         paths, studies = write_sectioned_report(
             records,
             args.out,
@@ -128,7 +131,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             declared = declared_scoring(definition)
         except (benchmark.BenchmarkError, ValueError) as e:
             raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
-    study = load_study(runs, args.metric, benchmark=args.benchmark, declared=declared)
+    study = load_study(
+        runs, args.metric, benchmark=args.benchmark, declared=declared, drop_bad=args.drop_bad
+    )
     given = [*args.runs, "--out", args.out]  # what regenerates the files
     if args.metric != "episode_return":
         given += ["--metric", args.metric]
@@ -153,8 +158,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             raise UsageError(f"--published: {e}") from None
     cov = None
     if definition is not None:
+        from marl.core.registry import files_are_data
+
         try:
-            cov = benchmark.coverage(definition, study)
+            with files_are_data(args.allow_import or ()):
+                cov = benchmark.coverage(definition, study)
         except benchmark.BenchmarkError as e:
             raise UsageError(str(e)) from None
         given += ["--benchmark", args.benchmark]
@@ -216,7 +224,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    """`marl benchmark status|run|measure NAME`: a versioned benchmark's cells."""
+    """`marl benchmark status|run|measure NAME`: a versioned benchmark's cells; the file's ids
+    resolve to registered ones (import paths only from --algo and --allow-import)."""
+    from marl.core.registry import files_are_data
+
+    with files_are_data([*(args.algo or ()), *(args.allow_import or ())]):
+        return _benchmark(args)
+
+
+def _benchmark(args: argparse.Namespace) -> int:
     from marl.run import benchmark as bm
 
     try:
@@ -415,7 +431,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     trained, who = None, "random valid actions"
     if args.params is not None:
-        saved = _load_saved(args.params, "final" if args.final else "best")
+        allow = [*(args.allow_import or ()), args.env_id]  # the env named on the command line
+        saved = _load_saved(args.params, "final" if args.final else "best", allow)
         if (saved.run.env_id, dict(saved.run.env_kwargs)) != (args.env_id, parse_sets(args.set)):
             raise UsageError(
                 f"{args.params} was trained on {saved.run.env_id} with "
@@ -434,11 +451,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_saved(path: str, which: str) -> Any:
+def _load_saved(path: str, which: str, allow: Any = ()) -> Any:
     from marl.run.saved import SavedRunError, load
 
     try:
-        return load(path, which)
+        return load(path, which, allow)
     except SavedRunError as e:
         raise UsageError(str(e)) from None
 
@@ -449,7 +466,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from marl.run.saved import evaluate_saved
 
     output_file(args.json, "--json")
-    saved = _load_saved(args.run_dir, "final" if args.final else "best")
+    saved = _load_saved(args.run_dir, "final" if args.final else "best", args.allow_import or ())
     which = "final" if args.final else "best evaluated"
     summary = evaluate_saved(saved, args.episodes, args.seed, which)
     if args.json:
@@ -464,7 +481,7 @@ def cmd_crossplay(args: argparse.Namespace) -> int:
     from marl.run.crossplay import crossplay, load_players, rating_lines, record_dir, write_record
 
     which = "best" if args.best else "final"
-    env, task, players = load_players(args.players, args.task, which)
+    env, task, players = load_players(args.players, args.task, which, args.allow_import or ())
     print(
         f"cross-play on {task.name}: {len(players)} players "
         f"({', '.join(f'{p.name} x {p.seeds}' for p in players)}), {args.episodes} episodes per "

@@ -23,6 +23,11 @@ from marl.cli.commands import (
 )
 from marl.results.stats import REPS
 
+HELP_ALLOW = (
+    "trust this import path where a file read back names it (an env or learner of yours); "
+    "files are data and import nothing otherwise (repeatable)"
+)
+
 
 class TrainHelp(argparse.Action):
     """`marl train --help`: the usual help plus the config groups, options and keys."""
@@ -124,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: train only seeds A..B-1 of each cell left (a long cell split across machines "
         "or days); a cell's parts are merged into its run once they cover its seeds",
     )
+    p.add_argument(
+        "--allow-import",
+        action="append",
+        metavar="MODULE:ATTR",
+        help=HELP_ALLOW,
+    )
     p.set_defaults(func=cmd_benchmark)
 
     p = sub.add_parser(
@@ -148,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default="marl report")
     p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
     p.add_argument("--seed", type=at_least(0), default=0, help="bootstrap seed")
+    p.add_argument(
+        "--drop-bad",
+        action="store_true",
+        help="leave out a record holding NaN, Infinity or an absurd value, with a warning naming "
+        "it (default: refuse it)",
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
@@ -190,6 +207,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write a static site there (overview, a page per task and per cell, figures "
         "as files; works from the file system): records under DIR's parent folder are linked, "
         "others copied in",
+    )
+    p.add_argument(
+        "--drop-bad",
+        action="store_true",
+        help="leave out a record holding NaN, Infinity or an absurd value, with a warning naming "
+        "it (default: refuse it)",
+    )
+    p.add_argument(
+        "--allow-import",
+        action="append",
+        metavar="MODULE:ATTR",
+        help=HELP_ALLOW,
     )
     p.set_defaults(func=cmd_leaderboard)
 
@@ -262,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed-index", type=at_least(0), default=0, help="which of its seeds (default 0)"
     )
     p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
+    p.add_argument(
+        "--allow-import",
+        action="append",
+        metavar="MODULE:ATTR",
+        help=HELP_ALLOW,
+    )
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("eval", help="re-evaluate a finished run's saved parameters")
@@ -270,6 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=at_least(0), default=1, help="episode keys (training used 0)")
     p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
     p.add_argument("--json", metavar="FILE", help="also write the per-seed means as JSON")
+    p.add_argument(
+        "--allow-import",
+        action="append",
+        metavar="MODULE:ATTR",
+        help=HELP_ALLOW,
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser(
@@ -307,5 +348,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
     p.add_argument("--out", default="results/crossplay", help="records folder")
+    p.add_argument(
+        "--allow-import",
+        action="append",
+        metavar="MODULE:ATTR",
+        help=HELP_ALLOW,
+    )
     p.set_defaults(func=cmd_crossplay)
     return parser

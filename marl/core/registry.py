@@ -10,6 +10,10 @@ Ids are `family/scenario`. Built-in entries are import paths resolved on first u
   `marl.algorithms` (name: the learner's), e.g. in its pyproject.toml:
   `[project.entry-points."marl.envs"]` / `"mine/race" = "my_pkg.race:Race"`; they appear in
   `marl list` and on the command line like the built-in ones.
+
+An import path imports and calls code, so ids read from files (a run folder's config.yaml, a
+benchmark file) are resolved under `files_are_data`: registered ids only, and an import path
+only where the user named it on the command line (`--allow-import`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import importlib
 import inspect
 import numbers
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -97,6 +103,8 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
 ENV_ENTRY_POINTS = "marl.envs"  # entry-point group: name = env id, value = "module:attr"
 ALGORITHM_ENTRY_POINTS = "marl.algorithms"  # name = learner name, value = its make_train
 _plugins_loaded = False
+# import paths the user allowed while files are read (None: not reading files, all allowed)
+_ALLOWED: ContextVar[frozenset[str] | None] = ContextVar("marl_allowed_imports", default=None)
 
 
 class RegistryError(ValueError):
@@ -106,6 +114,27 @@ class RegistryError(ValueError):
 def is_import_path(name: str) -> bool:
     """Whether `name` is a `package.module:attr` path rather than a registered id."""
     return ":" in name and "/" not in name
+
+
+@contextmanager
+def files_are_data(allowed: Iterable[str] = ()) -> Iterator[None]:
+    """Within it, ids resolve to registered ones (built-ins, entry points, `register`) and an
+    import path only if it is one of `allowed` (given on the command line); nested, the
+    allowances add up."""
+    token = _ALLOWED.set((_ALLOWED.get() or frozenset()) | frozenset(allowed))
+    try:
+        yield
+    finally:
+        _ALLOWED.reset(token)
+
+
+def _check_allowed(name: str, what: str) -> None:
+    allowed = _ALLOWED.get()
+    if allowed is not None and is_import_path(name) and name not in allowed:
+        raise RegistryError(
+            f"{what} {name!r} is an import path read from a file; files are data and never "
+            f"import code (to trust it, pass --allow-import {name})"
+        )
 
 
 def load_plugins() -> None:
@@ -174,6 +203,7 @@ def _resolve(env_id: str) -> EnvFactory:
 def env_factory(env_id: str) -> EnvFactory:
     """The constructor registered under `env_id`, or imported from a `module:attr` path
     (raises RegistryError if unknown)."""
+    _check_allowed(env_id, "environment")
     load_plugins()
     if env_id not in _ENVS and is_import_path(env_id):
         _ENVS[env_id] = _import_path(env_id, "environment")
@@ -263,6 +293,7 @@ def register_algorithm(name: str, make_train: Callable[..., Any] | str, *, overw
 def algorithm(name: str) -> Callable[..., Any]:
     """The `make_train` of learner `name`, or imported from a `module:attr` path (raises
     RegistryError naming the valid ones)."""
+    _check_allowed(name, "learner")
     load_plugins()
     if name not in _ALGORITHMS and is_import_path(name):
         _ALGORITHMS[name] = _import_path(name, "learner")

@@ -42,6 +42,35 @@ EVAL_SALT = 0xE7A1  # evaluation keys: fold_in(root, EVAL_SALT), disjoint from t
 ABSOLUTE_SALT = 0xAB50  # absolute-metric keys: fold_in(root, ABSOLUTE_SALT)
 
 
+class Diverged(RuntimeError):
+    """A run whose parameters or losses turned non-finite; stopped at a segment boundary."""
+
+    def __init__(self, step: int, seeds: Sequence[int], what: str):
+        self.step, self.seeds, self.what = int(step), [int(s) for s in seeds], what
+        super().__init__(
+            f"non-finite {what} at step {self.step:,} in seed(s) {', '.join(map(str, self.seeds))}"
+        )
+
+
+def non_finite(params_ok: np.ndarray, metrics: dict[str, np.ndarray]) -> tuple[np.ndarray, str]:
+    """([seeds] bool: diverged, what) from each seed's all-finite parameters flag and the
+    segment's metrics, of which the losses (a `loss*` part in the name) must be finite."""
+    bad, what = ~np.asarray(params_ok, bool), ["parameters"] if not np.all(params_ok) else []
+    for name, value in sorted(metrics.items()):
+        if any(part.startswith("loss") for part in name.split("/")):
+            wrong = ~np.isfinite(np.asarray(value, np.float64))
+            if wrong.any():
+                bad, what = bad | wrong.reshape(bad.shape), [*what, name]
+    return bad, " and ".join(what[:3])
+
+
+def finite_params(params: Any) -> Array:
+    """[seeds] whether every parameter of each seed is finite (one reduction per leaf)."""
+    leaves = [x for x in jax.tree.leaves(params) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    ok = [jnp.all(jnp.isfinite(x.reshape(x.shape[0], -1)), axis=1) for x in leaves]
+    return jnp.stack(ok).all(axis=0) if ok else jnp.ones((), bool)
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """How long to train and how to evaluate (the protocol's numbers)."""
@@ -281,6 +310,7 @@ def run(
         return jax.vmap(lambda p: evaluate(env, train.policy, p, key, n))(params)
 
     segment_j = segment_program(train, per_segment)
+    finite_j = jax.jit(lambda s: finite_params(seed_params(train, s)))
     evaluate_j = jax.jit(evaluate_all)
     select_j = jax.jit(select, donate_argnums=0)
     result = RunResult()
@@ -352,8 +382,11 @@ def run(
         state, metrics = compiled(state)
         metrics = fetch(metrics)
         train_time += time.perf_counter() - start
-        evals = fetch(evaluate_j(state))
         steps = k * per_segment * spu
+        bad, what = non_finite(fetch(finite_j(state)), metrics)
+        if bad.any():  # stop before its NaN policy is evaluated, selected or checkpointed
+            raise Diverged(steps, settings.first_seed + np.flatnonzero(bad), what)
+        evals = fetch(evaluate_j(state))
         track(steps, evals)
         result.steps.append(steps)
         result.evaluations.append(evals)

@@ -28,6 +28,7 @@ different settings (a variant takes its own name with `marl train label=NAME`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import zlib
@@ -54,6 +55,9 @@ SPEED_ONLY = ("unroll_buckets", "pack_episodes")
 # evaluation interval up to its own update size, and where the updates share no multiple near
 # the interval (Dec-POMFC's 1,600 steps, MF-AC's 128, PPO's 2,048) no common grid pins them
 BUDGET_RTOL = 0.05
+# no task's metric comes near it (returns reach thousands); past it a value is refused: it
+# would overflow the statistics (a return of 1e308 showed an optimality gap of 0.00)
+VALUE_BOUND = 1e9
 
 
 class RecordError(ValueError):
@@ -216,6 +220,19 @@ def _values(path: Path, where: str, value: Any) -> np.ndarray:
         raise _fail(path, where, "expected a list of numbers") from None
     if arr.ndim != 1:
         raise _fail(path, where, f"expected a flat list of numbers, got shape {arr.shape}")
+    return _sane(path, where, arr)
+
+
+def _sane(path: Path, where: str, arr: np.ndarray) -> np.ndarray:
+    """`arr` if every value is finite and within `VALUE_BOUND`, else a RecordError naming it."""
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        found = ", ".join(sorted({"NaN" if np.isnan(x) else "Infinity" for x in arr[bad]}))
+        raise _fail(path, where, f"holds {found} (value {int(np.flatnonzero(bad)[0])})")
+    huge = np.abs(arr) > VALUE_BOUND
+    if huge.any():
+        k = int(np.flatnonzero(huge)[0])
+        raise _fail(path, where, f"value {k} is {arr[k]:g}, past the sane bound ±{VALUE_BOUND:g}")
     return arr
 
 
@@ -240,7 +257,11 @@ def _parse_run(path: Path, where: str, name: str, data: Any) -> Run:
         if not isinstance(entry, dict) or "step_count" not in entry:
             raise _fail(path, at, "missing step_count")
         count = entry["step_count"]
-        if isinstance(count, bool) or not isinstance(count, (int, float)) or count < 0:
+        if (
+            isinstance(count, bool)
+            or not isinstance(count, (int, float))
+            or not 0 <= count <= VALUE_BOUND
+        ):
             raise _fail(path, f"{at}/step_count", f"expected a step number, got {count!r}")
         steps.append(int(count))
         here = {m for m in entry if m != "step_count"}
@@ -309,34 +330,84 @@ def _candidates(path: Path) -> list[Path]:
     return [stored(path)]
 
 
-def load(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list[Record]:
+def load(
+    paths: Iterable[str | Path],
+    skipped: list[Path] | None = None,
+    dropped: list[str] | None = None,
+) -> list[Record]:
     """Every record under `paths` (run directories, directories of runs, or JSON files).
 
     A `record.json` (or its compacted `record.json.gz`) next to a `meta.json` is a marl
     record; any other JSON in marl-eval's schema, gzipped or not, is read as external (no
-    sidecar). Unfinished runs (sidecar says so) and parts of a run not merged yet
-    (`marl.run.parts`) are skipped, their directories appended to `skipped` if given.
+    sidecar). Unfinished and diverged runs (sidecar says so; `skip_reason`) and parts of a run
+    not merged yet (`marl.run.parts`) are skipped, their directories appended to `skipped` if
+    given. A file that cannot be read, or holds NaN, Infinity or a value past `VALUE_BOUND`,
+    is refused (RecordError naming file and field), or with `dropped` given, left out and its
+    error appended there.
     """
     records: list[Record] = []
     for given in paths:
         for path in _candidates(Path(given)):
             try:
-                data = read_json(path)
-            except (OSError, EOFError, ValueError, zlib.error) as e:
-                raise RecordError(f"{path}: cannot read JSON: {e}") from None
-            meta_path = path.parent / META if path.name in (RECORD, RECORD + GZ) else None
-            meta = None
-            if meta_path is not None and meta_path.exists():
-                try:
-                    meta = json.loads(meta_path.read_text())
-                except (OSError, json.JSONDecodeError) as e:
-                    raise RecordError(f"{meta_path}: cannot read JSON: {e}") from None
-                if not meta.get("finished", False) or (meta.get("config") or {}).get("part"):
-                    if skipped is not None:  # unfinished, or a part of a run (`marl merge`)
-                        skipped.append(path.parent)
-                    continue
-            records.extend(parse(path, data, meta))
+                records.extend(_load_file(path, skipped))
+            except RecordError as e:
+                if dropped is None:
+                    raise
+                dropped.append(str(e))
     return records
+
+
+def _load_file(path: Path, skipped: list[Path] | None) -> list[Record]:
+    try:
+        data = read_json(path)
+    except (OSError, EOFError, ValueError, zlib.error) as e:
+        raise RecordError(f"{path}: cannot read JSON: {e}") from None
+    meta_path = path.parent / META if path.name in (RECORD, RECORD + GZ) else None
+    meta = None
+    if meta_path is not None and meta_path.exists():
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise RecordError(f"{meta_path}: cannot read JSON: {e}") from None
+        if not isinstance(meta, dict):
+            raise RecordError(f"{meta_path}: expected a JSON object")
+        unfinished = not meta.get("finished", False) or meta.get("diverged")
+        if unfinished or (meta.get("config") or {}).get("part"):
+            if skipped is not None:  # unfinished, diverged, or a part (`marl merge`)
+                skipped.append(path.parent)
+            return []
+        _check_anchors(meta_path, meta)
+    return parse(path, data, meta)
+
+
+def _check_anchors(path: Path, meta: dict[str, Any]) -> None:
+    """A sidecar's anchors, where given, are sane numbers (they normalise every score)."""
+    anchors = meta.get("anchors") or {}
+    for key in ("random", "reference"):
+        value = anchors.get(key) if isinstance(anchors, dict) else None
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise _fail(path, f"anchors/{key}", f"expected a number, got {value!r}")
+            _sane(path, f"anchors/{key}", np.asarray([value], np.float64))
+
+
+def skip_reason(path: str | Path) -> str:
+    """Why `load` skipped the run directory `path`: `a diverged run (non-finite parameters at
+    step 2,048 in seed(s) 0)`, `a part of a run` or `an unfinished run`."""
+    try:
+        meta = json.loads((Path(path) / META).read_text())
+    except (OSError, ValueError):
+        return "an unreadable run"
+    diverged = meta.get("diverged") if isinstance(meta, dict) else None
+    if isinstance(diverged, dict):
+        seeds = ", ".join(map(str, diverged.get("seeds") or ()))
+        step = diverged.get("step")
+        at = f" at step {step:,}" if isinstance(step, int) else ""
+        what = diverged.get("what", "values")
+        return f"a diverged run (non-finite {what}{at} in seed(s) {seeds})"
+    if meta.get("finished") and (meta.get("config") or {}).get("part"):
+        return "a part of a run (not merged)"
+    return "an unfinished run"
 
 
 # --- comparability ----------------------------------------------------------------------------
@@ -350,7 +421,7 @@ def check_comparable(records: Sequence[Record]) -> None:
     their root seeds (two records from one root seed hold the same runs); between all records
     of one algorithm on a task, the evaluation steps (their curves are pooled step by step).
     External records are checked on what their data shows (episodes per evaluation and
-    absolute metric).
+    absolute metric), and a run an external file holds again is refused (`_check_copies`).
     """
     found = _first_mismatch(records, lambda r: r.env_id, _differences)
     if found:
@@ -387,6 +458,32 @@ def check_comparable(records: Sequence[Record]) -> None:
                 f"from root seed {seed}: the same runs would count twice; keep one, or train "
                 "the other with another seed="
             )
+    _check_copies(records)
+
+
+def _fingerprint(run: Run) -> bytes:
+    """A digest of a run's data: its steps and every metric's values, absolute ones too."""
+    h = hashlib.sha256(np.ascontiguousarray(run.steps, np.int64).tobytes())
+    for kind, values in (("eval", run.metrics), ("absolute", run.absolute)):
+        for name in sorted(values):
+            h.update(f"{kind}/{name}".encode())
+            h.update(np.ascontiguousarray(values[name], np.float64).tobytes())
+    return h.digest()
+
+
+def _check_copies(records: Sequence[Record]) -> None:
+    """Refuse a run whose data two files hold where one of them is external (a marl record
+    passed again as another framework's file): the seed check cannot see external records."""
+    seen: dict[tuple[str, bytes], tuple[Record, Run]] = {}
+    for r in records:
+        for run in r.runs:
+            first, first_run = seen.setdefault((r.env_id, _fingerprint(run)), (r, run))
+            if first is not r and (r.external or first.external):
+                raise RecordError(
+                    f"{first.path} ({first.algorithm} {first_run.name}) and {r.path} "
+                    f"({r.algorithm} {run.name}) hold the same run on {r.env_id}: the same "
+                    "runs would count twice; keep one"
+                )
 
 
 def _protocol_refusal(task: str, ref: Record, other: Record) -> RecordError:

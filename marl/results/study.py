@@ -321,12 +321,14 @@ def load_study(
     facts: TaskFacts | None = None,
     skipped: list[Path] | None = None,
     declared: dict[str, dict[str, Any]] | None = None,
+    dropped: list[str] | None = None,
 ) -> Study:
-    """`marl.results.protocol.load` (unfinished runs appended to `skipped`) then `collect`."""
+    """`marl.results.protocol.load` (unfinished runs appended to `skipped`; with `dropped`,
+    unreadable records left out and their errors appended there) then `collect`."""
     from marl.results.protocol import load
 
     found: list[Path] = [] if skipped is None else skipped
-    records = load(paths, found)
+    records = load(paths, found, dropped)
     if not records and found:
         raise RecordError(
             f"no finished run records found; unfinished: {', '.join(map(str, found))}"

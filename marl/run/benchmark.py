@@ -94,11 +94,19 @@ def names() -> list[str]:
 
 
 def load(name: str) -> dict[str, Any]:
-    """The definition `name` (a shipped one, or a path to a yaml file)."""
+    """The definition `name` (a shipped one, or a path to a yaml file); its ids resolve under
+    `marl.core.registry.files_are_data` where the caller reads it as data."""
     path = Path(name) if name.endswith((".yaml", ".yml")) else DEFINITIONS / f"{name}.yaml"
     if not path.is_file():
         raise BenchmarkError(f"benchmark {name!r} unknown; valid: {', '.join(names())}")
-    return yaml.safe_load(path.read_text())
+    from marl.run.config import ConfigError, check_literal
+
+    data = yaml.safe_load(path.read_text())
+    try:
+        check_literal(data)  # a file is data: no `${oc.env:...}` resolved from it
+    except ConfigError as e:
+        raise BenchmarkError(f"{path}: {e}") from None
+    return data
 
 
 def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = ()) -> list[Cell]:

@@ -243,6 +243,35 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
 
 
 # --- validation -------------------------------------------------------------------------------
+def check_literal(data: Any, where: str = "") -> None:
+    """Refuse an OmegaConf interpolation (`${...}`) anywhere in `data` read from a file: files
+    read back are data, never resolved against the reader's environment or config."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            check_literal(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            check_literal(v, f"{where}[{i}]")
+    elif isinstance(data, str) and "${" in data:
+        raise ConfigError(
+            f"{where or 'a value'} holds an interpolation ({data!r}); files read back are data "
+            "and are never resolved"
+        )
+
+
+def check_finite(key: str, value: Any) -> None:
+    """Refuse a NaN or infinite number anywhere in a hyperparameter (`algo.lr=inf`); a finite
+    one that makes the run diverge (`1e300`) stops it (`marl.learning.training.Diverged`)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(f"{key}.{k}", v)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            check_finite(f"{key}[{i}]", v)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{key} must be a finite number, got {value!r}")
+
+
 def _int(key: str, value: Any, minimum: int) -> int:
     """An integer >= `minimum`; whole floats (2e6) are accepted and cast."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
@@ -445,6 +474,7 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
     algo = algo_cfg.pop("name", None)
     if not isinstance(algo, str):
         raise ConfigError(f"algo.name must be a learner name, got {algo!r}")
+    check_finite("algo", algo_cfg)
 
     env = make_env(env_id, env_kwargs)
     if settings.metric not in evaluation_metrics(env.spec):

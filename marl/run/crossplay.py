@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,10 +106,13 @@ def _warn_initial_best(run_dir: Path) -> None:
         )
 
 
-def load_players(sources: list[str], task: str | None = None, which: str = "final"):
+def load_players(
+    sources: list[str], task: str | None = None, which: str = "final", allow: Sequence[str] = ()
+):
     """(the contest env, its Task, the players) from run directories and reference names;
-    `task` is needed only when every player is a reference. Runs of different tasks, or of a
-    task that is not a contest, are refused in one line."""
+    `task` is needed only when every player is a reference; `allow`: import paths the user
+    trusts in the runs' configs. Runs of different tasks, or of a task that is not a contest,
+    are refused in one line."""
     from marl.core.registry import RegistryError
     from marl.learning.contest import NotAContest, check_contest
     from marl.run.config import make_env
@@ -121,7 +125,7 @@ def load_players(sources: list[str], task: str | None = None, which: str = "fina
         if src in REFERENCES:
             continue
         try:
-            saved = load(src, which)
+            saved = load(src, which, allow)
         except SavedRunError as e:
             raise UsageError(str(e)) from None
         runs[src] = saved

@@ -57,6 +57,7 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
     """Train a resolved run (`marl.run.config.RunConfig`) and write its directory; returns the
     directory (on hosts other than 0 of a multi-host run, the folder host 0 writes it in), or
     None when interrupted or on a dry run."""
+    from marl.learning.training import Diverged
     from marl.learning.training import run as run_training
     from marl.run import config
     from marl.run.rundir import RunDir
@@ -129,6 +130,14 @@ def train_run(run: Any, dry_run: bool = False) -> Any:
             file=sys.stderr,
         )
         return None
+    except Diverged as e:
+        run_dir.diverge(e.step, e.seeds, e.what)
+        if logger is not None:
+            logger.close()
+        raise UsageError(
+            f"{run.env_id} {run.algo} diverged: {e}; stopped, {run_dir.path} marked diverged "
+            "(try a smaller algo.lr)"
+        ) from None
     final = run_dir.finish(result, record_anchors(run, env), env.spec)
     if checkpoints is not None:
         checkpoints.clear()
@@ -301,31 +310,42 @@ def same_config(path: Any, before: dict[str, Any], planned: dict[str, Any]) -> N
         )
 
 
+def say_dropped(dropped: list[str] | None) -> None:
+    """`--drop-bad`: a warning on stderr naming each record left out, and why."""
+    for error in dropped or ():
+        print(f"warning: dropped a bad record: {error}", file=sys.stderr, flush=True)
+
+
 def load_study(
     paths: Sequence[str],
     metric: str,
     compute_anchors: bool = True,
     benchmark: str | None = None,
     declared: Any = None,
+    drop_bad: bool = False,
 ) -> Any:
     """`marl.results.study.load_study` with the registry's facts (anchors computed for records
     without them, unless `compute_anchors` is False) and a benchmark's declared scoring
-    anchors (`declared`); unfinished runs are named and skipped. A refusal to compare a
-    benchmark's records with the user's names the command that trains matching ones
+    anchors (`declared`); unfinished and diverged runs are named and skipped, and with
+    `drop_bad` a record with bad numbers is left out with a warning naming it. A refusal to
+    compare a benchmark's records with the user's names the command that trains matching ones
     (`entrants.refusal_hint`; `benchmark`: the definition, else a shipped one)."""
     from marl.results import study as results_study
-    from marl.results.protocol import RecordError
+    from marl.results.protocol import RecordError, skip_reason
     from marl.run.entrants import refusal_hint
     from marl.run.tasks import RegisteredTasks
 
     skipped: list[Path] = []
+    dropped: list[str] | None = [] if drop_bad else None
     facts = RegisteredTasks(anchors=compute_anchors)
     try:
         study = results_study.load_study(
-            paths, metric=metric, facts=facts, skipped=skipped, declared=declared
+            paths, metric=metric, facts=facts, skipped=skipped, declared=declared, dropped=dropped
         )
     except RecordError as e:
+        say_dropped(dropped)
         raise UsageError(str(e) + refusal_hint(e, paths, benchmark)) from None
+    say_dropped(dropped)
     for path in skipped:
-        print(f"skipped an unfinished run: {path}", flush=True)
+        print(f"skipped {skip_reason(path)}: {path}", flush=True)
     return study

@@ -6,7 +6,8 @@ config.yaml          the resolved config (`RunConfig.to_dict`), written before t
 record.json          the run record in marl-eval's schema (`marl.results.protocol`): evaluations'
                      per-episode values per seed, and at the end the absolute metric
 meta.json            its sidecar: protocol, resolved config, anchors, versions, device, wall
-                     time, steps per second, training metrics per segment; `finished`
+                     time, steps per second, training metrics per segment; `finished`, or
+                     `diverged` (step, seeds) where parameters or losses turned non-finite
 final.json           summary: last evaluation and absolute metric per seed, mean and std over
                      seeds, the step of each seed's best evaluation, timings
 params.msgpack       final acting parameters of every seed, `flax.serialization.to_bytes`
@@ -300,6 +301,13 @@ class RunDir:
                 scalars[k if k.startswith("train/") else f"train/{k}"] = float(np.nanmean(v))
         for logger in self.loggers:
             logger.log(step, scalars)
+
+    def diverge(self, step: int, seeds: Sequence[int], what: str) -> None:
+        """Mark the run diverged in meta.json (`finished` stays false): readers skip it and
+        name it as diverged, never as a score."""
+        out = self.meta()
+        out["diverged"] = {"step": int(step), "seeds": [int(s) for s in seeds], "what": what}
+        write_json(self.path / META, out)
 
     def finish(
         self, result: RunResult, anchors: dict | None = None, spec: EnvSpec | None = None

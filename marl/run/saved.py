@@ -6,10 +6,15 @@ RUN_DIR` plays one episode with a seed's trained policy. Both rebuild the run fr
 parameters, those the absolute metric scores) or `params.msgpack` (the final ones), either
 gzipped (`.msgpack.gz`), or where only that is kept, the half-precision copy
 (`best_params.f16.msgpack.gz`, `marl.run.compact`), widened back to the learner's precision.
+
+A run folder is data: its env and learner come from registered ids only (an import path in
+its config.yaml only if `allow` names it, from the command line), and an interpolation
+(`${...}`) in it is refused, never resolved.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,28 +66,38 @@ class SavedRun:
         return jax.tree.map(lambda x: x[k], self.params)
 
 
-def run_config(path: str | Path) -> RunConfig:
+def run_config(path: str | Path, allow: Sequence[str] = ()) -> RunConfig:
     """The resolved `marl.run.config.RunConfig` of the run directory `path` (its config.yaml;
-    no parameters needed)."""
+    no parameters needed); `allow`: import paths the user trusts (`--allow-import`)."""
     from omegaconf import OmegaConf
 
+    from marl.core.registry import files_are_data
     from marl.run import config
 
     cfg_path = Path(path) / "config.yaml"
     if not cfg_path.is_file():
         raise SavedRunError(f"{path} is not a run directory (no config.yaml)")
-    data = yaml.safe_load(cfg_path.read_text())
+    try:
+        data = yaml.safe_load(cfg_path.read_text())
+    except yaml.YAMLError as e:
+        raise SavedRunError(f"{cfg_path}: not YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise SavedRunError(f"{cfg_path}: expected a mapping, got {type(data).__name__}")
     data.pop("derived", None)
     try:
-        return config.resolve(OmegaConf.create(data))
+        config.check_literal(data)
+        with files_are_data(allow):
+            return config.resolve(OmegaConf.create(data))
     except config.ConfigError as e:
         raise SavedRunError(f"{cfg_path}: {e}") from None
 
 
-def load(path: str | Path, which: str = "best") -> SavedRun:
-    """The run in `path` with its `which` ("best" or "final") parameters of every seed."""
+def load(path: str | Path, which: str = "best", allow: Sequence[str] = ()) -> SavedRun:
+    """The run in `path` with its `which` ("best" or "final") parameters of every seed;
+    `allow`: import paths in its config the user trusts (`run_config`)."""
     from flax import serialization
 
+    from marl.core.registry import files_are_data
     from marl.learning.training import init_seeds
     from marl.results.files import read_bytes
     from marl.run import config
@@ -91,12 +106,13 @@ def load(path: str | Path, which: str = "best") -> SavedRun:
     if which not in PARAMS:
         raise SavedRunError(f"unknown parameters {which!r}; valid: {', '.join(PARAMS)}")
     params_path = params_file(path, which)
-    run = run_config(path)
+    run = run_config(path, allow)
     if params_path is None:
         raise SavedRunError(
             f"{path} has no {PARAMS[which]} (unfinished, or a record kept without its parameters)"
         )
-    env, train = config.build(run)
+    with files_are_data(allow):
+        env, train = config.build(run)
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
     like = jax.eval_shape(lambda k: seed_params(train, init_seeds(train, k)), keys)
     raw = serialization.msgpack_restore(read_bytes(params_path))
