@@ -131,8 +131,14 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             declared = declared_scoring(definition)
         except (benchmark.BenchmarkError, ValueError) as e:
             raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
+    from marl.run.entrants import refusal_hint
+
     study = load_study(
-        runs, args.metric, benchmark=args.benchmark, declared=declared, drop_bad=args.drop_bad
+        runs,
+        args.metric,
+        hint=lambda e: refusal_hint(e, runs, args.benchmark),
+        declared=declared,
+        drop_bad=args.drop_bad,
     )
     given = [*args.runs, "--out", args.out]  # what regenerates the files
     if args.metric != "episode_return":

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -320,19 +320,18 @@ def load_study(
     paths: Sequence[str],
     metric: str,
     compute_anchors: bool = True,
-    benchmark: str | None = None,
+    hint: Callable[[Exception], str] | None = None,
     declared: Any = None,
     drop_bad: bool = False,
 ) -> Any:
     """`marl.results.study.load_study` with the registry's facts (anchors computed for records
     without them, unless `compute_anchors` is False) and a benchmark's declared scoring
     anchors (`declared`); unfinished and diverged runs are named and skipped, and with
-    `drop_bad` a record with bad numbers is left out with a warning naming it. A refusal to
-    compare a benchmark's records with the user's names the command that trains matching ones
-    (`entrants.refusal_hint`; `benchmark`: the definition, else a shipped one)."""
+    `drop_bad` a record with bad numbers is left out with a warning naming it. `hint(error)`
+    adds to a refusal (the leaderboard's: `entrants.refusal_hint`, the command that trains
+    matching records)."""
     from marl.results import study as results_study
     from marl.results.protocol import RecordError, skip_reason
-    from marl.run.entrants import refusal_hint
     from marl.run.tasks import RegisteredTasks
 
     skipped: list[Path] = []
@@ -344,7 +343,7 @@ def load_study(
         )
     except RecordError as e:
         say_dropped(dropped)
-        raise UsageError(str(e) + refusal_hint(e, paths, benchmark)) from None
+        raise UsageError(str(e) + (hint(e) if hint else "")) from None
     say_dropped(dropped)
     for path in skipped:
         print(f"skipped {skip_reason(path)}: {path}", flush=True)
