@@ -3,7 +3,7 @@
     python scripts/golden_rollouts.py            # check: which envs differ from the file
     python scripts/golden_rollouts.py --write    # rewrite tests/data/golden_rollouts.json
 
-Run `--write` in the commit that bumps a family's `BEHAVIOUR_VERSION` (marl/envs/<family>/
+Run `--write` in the commit that bumps a family's `BEHAVIOUR_VERSION` (envs/<family>/
 __init__.py) because what its envs return changed; tests/test_env_versions.py fails when a
 fingerprint changes while the version stays.
 """

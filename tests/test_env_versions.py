@@ -36,7 +36,7 @@ def _check(family: str, env_id: str) -> None:
     diff = fingerprint_difference(golden["envs"][env_id], rollout_fingerprint(make(env_id)))
     assert diff is None, (
         f"{env_id} returns something else than at {family} version {version} ({diff}): bump "
-        f"BEHAVIOUR_VERSION in marl/envs/{family} and run python scripts/golden_rollouts.py "
+        f"BEHAVIOUR_VERSION in envs/{family} and run python scripts/golden_rollouts.py "
         "--write (or undo the change)"
     )
 

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MAPPING = {"marl": "marl"}
+# source folder -> its place in the wheel: envs/, algorithms/ and baselines/ install as marl.*
+MAPPING = {
+    "marl": "marl",
+    "envs": "marl/envs",
+    "algorithms": "marl/algorithms",
+    "baselines": "marl/baselines",
+}
 
 
 def source_modules() -> set[str]:
