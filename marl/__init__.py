@@ -21,12 +21,29 @@ _EXPORTS = {
     "algorithm": "marl.core.registry",
     "list_algorithms": "marl.core.registry",
     "list_envs": "marl.core.registry",
-    "make": "marl.core.registry",
     "register": "marl.core.registry",
     "register_algorithm": "marl.core.registry",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [*_EXPORTS, "__version__", "make"]
+
+
+def make(env_id: str, *, api: str = "marl", **kwargs: Any) -> Any:
+    """Build the environment `env_id` with constructor keywords (`marl.core.registry.make`).
+
+    `api="marl"` returns the bare marl env (agents on an axis); `api="pettingzoo"` the same env
+    as a PettingZoo `ParallelEnv` (`marl.interop.pettingzoo.MarlParallelEnv`; its `render_mode`
+    and `action_mask` keywords pass through).
+    """
+    if api == "marl":
+        from marl.core.registry import make as make_env
+
+        return make_env(env_id, **kwargs)
+    if api == "pettingzoo":
+        from marl.interop.pettingzoo import parallel_env
+
+        return parallel_env(env_id, **kwargs)
+    raise ValueError(f"api must be 'marl' or 'pettingzoo', got {api!r}")
 
 
 def __getattr__(name: str) -> Any:

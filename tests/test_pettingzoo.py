@@ -1,0 +1,152 @@
+"""marl's envs under PettingZoo's API, checked by PettingZoo's own tests (`pettingzoo.test`)."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo")
+
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test  # noqa: E402
+
+import marl  # noqa: E402
+from marl.core.wrappers import AutoReset  # noqa: E402
+from marl.interop.pettingzoo import MarlParallelEnv, aec_env, parallel_env, vector_env  # noqa: E402
+
+# one map of every family in the default suite; every other registered env under -m slow
+DEFAULT = [
+    "particle/speaker_listener",  # heterogeneous agents: unpadded spaces
+    "combat/3m",  # units die and leave `agents`; action masks
+    "pathfinding/random_grid",
+    "cleanup/comm",
+    "swarm/vicsek",
+]
+OTHERS = [e for e in marl.list_envs() if e not in DEFAULT and not e.endswith("/custom")]
+CYCLES = 40
+
+
+def check_all(env_id: str) -> None:
+    env = marl.make(env_id)  # one env object: the adapters below share its compiled step
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # PettingZoo's advice on unbounded spaces
+        parallel_api_test(MarlParallelEnv(env), num_cycles=CYCLES)
+        api_test(aec_env(env), num_cycles=CYCLES // 4)
+        parallel_seed_test(lambda: MarlParallelEnv(env), num_cycles=CYCLES // 4)
+        seed_test(lambda: aec_env(env), num_cycles=CYCLES // 4)
+
+
+@pytest.mark.parametrize("env_id", DEFAULT)
+def test_pettingzoos_own_tests_pass(env_id):
+    check_all(env_id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", OTHERS)
+def test_pettingzoos_own_tests_pass_on_every_env(env_id):
+    check_all(env_id)
+
+
+def test_steps_equal_marls_own_step_for_step():
+    """Same keys and actions: the adapter's observations and rewards are marl's step."""
+    env = marl.make("combat/3m")
+    pz = MarlParallelEnv(env)
+    obs, _ = pz.reset(seed=7)
+    key = jax.random.key(7)
+    key, sub = jax.random.split(key)
+    state, ts = env.reset(sub)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        if not pz.agents:
+            break
+        for a in pz.agents:
+            i = pz.possible_agents.index(a)
+            np.testing.assert_array_equal(obs[a], np.asarray(ts.obs[i, : env.spec.obs_sizes[i]]))
+        avail = np.asarray(ts.avail_actions)
+        acts = np.array([rng.choice(np.flatnonzero(row)) for row in avail], np.int32)
+        obs, rew, term, trunc, _ = pz.step(
+            {a: acts[pz.possible_agents.index(a)] for a in pz.agents}
+        )
+        key, sub = jax.random.split(key)
+        state, ts = env.step(sub, state, jax.numpy.asarray(acts))
+        for a, r in rew.items():
+            assert r == pytest.approx(float(ts.reward[pz.possible_agents.index(a)]), abs=0)
+            assert term[a] == (
+                bool(ts.terminated) or not bool(ts.alive[pz.possible_agents.index(a)])
+            )
+
+
+def test_a_dead_unit_terminates_and_leaves_agents():
+    pz = parallel_env("combat/3m")
+    rng = np.random.default_rng(1)
+    for seed in range(20):
+        pz.reset(seed=seed)
+        while pz.agents:
+            before = list(pz.agents)
+            masks = {a: pz._mask(pz.possible_agents.index(a)) for a in before}
+            actions = {a: int(rng.choice(np.flatnonzero(masks[a]))) for a in before}
+            _, _, term, trunc, _ = pz.step(actions)
+            gone = [a for a in before if term[a] and pz.agents]
+            if gone:  # a unit died while the battle goes on
+                assert set(pz.agents) == set(before) - set(gone)
+                assert all(pz.observation_space(a) is not None for a in gone)
+                return
+    pytest.fail("no unit died mid-battle in 20 random battles")
+
+
+def test_action_masks_in_infos_or_in_the_observation():
+    pz = parallel_env("combat/3m")
+    obs, infos = pz.reset(seed=0)
+    a = pz.agents[0]
+    assert infos[a]["action_mask"].dtype == np.int8
+    assert infos[a]["action_mask"].shape == (pz.action_space(a).n,)
+    pz = parallel_env("combat/3m", action_mask="obs")
+    obs, infos = pz.reset(seed=0)
+    assert set(obs[a]) == {"observation", "action_mask"}
+    assert pz.observation_space(a).contains(obs[a])
+
+
+def test_heterogeneous_agents_are_unpadded():
+    pz = parallel_env("particle/speaker_listener")
+    obs, _ = pz.reset(seed=0)
+    sizes = {a: obs[a].shape[0] for a in pz.agents}
+    assert len(set(sizes.values())) == 2
+    assert all(pz.observation_space(a).shape == (k,) for a, k in sizes.items())
+
+
+def test_render_returns_a_frame_from_the_viewer():
+    pz = parallel_env("combat/3m", render_mode="rgb_array")
+    pz.reset(seed=0)
+    frame = pz.render()
+    assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8
+    assert frame.std() > 0  # something was drawn
+
+
+def test_make_with_the_pettingzoo_api():
+    pz = marl.make("particle/spread", api="pettingzoo")
+    assert isinstance(pz, MarlParallelEnv)
+    assert pz.possible_agents == ["agent_0", "agent_1", "agent_2"]
+    with pytest.raises(ValueError, match="api"):
+        marl.make("particle/spread", api="gym")
+
+
+def test_vector_env_equals_the_vmapped_autoreset_step():
+    env = marl.make("combat/3m")
+    vec = vector_env("combat/3m", num_envs=4)
+    obs, infos = vec.reset(seed=3)
+    assert obs.shape == (4, 3, env.spec.obs_dim)
+    wrapped = AutoReset(env)
+    key = jax.random.key(3)
+    key, sub = jax.random.split(key)
+    state, ts = jax.vmap(wrapped.reset)(jax.random.split(sub, 4))
+    np.testing.assert_array_equal(obs, np.asarray(ts.obs))
+    for _ in range(5):
+        acts = np.argmax(infos["action_mask"], axis=-1).astype(np.int32)
+        obs, rew, term, trunc, infos = vec.step(acts)
+        key, sub = jax.random.split(key)
+        state, ts = jax.vmap(wrapped.step)(jax.random.split(sub, 4), state, jax.numpy.asarray(acts))
+        np.testing.assert_array_equal(obs, np.asarray(ts.obs))
+        np.testing.assert_array_equal(rew, np.asarray(ts.reward))
+        assert term.shape == trunc.shape == (4, 3)
