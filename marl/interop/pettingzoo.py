@@ -127,7 +127,7 @@ class MarlParallelEnv(ParallelEnv):
         out = {}
         for a in agents:
             i = self._index[a]
-            row = np.asarray(self._ts.obs[i, : self.spec.obs_sizes[i]], np.float32)
+            row = np.array(self._ts.obs[i, : self.spec.obs_sizes[i]], np.float32)  # writable
             if self._mask_in_obs:
                 out[a] = {"observation": row, "action_mask": self._mask(i)}
             else:
@@ -135,7 +135,7 @@ class MarlParallelEnv(ParallelEnv):
         return out
 
     def _mask(self, i: int) -> np.ndarray:
-        return np.asarray(self._ts.avail_actions[i, : self.spec.action_sizes[i]], np.int8)
+        return np.array(self._ts.avail_actions[i, : self.spec.action_sizes[i]], np.int8)
 
     def _infos(self, agents: list[str]) -> dict[str, dict]:
         if not self.spec.discrete or self._mask_in_obs:
