@@ -199,7 +199,9 @@ def _fail(path: Path, where: str, message: str) -> RecordError:
     return RecordError(f"{path}: {where}: {message}")
 
 
-def _values(path: Path, where: str, value: Any) -> np.ndarray:
+def checked_values(path: Path, where: str, value: Any) -> np.ndarray:
+    """`value` (a number or a flat list of them) as a float64 array, or a RecordError naming
+    `path` and `where`: not numbers, empty, NaN, Infinity or past `VALUE_BOUND`."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list) or not value:
@@ -263,7 +265,7 @@ def _parse_run(path: Path, where: str, name: str, data: Any) -> Run:
             )
         names = here
         for m in sorted(here):
-            metrics.setdefault(m, []).append(_values(path, f"{at}/{m}", entry[m]))
+            metrics.setdefault(m, []).append(checked_values(path, f"{at}/{m}", entry[m]))
     out = {}
     for m, rows in metrics.items():
         lengths = {len(r) for r in rows}
@@ -278,7 +280,7 @@ def _parse_run(path: Path, where: str, name: str, data: Any) -> Run:
         if not isinstance(data[ABSOLUTE], dict):
             raise _fail(path, f"{where}/{ABSOLUTE}", "expected a mapping of metric to values")
         for m, v in data[ABSOLUTE].items():
-            absolute[m] = _values(path, f"{where}/{ABSOLUTE}/{m}", v)
+            absolute[m] = checked_values(path, f"{where}/{ABSOLUTE}/{m}", v)
     return Run(name=name, steps=np.asarray(steps), metrics=out, absolute=absolute)
 
 
