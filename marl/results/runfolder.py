@@ -45,6 +45,7 @@ class FinishedRun:
     final: dict[str, Any]
     config: dict[str, Any]
     meta: dict[str, Any] | None
+    command: str | None = None  # the `marl train` command config.yaml's first line names
 
     @property
     def task(self) -> str:
@@ -102,11 +103,13 @@ def read_run(path: str | Path) -> FinishedRun:
     if not (path / FINAL).is_file():
         raise RecordError(f"{path}: no {FINAL} (not a finished run folder)")
     meta = _json(path / META) if (path / META).is_file() else None
-    if meta is not None and (meta.get("diverged") or not meta.get("finished", True)):
+    if meta is not None and (meta.get("diverged") or not meta.get("finished")):
         raise RecordError(f"{path}: {skip_reason(path)}")
     config_path = path / CONFIG
-    config = yaml.safe_load(config_path.read_text()) if config_path.is_file() else None
-    return FinishedRun(path, _json(path / FINAL), config or {}, meta)
+    text = config_path.read_text() if config_path.is_file() else ""
+    head = text.partition("\n")[0]  # "# resolved config of this run; command: marl train ..."
+    command = (head.partition("command: ")[2] or None) if head.startswith("#") else None
+    return FinishedRun(path, _json(path / FINAL), yaml.safe_load(text) or {}, meta, command)
 
 
 def evaluations(path: str | Path) -> list[tuple[int, dict[str, np.ndarray]]]:
