@@ -24,6 +24,10 @@ improvement treats the seeds as unpaired.
 charge-and-die), how many seeds' greedy evaluations reached `T` on the metric during training
 (metrics.jsonl), the first env step at which each did, and Fisher's exact test (two-sided)
 between every pair of learners on those counts.
+
+Runs are read through `marl.results.runfolder`, the statistics are `marl.results.stats`'.
+Feeds `results/swarms/comparison.md` (its command heads it) and the final-score comparisons
+of `results/fidelity.md` (each with its command).
 """
 
 from __future__ import annotations

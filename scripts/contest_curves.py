@@ -8,6 +8,8 @@ A run directory is a `marl train` run (finished or not) with its `metrics.jsonl`
 the evaluation puts the run's own sides against each other, so these columns say whether its
 armies still fight (results/fidelity.md, Yang et al.), not how strong either is: that is
 `marl crossplay`'s job. `--every k` keeps every k-th evaluation (and the last).
+
+Feeds the contest curves `results/fidelity.md` quotes (Yang et al.: MF-Q's army against IL's).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from marl.results.protocol import RecordError
 DEFAULT = ("allies_alive", "enemies_killed", "length", "won", "lost", "return/allies")
 
 
-def evaluations(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
+def seed_means(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
     """(env steps, metric -> mean over seeds) of each logged evaluation, in order
     (`marl.results.runfolder.evaluations`)."""
     try:
@@ -35,7 +37,7 @@ def evaluations(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
 
 def table(run_dir: str | Path, metrics: list[str] | None = None, every: int = 1) -> str:
     """The markdown table of one run (columns: env steps, then the metrics it logged)."""
-    rows = evaluations(run_dir)
+    rows = seed_means(run_dir)
     if not rows:
         return f"{run_dir}: no evaluations yet\n"
     logged = rows[0][1]

@@ -14,6 +14,9 @@ the format `marl bench --json` writes (a list, one record per size: {"marl": ...
 A cell still marked running when the loop starts again crashed the process before: it is
 recorded as failed and skipped, so the shell can simply start the loop again. Sizes run
 outermost (every task at 1 env, then at 1,024, ...), so a deadline cuts the biggest cells.
+
+Feeds OUT/bench_gpu.md, not a committed page: figures that hold up go to `results/bench.md`
+by hand (`scripts/gpu_check.sh` says so).
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ training only. Training-episode returns are put in one unit, per agent per 25-st
 (JaxMARL's MPE episodes have 26 steps and its MPELogWrapper reports rewards x num_agents), on a
 common grid of env steps; the final return is the mean over the last 5% of training. Writes a
 JSON record and a markdown table next to it.
+
+Feeds `results/fidelity/jaxmarl_spread.json` and `.md` (the JaxMARL section of
+`results/fidelity.md` quotes them).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Learning benchmark: learners on one task, many seeds, scored against the random and reference
-anchors. Not part of the tests (it takes tens of minutes on a 2-core CPU). Feeds
-`results/learning/<family>_<task>.json` and `.md`; each page lists the commands of its rows.
+anchors. Not part of the tests (it takes tens of minutes on a 2-core CPU).
 
     python scripts/learning_benchmark.py --env particle/spread --algos ippo,mappo,happo \
         --seeds 10 --budget 2e6 [--set algo.lr=1e-3 ...] [--name NAME [--resume]]
@@ -29,6 +28,9 @@ they are.
 new run uses root seed K (its seeds are independent of the row's earlier runs), must match
 the row's budget and other overrides, and the row's figures are recomputed over the seeds of
 all its runs (read back through `marl.results.runfolder`).
+
+Feeds `results/learning/<family>_<task>.json` and `.md`; each page lists the commands of
+its rows.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ script reads the finished runs' records and writes the comparison: per variant t
 metric of each seed (its best evaluated parameters re-evaluated on 320 episodes), their IQM
 with a 95% bootstrap CI, and the probability that the state without time beats the one with
 it (rliable's P(X > Y) with its CI).
+
+Feeds `results/learning/time_limits.md`.
 """
 
 from __future__ import annotations
