@@ -1,5 +1,6 @@
 """Non-learned reference policies (random, scripted) and the anchor scores that normalise
-per-task results: `normalised = (score - random) / (scripted - random)`.
+per-task results: `normalised = (score - random) / (reference - random)`, the reference being
+the task's scripted policy.
 
 Scripted policies: particle scenarios (`baselines.particle`), focus fire on combat battles
 (`baselines.combat`), the wavefront planner on pathfinding maps (`baselines.pathfinding`) and
@@ -53,9 +54,11 @@ def anchor_scores(
     env: MultiAgentEnv, num_episodes: int = 320, key: jax.Array | None = None
 ) -> dict[str, float | None]:
     """Mean team return of the random and the scripted policy over `num_episodes` episodes
-    (`marl.learning.evaluation.evaluate`, jitted; both on the same episode keys).
+    (`marl.learning.evaluation.evaluate`, jitted; both on the same episode keys): the lower and
+    upper anchors of the task's normalised score.
 
-    Returns {"random": float, "scripted": float, or None when `env` has no scripted policy}.
+    Returns {"random": float, "reference": the scripted policy's, or None when `env` has no
+    scripted policy}.
     """
     key = jax.random.key(0) if key is None else key
 
@@ -69,5 +72,5 @@ def anchor_scores(
         scripted = None
     return {
         "random": mean_return(random_policy(env)),
-        "scripted": None if scripted is None else mean_return(scripted),
+        "reference": None if scripted is None else mean_return(scripted),
     }

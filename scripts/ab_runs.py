@@ -11,6 +11,8 @@ sits below the best (collapse: of the seeds' mean curve, and each seed's own, wh
 many noisy evaluations is biased up), and P(after > before) over seeds (unpaired) with its CI.
 BEFORE may be a run folder from an older commit (`git worktree add /tmp/old SHA` or
 `git show SHA:path` into a folder).
+
+Feeds the before/after tables of `results/fidelity.md` (fix 6, death under a team reward).
 """
 
 from __future__ import annotations

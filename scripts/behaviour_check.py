@@ -8,6 +8,8 @@ A refactor that keeps behaviour writes byte-identical records: same programs, sa
 evaluations. The hashes hold on one machine and one jax/jaxlib version (XLA's CPU code can
 differ across both), so the saved file records them and a comparison on another setup says so
 instead of failing: save on the old commit, then compare on the new one, on the same machine.
+
+Maintains `tests/data/behaviour_records.json` (the saved hashes).
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ become `.gz` copies and meta.json's training metrics move to `train_metrics.json
 writes `best_params.f16.msgpack.gz` (float16, gzipped) beside each `best_params.msgpack` (and
 likewise for `params.msgpack`), the form results/.gitignore admits for benchmark cells.
 Unfinished runs are left as they are; a compact folder is left alone (idempotent).
+
+Maintains every committed run folder under `results/` (`results/README.md`, "A run folder").
 """
 
 from __future__ import annotations

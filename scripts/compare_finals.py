@@ -24,20 +24,22 @@ improvement treats the seeds as unpaired.
 charge-and-die), how many seeds' greedy evaluations reached `T` on the metric during training
 (metrics.jsonl), the first env step at which each did, and Fisher's exact test (two-sided)
 between every pair of learners on those counts.
+
+Runs are read through `marl.results.runfolder`, the statistics are `marl.results.stats`'.
+Feeds `results/swarms/comparison.md` (its command heads it) and the final-score comparisons
+of `results/fidelity.md` (each with its command).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
-from pathlib import Path
 
 import numpy as np
-import yaml
 
-from marl.results.files import read_text
+from marl.results.protocol import RecordError
+from marl.results.runfolder import evaluations, read_run
 from marl.results.stats import REPS, iqm_ci, mean_ci, probability_of_improvement
 
 
@@ -47,61 +49,48 @@ def _fmt(t) -> str:
 
 
 def load(dirs: list[str], metric: str) -> dict[str, dict[str, dict]]:
-    """task -> learner -> {"scores": [seeds], "env_steps": {..}, "dirs": [..]}. Runs of one
-    learner trained to different nominal budgets are not pooled: each budget is its own row,
-    `learner (budget)`."""
-    finals = []  # (task, run dir, final.json, config.yaml)
-    for d in dirs:
-        path = Path(d) / "final.json"
-        if not path.is_file():
-            raise SystemExit(f"{d}: no final.json (not a finished run directory)")
-        final = json.loads(path.read_text())
-        if metric not in final["absolute"]:
-            raise SystemExit(f"{d}: no absolute {metric!r}; has {', '.join(final['absolute'])}")
-        cfg = Path(d) / "config.yaml"
-        config = (yaml.safe_load(cfg.read_text()) or {}) if cfg.is_file() else {}
-        task = Path(d).parent.parent.name  # <records>/<family>/<task>/<algo>/<name>
-        finals.append((f"{Path(d).parent.parent.parent.name}/{task}", d, final, config))
-
-    def learner(final: dict, config: dict) -> str:  # the run's `label=` where it has one
-        return config.get("label") or final["algo"]
-
+    """task -> learner -> {"scores": [seeds], "env_steps": {..}, "dirs": [..], "keys": [..]}
+    (`marl.results.runfolder.read_run`). Runs of one learner trained to different nominal
+    budgets are not pooled: each budget is its own row, `learner (budget)`."""
+    try:
+        runs = [(d, read_run(d)) for d in dirs]
+        scores = {d: run.absolute(metric) for d, run in runs}
+    except RecordError as e:
+        raise SystemExit(str(e)) from None
     budgets: dict[tuple[str, str], set] = {}
-    for task, _, final, config in finals:
-        budgets.setdefault((task, learner(final, config)), set()).add(final.get("budget"))
+    for _, run in runs:
+        budgets.setdefault((run.task, run.learner), set()).add(run.budget)
     out: dict[str, dict[str, dict]] = {}
-    for task, d, final, config in finals:
-        name = learner(final, config)
-        if len(budgets[(task, name)]) > 1:  # an older final.json may lack its budget
-            budget = final.get("budget")
-            label = "budget unknown" if budget is None else f"{budget:.0e}".replace("e+0", "e")
-            name = f"{name} ({label})"
-        entry = out.setdefault(task, {}).setdefault(
+    for d, run in runs:
+        name = run.learner
+        if len(budgets[(run.task, name)]) > 1:  # an older final.json may lack its budget
+            label = "budget unknown" if run.budget is None else f"{run.budget:.0e}"
+            name = f"{name} ({label.replace('e+0', 'e')})"
+        entry = out.setdefault(run.task, {}).setdefault(
             name, {"scores": [], "env_steps": set(), "dirs": [], "keys": []}
         )
-        scores = list(np.asarray(final["absolute"][metric], dtype=float))
-        entry["keys"] += [(int(config.get("seed", 0)), k) for k in range(len(scores))]
-        entry["scores"] += scores
-        entry["env_steps"].add(int(final["env_steps"]))
+        entry["keys"] += [(run.root_seed, k) for k in range(len(scores[d]))]
+        entry["scores"] += list(scores[d])
+        entry["env_steps"].add(run.env_steps)
         entry["dirs"].append(d)
     return out
 
 
 def reached(dirs: list[str], metric: str, threshold: float) -> list[int | None]:
     """Per seed of the runs `dirs` (in order), the first env step at which its greedy
-    evaluation's `metric` was at least `threshold` (None: never), from metrics.jsonl."""
+    evaluation's `metric` was at least `threshold` (None: never), from metrics.jsonl
+    (`marl.results.runfolder.evaluations`)."""
     out: list[int | None] = []
     for d in dirs:
         first: list[int | None] | None = None
-        for line in read_text(Path(d) / "metrics.jsonl").splitlines():  # or its .gz copy
-            row = json.loads(line)
-            values = row.get("eval", {}).get(metric)
+        for step, evals in evaluations(d):
+            values = evals.get(metric)
             if values is None:
                 continue
             first = first or [None] * len(values)
             for k, v in enumerate(values):
                 if first[k] is None and v >= threshold:
-                    first[k] = int(row["step"])
+                    first[k] = step
         if first is None:
             raise SystemExit(f"{d}: no evaluation of {metric!r} in metrics.jsonl")
         out += first

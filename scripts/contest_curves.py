@@ -8,40 +8,36 @@ A run directory is a `marl train` run (finished or not) with its `metrics.jsonl`
 the evaluation puts the run's own sides against each other, so these columns say whether its
 armies still fight (results/fidelity.md, Yang et al.), not how strong either is: that is
 `marl crossplay`'s job. `--every k` keeps every k-th evaluation (and the last).
+
+Feeds the contest curves `results/fidelity.md` quotes (Yang et al.: MF-Q's army against IL's).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
-from marl.results.files import read_text, stored
+from marl.results import runfolder
+from marl.results.protocol import RecordError
 
 DEFAULT = ("allies_alive", "enemies_killed", "length", "won", "lost", "return/allies")
 
 
-def evaluations(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
-    """(env steps, metric -> mean over seeds) of each logged evaluation, in order."""
-    path = stored(Path(run_dir) / "metrics.jsonl")  # or its compacted copy
-    if not path.is_file():
-        raise SystemExit(f"{run_dir}: no metrics.jsonl (not a run directory)")
-    out = []
-    for line in read_text(path).splitlines():
-        row = json.loads(line)
-        evals = row.get("eval")
-        if not evals:
-            continue
-        step = int(row.get("env_steps", row.get("step", 0)))
-        out.append((step, {k: float(np.mean(v)) for k, v in evals.items()}))
-    return out
+def seed_means(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
+    """(env steps, metric -> mean over seeds) of each logged evaluation, in order
+    (`marl.results.runfolder.evaluations`)."""
+    try:
+        rows = runfolder.evaluations(run_dir)
+    except RecordError as e:
+        raise SystemExit(str(e)) from None
+    return [(step, {k: float(np.mean(v)) for k, v in evals.items()}) for step, evals in rows]
 
 
 def table(run_dir: str | Path, metrics: list[str] | None = None, every: int = 1) -> str:
     """The markdown table of one run (columns: env steps, then the metrics it logged)."""
-    rows = evaluations(run_dir)
+    rows = seed_means(run_dir)
     if not rows:
         return f"{run_dir}: no evaluations yet\n"
     logged = rows[0][1]

@@ -6,6 +6,8 @@
 Run `--write` in the commit that bumps a family's `BEHAVIOUR_VERSION` (envs/<family>/
 __init__.py) because what its envs return changed; tests/test_env_versions.py fails when a
 fingerprint changes while the version stays.
+
+Maintains `tests/data/golden_rollouts.json`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ the format `marl bench --json` writes (a list, one record per size: {"marl": ...
 A cell still marked running when the loop starts again crashed the process before: it is
 recorded as failed and skipped, so the shell can simply start the loop again. Sizes run
 outermost (every task at 1 env, then at 1,024, ...), so a deadline cuts the biggest cells.
+
+Feeds OUT/bench_gpu.md, not a committed page: figures that hold up go to `results/bench.md`
+by hand (`scripts/gpu_check.sh` says so).
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import sys
 import time
 import traceback
@@ -31,6 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from anywhere: marl comes from the repository
     sys.path.insert(0, str(ROOT))
+
+from marl.results.files import read_json, write_json  # noqa: E402
 
 PEER_OF_FAMILY = {"particle": "jaxmarl", "combat": "jaxmarl", "pathfinding": "camar"}
 PACKAGES = (
@@ -53,18 +57,12 @@ PACKAGES = (
 )
 
 
-def read_json(path: Path) -> Any:
+def read_if_any(path: Path) -> Any:
+    """`marl.results.files.read_json`, or None where a step left no (or a broken) file."""
     try:
-        return json.loads(path.read_text())
+        return read_json(path)
     except (OSError, ValueError):
         return None
-
-
-def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    tmp.replace(path)
 
 
 def slug(task: str) -> str:
@@ -96,6 +94,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
     print(f"python             {info['python']}")
     print(f"jax.devices()      {devices}")
     print(f"device kind        {info['device_kind']}")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     write_json(Path(args.out) / "versions.json", info)
     return 0
 
@@ -119,7 +118,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     sizes = [int(n) for n in args.sizes.split(",")]
     steps = parse_steps(args.steps, sizes)
     status_path = out / "bench_status.json"
-    status = read_json(status_path) or {}
+    status = read_if_any(status_path) or {}
     for n in sizes:
         for task in args.tasks:
             cell = f"{slug(task)}_{n}"
@@ -201,7 +200,7 @@ def merge_bench(out: Path, tasks: list[str], sizes: list[int]) -> None:
     for task in tasks:
         records = []
         for n in sizes:
-            cell = read_json(out / "bench" / f"{slug(task)}_{n}.json")
+            cell = read_if_any(out / "bench" / f"{slug(task)}_{n}.json")
             records += cell or []
         if records:
             write_json(out / f"bench_{slug(task)}.json", records)
@@ -214,13 +213,17 @@ def cmd_train_summary(args: argparse.Namespace) -> int:
     """OUT/train.json: per (env, algo, mode) the runs' steps/s (env steps over all seeds per
     second of training, compile and evaluations excluded, as `marl train` reports) and times.
     mode: the run name before "-seed_" (vmapped; sequential-seed_k from `marl sweep seed=...`)."""
+    from marl.results.protocol import RecordError
+    from marl.results.runfolder import read_run
+
     out = Path(args.out)
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for final_path in sorted((out / "runs").glob("**/final.json")):
-        final = read_json(final_path)
-        meta = read_json(final_path.with_name("meta.json")) or {}
-        if not final:
+        try:
+            run = read_run(final_path.parent)
+        except RecordError:  # a run cut short or broken: no row
             continue
+        final, meta = run.final, run.meta or {}
         mode = final_path.parent.name.split("-seed_")[0]
         groups.setdefault((final["env"], final["algo"], mode), []).append(
             {"final": final, "meta": meta, "dir": str(final_path.parent.relative_to(out))}
@@ -308,7 +311,7 @@ def pytest_summary(out: Path) -> str:
 
 
 def bench_section(out: Path, versions: dict[str, Any]) -> list[str]:
-    status = read_json(out / "bench_status.json") or {}
+    status = read_if_any(out / "bench_status.json") or {}
     tasks = list(dict.fromkeys(s["task"] for s in status.values()))
     # a bench step cut by its time limit never merged its cells: merge what it measured
     merge_bench(out, tasks, sorted({s["num_envs"] for s in status.values()}))
@@ -326,7 +329,7 @@ def bench_section(out: Path, versions: dict[str, Any]) -> list[str]:
             (s for s in status.values() if s["task"] == task), key=lambda s: s["num_envs"]
         )
         records = {
-            r["marl"]["num_envs"]: r for r in read_json(out / f"bench_{slug(task)}.json") or []
+            r["marl"]["num_envs"]: r for r in read_if_any(out / f"bench_{slug(task)}.json") or []
         }
         peer = PEER_OF_FAMILY.get(task.split("/")[0])
         peer_name = next(
@@ -373,7 +376,7 @@ def bench_section(out: Path, versions: dict[str, Any]) -> list[str]:
 
 
 def train_section(out: Path) -> list[str]:
-    rows = read_json(out / "train.json") or []
+    rows = read_if_any(out / "train.json") or []
     lines = ["## Training (`marl train`): seeds vmapped against seeds one after another", ""]
     if not rows:
         return [*lines, "No training run finished.", ""]
@@ -440,7 +443,7 @@ def train_section(out: Path) -> list[str]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    versions = read_json(out / "versions.json") or {}
+    versions = read_if_any(out / "versions.json") or {}
     packages = versions.get("packages", {})
     device = versions.get("device_kind", "unknown")
     lines = [

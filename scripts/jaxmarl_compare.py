@@ -19,6 +19,9 @@ training only. Training-episode returns are put in one unit, per agent per 25-st
 (JaxMARL's MPE episodes have 26 steps and its MPELogWrapper reports rewards x num_agents), on a
 common grid of env steps; the final return is the mean over the last 5% of training. Writes a
 JSON record and a markdown table next to it.
+
+Feeds `results/fidelity/jaxmarl_spread.json` and `.md` (the JaxMARL section of
+`results/fidelity.md` quotes them).
 """
 
 from __future__ import annotations
@@ -37,15 +40,22 @@ import time
 import types
 from collections.abc import Callable
 from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import jax
-import numpy as np
+from marl.learning.xla import configure_xla
 
-import marl  # sets marl's XLA CPU flags on import, before JAX starts a backend
-from marl.learning.training import probe_learner
-from marl.results.stats import mean_ci
+configure_xla()  # marl's XLA CPU flags (the CLI's), before JAX starts a backend
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import marl  # noqa: E402
+from marl.learning.training import probe_learner  # noqa: E402
+from marl.results.files import write_json  # noqa: E402
+from marl.results.stats import mean_ci  # noqa: E402
+from marl.run.provenance import versions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "particle/spread"
@@ -505,18 +515,6 @@ def markdown(record: dict) -> str:
     return "\n".join(lines)
 
 
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version(), "marl": marl.__version__}
-    for name in ("jax", "jaxlib", "flax", "optax", "distrax", "flashbax", "jaxmarl", "numpy"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
 def machine() -> dict[str, Any]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -560,7 +558,7 @@ def report(tag: str, seeds: list[dict], seed: dict) -> None:
 
 def write(record: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1, default=float) + "\n")
+    write_json(out, record)
     out.with_suffix(".md").write_text(markdown(record))
 
 
@@ -645,7 +643,12 @@ def main(argv: list[str] | None = None) -> None:
         "unit": f"training-episode return per agent per {MARL_EPISODE}-step episode",
         "conversion": CONVERSION,
         "grid": grid.tolist(),
-        "jaxmarl": {**peer_prov, "package_file": jaxmarl.__file__, "wandb": "stand-in module"},
+        "jaxmarl": {
+            **peer_prov,
+            "package_file": jaxmarl.__file__,
+            "package_versions": {m: metadata.version(m) for m in needs},
+            "wandb": "stand-in module",
+        },
         "versions": versions(),
         "machine": machine(),
         "learners": {},

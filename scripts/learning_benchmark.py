@@ -1,4 +1,4 @@
-"""Learning benchmark: learners on one task, many seeds, scored against the random and scripted
+"""Learning benchmark: learners on one task, many seeds, scored against the random and reference
 anchors. Not part of the tests (it takes tens of minutes on a 2-core CPU).
 
     python scripts/learning_benchmark.py --env particle/spread --algos ippo,mappo,happo \
@@ -6,7 +6,9 @@ anchors. Not part of the tests (it takes tens of minutes on a 2-core CPU).
 
 Each learner runs through `marl train` (same configs, same run directories); then the script
 computes, per learner, the IQM over seeds of the final greedy evaluation return (mean over the
-evaluation episodes) and the fraction of the random -> scripted gap it closes, and merges the
+evaluation episodes) and the fraction of the random -> reference gap it closes (the anchors of
+`marl.baselines.anchor_scores`: random actions and the task's scripted reference policy,
+normalised as `marl.results.scoring` does), and merges the
 rows into `results/learning/<env>.json` and `.md` (a learner's earlier row is replaced, the
 other learners' rows are kept; each row records its own seeds, budget and overrides).
 Environment keywords (`--set env.kwargs.K=V`) make a variant task with its own record,
@@ -25,13 +27,15 @@ they are.
 `--extend --set seed=K` adds seeds to a learner's existing row instead of replacing it: the
 new run uses root seed K (its seeds are independent of the row's earlier runs), must match
 the row's budget and other overrides, and the row's figures are recomputed over the seeds of
-all its runs (read back from their `final.json`).
+all its runs (read back through `marl.results.runfolder`).
+
+Feeds `results/learning/<family>_<task>.json` and `.md`; each page lists the commands of
+its rows.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,8 +46,10 @@ import marl
 from marl import cli
 from marl.baselines import anchor_scores
 from marl.learning.xla import configure_xla
-from marl.results.files import atomic_write, write_json
-from marl.results.protocol import split_env_id
+from marl.results.files import atomic_write, read_json, write_json
+from marl.results.protocol import RecordError, split_env_id
+from marl.results.runfolder import read_run
+from marl.results.scoring import RETURN, TaskScore
 from marl.results.stats import iqm
 from marl.run import config
 from marl.run.rundir import run_task
@@ -98,7 +104,7 @@ def runs_of(row: dict) -> list[dict]:
 
 def extendable_row(path: Path, algo: str, args: argparse.Namespace) -> dict:
     """The learner's row at `path` that `--extend` adds to, after checking the run fits it."""
-    rows = json.loads(path.read_text())["results"] if path.exists() else []
+    rows = read_json(path)["results"] if path.exists() else []
     row = next((r for r in rows if r["algo"] == algo), None)
     if row is None:
         raise SystemExit(f"--extend: no {algo} row in {path} to add seeds to")
@@ -124,22 +130,25 @@ def extendable_row(path: Path, algo: str, args: argparse.Namespace) -> dict:
 def summarise(
     algo: str, runs: list[dict], anchors: dict, budget: float, overrides: list[str]
 ) -> dict:
-    """A learner's row: IQMs over the seeds of all its runs, read from their `final.json`."""
-    finals = [json.loads((ROOT / r["run_dir"] / "final.json").read_text()) for r in runs]
+    """A learner's row: IQMs over the seeds of all its runs (`marl.results.runfolder`)."""
+    finished = [read_run(ROOT / r["run_dir"]) for r in runs]
 
     def per_seed(part: str, metric: str) -> np.ndarray | None:
-        parts = [f.get(part, {}).get(metric) for f in finals]
-        return None if any(p is None for p in parts) else np.concatenate(parts).astype(np.float64)
+        try:
+            return np.concatenate([getattr(f, part)(metric) for f in finished])
+        except RecordError:  # a run that did not record it
+            return None
 
-    returns, absolute = per_seed("final", "return"), per_seed("absolute", "return")
-    won, won_abs = per_seed("final", "won"), per_seed("absolute", "won")
+    returns, absolute = per_seed("last", "return"), per_seed("absolute", "return")
+    won, won_abs = per_seed("last", "won"), per_seed("absolute", "won")
     score = iqm(returns)
     gap = None
-    if anchors["scripted"] is not None:
-        gap = (score - anchors["random"]) / (anchors["scripted"] - anchors["random"])
-    env_steps = finals[-1].get("env_steps")
-    steps = [f["env_steps"] * f["seeds"] for f in finals]
-    train_time = sum(n / f["steps_per_second"] for n, f in zip(steps, finals, strict=True))
+    if anchors["reference"] is not None:
+        scoring = TaskScore(RETURN, "anchored", anchors["random"], anchors["reference"])
+        gap = float(scoring.apply(score))
+    env_steps = finished[-1].env_steps
+    steps = [f.env_steps * f.final["seeds"] for f in finished]
+    train_time = sum(n / f.final["steps_per_second"] for n, f in zip(steps, finished, strict=True))
     row = {
         "algo": algo,
         "iqm_return": score,
@@ -169,7 +178,7 @@ def merge_rows(path: Path, rows: list[dict]) -> list[dict]:
     if not path.exists():
         return rows
     new = {r["algo"] for r in rows}
-    old = json.loads(path.read_text())
+    old = read_json(path)
     kept = []
     for r in old.get("results", []):
         if r["algo"] in new:
@@ -217,8 +226,7 @@ def run_one(
     if code != 0:
         raise SystemExit(f"marl train failed with exit code {code}")
     run_dir = out / split_env_id(env_id)[0] / task / algo / name  # where `marl train` wrote it
-    final = json.loads((run_dir / "final.json").read_text())
-    return run_dir, final, time.perf_counter() - start
+    return run_dir, time.perf_counter() - start
 
 
 def main() -> None:
@@ -274,9 +282,7 @@ def main() -> None:
     stem = f"{family}_{task}"
     out_dir = ROOT / "results" / "learning"
     if args.render_only:
-        atomic_write(
-            out_dir / f"{stem}.md", markdown(json.loads((out_dir / f"{stem}.json").read_text()))
-        )
+        atomic_write(out_dir / f"{stem}.md", markdown(read_json(out_dir / f"{stem}.json")))
         return
 
     algos = args.algos.split(",")
@@ -304,7 +310,7 @@ def main() -> None:
 
     if args.change:
         for algo in algos:
-            run_dir, _, _ = train(algo)
+            run_dir, _ = train(algo)
             path = add_screen(run_dir, args.change, out_dir, stem)
             print(f"{algo}: screen added to {path} and {path.with_suffix('.md')}", flush=True)
         return
@@ -313,7 +319,7 @@ def main() -> None:
     print(f"anchors on {family}/{task}: {anchors}", flush=True)
     rows = []
     for algo in algos:
-        run_dir, _, wall = train(algo)
+        run_dir, wall = train(algo)
         command = (
             f"python scripts/learning_benchmark.py --env {args.env} --algos {algo} "
             f"--seeds {args.seeds} --budget {args.budget:g}"
@@ -338,7 +344,7 @@ def main() -> None:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = merge_rows(record_path, rows)
-    kept = json.loads(record_path.read_text()) if record_path.exists() else {}  # screens stay
+    kept = read_json(record_path) if record_path.exists() else {}  # screens stay
     record = {**kept, "env": f"{family}/{task}", "anchors": anchors, "results": rows}
     write_json(record_path, record)
     text = markdown(record)
@@ -349,19 +355,18 @@ def main() -> None:
 def screen_entry(run_dir: Path, change: str) -> dict:
     """A screen: one finished run of a learner variant and its absolute metric per seed (the
     win rate where the task has one, else the return)."""
-    final = json.loads((run_dir / "final.json").read_text())
-    head = (run_dir / "config.yaml").read_text().splitlines()[0]
-    absolute = final.get("absolute")
+    run = read_run(run_dir)
+    absolute = run.final.get("absolute")
     if not absolute:
         raise SystemExit(f"{run_dir}: no absolute metric in final.json (run unfinished or old)")
     metric = "won" if "won" in absolute else "return"
-    per_seed = [float(x) for x in absolute[metric]]
+    per_seed = [float(x) for x in run.absolute(metric)]
     return {
-        "algo": final["algo"],
+        "algo": run.algo,
         "change": change,
-        "command": head.partition("command: ")[2] or None,
-        "seeds": final["seeds"],
-        "env_steps": final["env_steps"],
+        "command": run.command,
+        "seeds": run.final["seeds"],
+        "env_steps": run.env_steps,
         "metric": metric,
         "absolute": per_seed,
         "iqm_absolute": iqm(np.asarray(per_seed)),
@@ -372,14 +377,15 @@ def screen_entry(run_dir: Path, change: str) -> dict:
 def add_screen(run_dir: Path, change: str, out_dir: Path, stem: str | None = None) -> Path:
     """Add (or replace, by run directory) a screen in the record `<out_dir>/<stem>.json`
     (default: the run's own task's); returns the record's path."""
-    meta = json.loads((run_dir / "meta.json").read_text())
-    if not meta.get("finished"):
-        raise SystemExit(f"{run_dir}: the run is not finished")
-    stem = stem or f"{split_env_id(meta['env'])[0]}_{meta['task']}"
+    try:
+        task = read_run(run_dir).task
+    except RecordError as e:
+        raise SystemExit(str(e)) from None
+    stem = stem or task.replace("/", "_", 1)
     path = out_dir / f"{stem}.json"
     if not path.exists():
         raise SystemExit(f"{path}: no learning-benchmark record for this task yet")
-    record = json.loads(path.read_text())
+    record = read_json(path)
     entry = screen_entry(run_dir, change)
     screens = record.setdefault("screens", [])
     same = [k for k, e in enumerate(screens) if e["run_dir"] == entry["run_dir"]]
@@ -429,8 +435,8 @@ def markdown(record: dict) -> str:
         "over agents); IQM over seeds. The absolute metric re-evaluates each seed's best "
         "evaluated parameters on 320 episodes (n/a: run before the protocol had it). "
         "Anchors over 320 episodes: random "
-        f"{anchors['random']:.2f}, scripted "
-        + ("n/a" if anchors["scripted"] is None else f"{anchors['scripted']:.2f}")
+        f"{anchors['random']:.2f}, reference (the scripted policy) "
+        + ("n/a" if anchors["reference"] is None else f"{anchors['reference']:.2f}")
         + ".",
         "",
     ]

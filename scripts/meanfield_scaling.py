@@ -10,6 +10,8 @@ seeds vmapped, as `marl train` runs them. Compile time is the wall time to trace
 compile one `scan` of `--updates` updates; steps/s is the best of two timed calls of it (env
 steps, all seeds). With agents on an array axis the program does not grow with N, so compile
 time should stay flat.
+
+Feeds `results/meanfield_scaling.md` (written with `--out results/meanfield_scaling.md`).
 """
 
 from __future__ import annotations

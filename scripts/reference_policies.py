@@ -7,6 +7,8 @@ quotes, measured: each on `--episodes` greedy episodes for each of `--keys` epis
 Cases: combat/3m (focus fire against the heuristic; won), pathfinding/random_grid with 8 agents
 at density 0.15 (the planner under each dynamics; success rate) and cleanup/comm (greedy
 collection; collected fraction).
+
+Feeds `results/reference_policies.md`.
 """
 
 from __future__ import annotations

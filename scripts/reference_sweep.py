@@ -17,6 +17,8 @@ Runs finished before are skipped (so a killed sweep resumes); `--fresh` deletes 
 The budget is CPU-friendly (about 20 minutes per task on 2 cores), far below the learning
 benchmarks of `scripts/learning_benchmark.py` and of benchmark v1; the report says which
 budget it used.
+
+Feeds `results/reference/` (its runs and report; `results/fidelity.md` quotes them).
 """
 
 from __future__ import annotations

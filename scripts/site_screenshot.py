@@ -3,6 +3,8 @@ Chromium, the system's (Debian's `chromium`) through Playwright; no browser down
 network. `chromium()` is also what tests/test_site_browser.py drives.
 
     python scripts/site_screenshot.py results/site/index.html results/site_overview.png
+
+Feeds `results/site_overview.png`.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ newest commit that changed the code (marl/, pyproject.toml) before the run's `cr
 marked `"inferred": true`: a run launched from an older worktree ran at or before it. The env
 version is the family's current `BEHAVIOUR_VERSION` (the golden rollouts pin it from here on).
 Folders that already name their code are left alone; `--check` lists those that do not.
+
+Maintains the committed run folders under `results/` (`tests/test_committed_results.py`
+checks that each names its code and env version).
 """
 
 from __future__ import annotations

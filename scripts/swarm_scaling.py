@@ -10,6 +10,8 @@ actions on the same episode keys; the table gives the order parameter at the epi
 against N: the run's learner and settings rebuilt at each agent count, its seeds vmapped as
 `marl train` runs them, the compile time of a scan of U updates and the seconds per update of
 one timed call after an untimed one (env steps per second over all seeds beside).
+
+Feeds `results/swarms/scaling.md` (its command heads it).
 """
 
 from __future__ import annotations

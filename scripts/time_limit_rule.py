@@ -10,18 +10,18 @@ script reads the finished runs' records and writes the comparison: per variant t
 metric of each seed (its best evaluated parameters re-evaluated on 320 episodes), their IQM
 with a 95% bootstrap CI, and the probability that the state without time beats the one with
 it (rliable's P(X > Y) with its CI).
+
+Feeds `results/learning/time_limits.md`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
+from marl.results.runfolder import read_run
 from marl.results.stats import iqm_ci, probability_of_improvement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,16 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     for env_id, algo, metric, _ in TASKS:
         scores = {}
         for label, flag in VARIANTS.items():
-            final = json.loads((run_dir(runs, env_id, algo, flag) / "final.json").read_text())
-            x = np.asarray(final["absolute"][metric], float)
-            ret = np.asarray(final["absolute"]["return"], float)
+            run = read_run(run_dir(runs, env_id, algo, flag))
+            x, ret = run.absolute(metric), run.absolute("return")
             scores[flag] = x
             point, lo, hi = iqm_ci(x)
             lines.append(
-                f"| {env_id} | {algo} | {label} | {final['seeds']} x {final['env_steps']:,} | "
+                f"| {env_id} | {algo} | {label} | {len(x)} x {run.env_steps:,} | "
                 + " / ".join(f"{v:.3f}" for v in x)
                 + f" | {metric} {point:.3f} [{lo:.3f}, {hi:.3f}] | {iqm_ci(ret)[0]:.2f} | "
-                f"{final['wall_time'] / 60:.0f} min |"
+                f"{run.final['wall_time'] / 60:.0f} min |"
             )
         p, lo, hi = probability_of_improvement([scores["false"]], [scores["true"]])
         verdicts.append(

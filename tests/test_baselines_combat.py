@@ -63,6 +63,6 @@ def test_combat_anchors_and_dispatch():
         np.testing.assert_array_equal(got, want)
         state, ts = env.step(jax.random.key(t), state, got)
     anchors = anchor_scores(env, num_episodes=64)
-    assert anchors["random"] < anchors["scripted"]
+    assert anchors["random"] < anchors["reference"]
     with pytest.raises(TypeError, match="combat environment"):
         focus_fire_policy(marl.make("particle/spread"))

@@ -1,15 +1,11 @@
-"""CommonReward (every agent paid the team's mean) and scripts/common_reward.py."""
+"""CommonReward: every agent paid the team's mean reward (EPyMARL's `common_reward`)."""
 
 from __future__ import annotations
-
-import contextlib
-import io
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scripts_loader import load_script
 
 import marl
 from marl.core.testing import check_env
@@ -45,28 +41,3 @@ def test_wrapped_env_keeps_the_contract():
 def test_two_teams_are_refused():
     with pytest.raises(ValueError, match="not one cooperative team"):
         CommonReward(marl.make("particle/adversary"))
-
-
-def test_script_refuses_a_bad_variant_before_training():
-    with pytest.raises(SystemExit, match="expected learner:own|common"):
-        load_script("common_reward").main(["--variant", "mappo:team"])
-
-
-def test_script_trains_each_variant(monkeypatch):
-    script = load_script("common_reward")
-    seen = []
-
-    def fake(env_id, kwargs, variant, seeds, budget):
-        seen.append((env_id, kwargs, variant, seeds, budget))
-        return [0, 100], np.asarray([-1.0, 2.0]), np.asarray([2.0, 3.0])
-
-    monkeypatch.setattr(script, "train_variant", fake)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        argv = ["--env", "pathfinding/random_grid[num_agents=8,density=0.15]"]
-        argv += ["--variant", "happo:common"]
-        assert script.main([*argv, "--budget", "1e3"]) == 0
-    assert seen == [
-        ("pathfinding/random_grid", {"num_agents": 8, "density": 0.15}, "happo:common", 2, 1000)
-    ]
-    assert "| happo:common | -1, 2 (at 100: 2) | 2.0, 3.0 |" in out.getvalue()

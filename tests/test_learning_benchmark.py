@@ -46,7 +46,7 @@ def _run(run_dir: str, seeds: int, root_seed: int, wall: float) -> dict:
 def test_a_row_over_two_runs_pools_their_seeds(lb, tmp_path):
     a = _final(tmp_path, "a", [10.0, 0.0], [1.0, 0.0], sps=100.0)
     b = _final(tmp_path, "b", [20.0, 30.0, 40.0], [1.0, 1.0, 0.5], sps=300.0)
-    anchors = {"random": 0.0, "scripted": 10.0}
+    anchors = {"random": 0.0, "reference": 10.0}
     runs = [_run(a, 2, 0, 60.0), _run(b, 3, 1, 120.0)]
     row = lb.summarise("qmix", runs, anchors, 1000.0, ["algo.lr=1e-3"])
     pooled = [10.0, 0.0, 20.0, 30.0, 40.0]
@@ -66,7 +66,7 @@ def test_a_row_over_two_runs_pools_their_seeds(lb, tmp_path):
 
 def test_extend_checks_the_row_it_adds_to(lb, tmp_path):
     a = _final(tmp_path, "a", [10.0, 0.0], [1.0, 0.0], sps=100.0)
-    anchors = {"random": 0.0, "scripted": 10.0}
+    anchors = {"random": 0.0, "reference": 10.0}
     row = lb.summarise("qmix", [_run(a, 2, 0, 60.0)], anchors, 1e6, ["algo.pack_episodes=4"])
     record = tmp_path / "record.json"
     record.write_text(json.dumps({"env": "x/y", "anchors": anchors, "results": [row]}))
@@ -104,9 +104,9 @@ def test_add_screen_tables_a_variant_run_in_its_task_record(lb, tmp_path):
     (run_dir / "final.json").write_text(json.dumps({**final, "algo": "qmix"}))
     out = tmp_path / "learning"
     out.mkdir()
-    record = {"env": "combat/3m", "anchors": {"random": 0.0, "scripted": 1.0}, "results": []}
+    record = {"env": "combat/3m", "anchors": {"random": 0.0, "reference": 1.0}, "results": []}
     (out / "combat_3m.json").write_text(json.dumps(record))
-    with pytest.raises(SystemExit, match="not finished"):
+    with pytest.raises(SystemExit, match="an unfinished run"):
         lb.add_screen(run_dir, "epsilon to 0.01", out)
     (run_dir / "meta.json").write_text(
         json.dumps({"env": "combat/3m", "task": "3m", "finished": True})
@@ -133,7 +133,7 @@ def test_change_alone_trains_a_screen_and_keeps_the_rows(lb, tmp_path, monkeypat
     (run_dir / "final.json").write_text(json.dumps({**final, "algo": "qmix"}))
     out = tmp_path / "results" / "learning"
     out.mkdir(parents=True)
-    anchors = {"random": 0.0, "scripted": 10.0}
+    anchors = {"random": 0.0, "reference": 10.0}
     shipped = _final(tmp_path, "shipped", [55.0, 58.0], [0.9, 0.9], 100.0)
     row = {**lb.summarise("qmix", [_run(shipped, 2, 0, 60.0)], anchors, 1e3, []), "note": "kept"}
     record = {"env": "combat/3m", "anchors": anchors, "results": [row]}
@@ -142,7 +142,7 @@ def test_change_alone_trains_a_screen_and_keeps_the_rows(lb, tmp_path, monkeypat
 
     def fake_run(env_id, task, algo, seeds, budget, out_, extra, name=None, resume=False):
         trained.append((env_id, algo, extra))
-        return run_dir, final, 1.0
+        return run_dir, 1.0
 
     monkeypatch.setattr(lb, "run_one", fake_run)
     argv = ["lb", "--env", "combat/3m", "--algos", "qmix", "--seeds", "2", "--set", "algo.tau=0.02"]
@@ -168,7 +168,7 @@ def test_change_alone_trains_a_screen_and_keeps_the_rows(lb, tmp_path, monkeypat
 def test_replacing_a_row_keeps_the_records_screens(lb, tmp_path, monkeypatch):
     out = tmp_path / "results" / "learning"
     out.mkdir(parents=True)
-    anchors = {"random": 0.0, "scripted": 10.0}
+    anchors = {"random": 0.0, "reference": 10.0}
     old = _final(tmp_path, "old", [50.0, 52.0], [0.8, 0.9], 100.0)
     screen = {
         "algo": "qmix",
@@ -189,8 +189,7 @@ def test_replacing_a_row_keeps_the_records_screens(lb, tmp_path, monkeypatch):
     }
     (out / "combat_3m.json").write_text(json.dumps(record))
     run_dir = tmp_path / _final(tmp_path, "new", [58.0, 60.0], [1.0, 1.0], 100.0)
-    final = json.loads((run_dir / "final.json").read_text())
-    monkeypatch.setattr(lb, "run_one", lambda *a, **k: (run_dir, final, 1.0))
+    monkeypatch.setattr(lb, "run_one", lambda *a, **k: (run_dir, 1.0))
     monkeypatch.setattr(lb, "anchor_scores", lambda env, num_episodes: anchors)
     argv = ["lb", "--env", "combat/3m", "--algos", "qmix", "--seeds", "2", "--budget", "1e3"]
     monkeypatch.setattr("sys.argv", argv)

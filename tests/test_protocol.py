@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from marl.results import protocol
-from marl.results.protocol import RecordError, check_comparable, load, run_record
+from marl.results.comparable import check_comparable
+from marl.results.protocol import RecordError, load, run_record
 
 
 def evaluations(seeds=3, episodes=4, steps=(0, 100, 200), shift=0.0, seed=0):

@@ -66,9 +66,17 @@ def gzip_bytes(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
-def write_json(path: Path, obj: Any, indent: int | None = 1) -> None:
-    """Atomic JSON (NaN/inf written as JSON's non-standard NaN/Infinity)."""
-    atomic_write(path, json.dumps(obj, indent=indent) + "\n")
+def write_json(path: str | Path, obj: Any, indent: int | None = 1) -> None:
+    """Atomic JSON (NaN/inf written as JSON's non-standard NaN/Infinity); NumPy scalars are
+    written as the Python numbers they hold."""
+    atomic_write(path, json.dumps(obj, indent=indent, default=_plain) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as its Python number (json.dumps' fallback); anything else refused."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def float_list(values: Any) -> list[float]:

@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from marl.results import plots, stats
+from marl.results.comparable import split_comparable
 from marl.results.files import atomic_write, write_json
-from marl.results.protocol import Record, split_comparable
+from marl.results.protocol import Record
 from marl.results.study import (
     METRIC,
     Group,
@@ -431,7 +432,7 @@ def write_sectioned_report(
     facts: TaskFacts | None = None,
 ) -> tuple[dict[str, Path], list[Study]]:
     """`write_report` over records that may mix protocols or budgets on a task: one report
-    where they do not; otherwise each comparable section (`protocol.split_comparable`) in its
+    where they do not; otherwise each comparable section (`comparable.split_comparable`) in its
     own folder `section-K/`, and `report.md`/`.html`/`.json` in `out` an index saying which
     records were kept apart and why. -> (index paths, the sections' studies)."""
     sections = split_comparable(records)

@@ -12,18 +12,39 @@ Uncertainty is the rliable recipe: a stratified bootstrap (runs resampled with r
 independently within each task, keeping each task's run count) with percentile intervals.
 All bootstraps are vectorised over the replicates and deterministic given `seed`. Tasks are
 always visited in sorted name order, so results do not depend on dict insertion order.
+
+The point estimates of one set of scores and the bootstrap itself are
+`marl.results.bootstrap`'s (its public names are importable from here too); this module builds
+on them: aggregates over tasks, performance profiles, the probability of improvement and
+sample-efficiency curves.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-Interval = tuple[float, float, float]  # (point estimate, low, high)
-REPS = 50_000  # bootstrap replicates by default: rliable's (2,000 moved CI ends by ~0.005)
+from marl.results.bootstrap import (
+    AGGREGATES,
+    REPS,
+    Interval,
+    check_settings,
+    draw_counts,
+    iqm,
+    iqm_ci,
+    mean,
+    mean_ci,
+    median,
+    optimality_gap,
+    percentile_interval,
+    stratified_bootstrap_ci,
+    stratified_indices,
+    task_arrays,
+    task_iqm,
+)
+
 Scores = Mapping[str, Mapping[str, np.ndarray]]
 
 __all__ = [
@@ -52,225 +73,7 @@ STEPS_LABEL = "environment steps"
 FRACTION_LABEL = "fraction of training budget"
 
 
-# ----------------------------------------------------------------------------- aggregates
-# Each aggregate reduces over all values (axis=None -> float) or along one axis (-> array);
-# the bootstrap calls them with axis=-1 on a [reps, runs] matrix.
-
-
-def _values(x: np.ndarray, axis: int | None) -> tuple[np.ndarray, int]:
-    x = np.asarray(x, dtype=np.float64)
-    if axis is None:
-        x, axis = x.ravel(), 0
-    if x.shape[axis] == 0:
-        raise ValueError("cannot aggregate an empty array of scores")
-    return x, axis
-
-
-def _out(v: np.ndarray | np.floating, axis: int | None) -> float | np.ndarray:
-    return float(v) if axis is None else np.asarray(v)
-
-
-def iqm(x: np.ndarray, axis: int | None = None) -> float | np.ndarray:
-    """Interquartile mean: the 25% trimmed mean, as `scipy.stats.trim_mean(x, 0.25)`.
-
-    Sorts, drops floor(0.25 n) values from each end and averages the rest. `axis=None`
-    (default) reduces over the flattened values and returns a float.
-    """
-    x, ax = _values(x, axis)
-    n = x.shape[ax]
-    cut = int(0.25 * n)
-    kept = np.take(np.sort(x, axis=ax), np.arange(cut, n - cut), axis=ax)
-    return _out(np.mean(kept, axis=ax), axis)
-
-
-def task_iqm(x: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    """IQM over tasks of rows x [rows, sum(sizes)] (task i's runs in a block of sizes[i]) -> [rows].
-
-    Equal run counts: rliable's IQM, the 25% trimmed mean of all runs pooled. Unequal counts:
-    the same trimmed mean with each task given equal total weight (a run of task i weighs
-    1 / (T sizes[i])): the lowest and highest quarter of the weight are cut, a run straddling
-    a cut counting for its part inside, so a task's share does not grow with its run count
-    (as rliable's mean and median, which are of per-task means).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    sizes = [int(n) for n in sizes]
-    if x.shape[-1] != sum(sizes) or not sizes or min(sizes) < 1:
-        raise ValueError(f"x has {x.shape[-1]} columns, sizes {sizes}")
-    if len(set(sizes)) == 1:
-        return np.asarray(iqm(x, axis=-1))
-    w = np.concatenate([np.full(n, 1.0 / (len(sizes) * n)) for n in sizes])
-    order = np.argsort(x, axis=-1, kind="stable")
-    xs = np.take_along_axis(x, order, axis=-1)
-    ws = w[order]
-    upper = np.cumsum(ws, axis=-1)
-    kept = np.clip(np.minimum(upper, 0.75) - np.maximum(upper - ws, 0.25), 0.0, None)
-    return np.sum(xs * kept, axis=-1) / 0.5
-
-
-def mean(x: np.ndarray, axis: int | None = None) -> float | np.ndarray:
-    """Arithmetic mean (over the flattened values when `axis` is None)."""
-    x, ax = _values(x, axis)
-    return _out(np.mean(x, axis=ax), axis)
-
-
-def median(x: np.ndarray, axis: int | None = None) -> float | np.ndarray:
-    """Median (over the flattened values when `axis` is None)."""
-    x, ax = _values(x, axis)
-    return _out(np.median(x, axis=ax), axis)
-
-
-def optimality_gap(
-    x: np.ndarray, gamma: float = 1.0, axis: int | None = None
-) -> float | np.ndarray:
-    """Optimality gap: mean(max(gamma - x, 0)); lower is better, scores above gamma count 0."""
-    x, ax = _values(x, axis)
-    return _out(np.mean(np.maximum(gamma - x, 0.0), axis=ax), axis)
-
-
-AGGREGATES: dict[str, Callable[..., float | np.ndarray]] = {
-    "iqm": iqm,
-    "mean": mean,
-    "median": median,
-    "optimality_gap": optimality_gap,
-}
-
-
-# ----------------------------------------------------------------------------- bootstrap
-
-
-def _check(reps: int, confidence: float) -> None:
-    if int(reps) < 1:
-        raise ValueError(f"reps must be >= 1, got {reps}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-
-
-def _tasks(per_task: Sequence[np.ndarray]) -> list[np.ndarray]:
-    tasks = [np.asarray(x, dtype=np.float64).ravel() for x in per_task]
-    if not tasks:
-        raise ValueError("need at least one task")
-    for i, x in enumerate(tasks):
-        if x.size == 0:
-            raise ValueError(f"task {i} has no runs")
-    return tasks
-
-
-def _percentiles(samples: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval along axis 0 of the bootstrap replicates."""
-    alpha = 100.0 * (1.0 - confidence) / 2.0
-    low, high = np.percentile(samples, [alpha, 100.0 - alpha], axis=0)
-    return low, high
-
-
-def stratified_indices(sizes: Sequence[int], reps: int, rng: np.random.Generator) -> np.ndarray:
-    """Bootstrap indices [reps, sum(sizes)] into the concatenation of the tasks' runs.
-
-    The columns of task i (a block of sizes[i] columns, in task order) hold indices drawn
-    uniformly with replacement from task i's own block, so every replicate keeps each task's
-    run count and never mixes runs across tasks.
-    """
-    blocks, offset = [], 0
-    for n in sizes:
-        n = int(n)
-        if n < 1:
-            raise ValueError(f"every task needs at least one run, got sizes {list(sizes)}")
-        blocks.append(offset + rng.integers(0, n, size=(int(reps), n)))
-        offset += n
-    return np.concatenate(blocks, axis=1)
-
-
-def _counts(idx: np.ndarray, n: int) -> np.ndarray:
-    """How many times each of n items is drawn in each row of idx [reps, k] -> [reps, n]."""
-    reps = idx.shape[0]
-    flat = (idx + n * np.arange(reps)[:, None]).ravel()
-    return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(np.float64)
-
-
-def _accepts_axis(fn: Callable) -> bool:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "axis" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-
-
-def _rowwise(fn: Callable, samples: np.ndarray) -> np.ndarray:
-    """fn applied to each row of samples [reps, n] -> [reps]."""
-    if _accepts_axis(fn):
-        out = np.asarray(fn(samples, axis=-1), dtype=np.float64)
-    else:  # slow path for reducers without an `axis` argument
-        out = np.array([fn(row) for row in samples], dtype=np.float64)
-    if out.shape != samples.shape[:1]:
-        raise ValueError(f"fn must reduce each row to a scalar, got shape {out.shape}")
-    return out
-
-
-def stratified_bootstrap_ci(
-    per_task: Sequence[np.ndarray],
-    fn: Callable[..., float | np.ndarray],
-    *,
-    reps: int = REPS,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> Interval:
-    """(point, low, high) of fn over all tasks' runs with a stratified-bootstrap percentile CI.
-
-    The point estimate is fn on the concatenation of every task's runs. Each replicate
-    resamples runs with replacement independently within each task (keeping each task's run
-    count), concatenates them and applies fn. `fn(x, axis=-1)` must reduce the rows of a
-    [reps, runs] matrix (the aggregates here, np.mean and np.median do); a fn without an
-    `axis` argument is called once per replicate instead (slow).
-    """
-    _check(reps, confidence)
-    tasks = _tasks(per_task)
-    pooled = np.concatenate(tasks)
-    rng = np.random.default_rng(seed)
-    idx = stratified_indices([x.size for x in tasks], reps, rng)
-    # The point goes through the same row-wise path as the replicates, so a sample with a
-    # single distinct value gives exactly point == low == high.
-    point = _rowwise(fn, pooled[None, :])[0]
-    low, high = _percentiles(_rowwise(fn, pooled[idx]), confidence)
-    return float(point), float(low), float(high)
-
-
-def mean_ci(
-    x: np.ndarray, *, confidence: float = 0.95, reps: int = REPS, seed: int = 0
-) -> Interval:
-    """(mean, low, high) of one task's runs, bootstrap percentile CI."""
-    return stratified_bootstrap_ci([x], mean, reps=reps, confidence=confidence, seed=seed)
-
-
-def iqm_ci(x: np.ndarray, *, confidence: float = 0.95, reps: int = REPS, seed: int = 0) -> Interval:
-    """(IQM, low, high) of one task's runs, bootstrap percentile CI."""
-    return stratified_bootstrap_ci([x], iqm, reps=reps, confidence=confidence, seed=seed)
-
-
-def mean_curve(
-    steps: np.ndarray,
-    values: np.ndarray,
-    *,
-    confidence: float = 0.95,
-    reps: int = REPS,
-    seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(steps [K], mean [K], low [K], high [K]) over the runs of one task's curve values [K, runs].
-
-    Bootstrap percentile CI of the mean at each evaluation, resampling whole runs (one set of
-    resampled runs for all evaluations); the input of `marl.results.plots.task_curves`.
-    """
-    _check(reps, confidence)
-    steps = np.asarray(steps).ravel()
-    v = np.asarray(values, dtype=np.float64)
-    if v.ndim == 1:
-        v = v[:, None]
-    if v.ndim != 2 or v.shape[0] != steps.size or v.shape[1] == 0:
-        raise ValueError(f"values must be [K={steps.size}, runs>0], got {v.shape}")
-    idx = stratified_indices([v.shape[1]], reps, np.random.default_rng(seed))
-    point = np.asarray(mean(v, axis=-1))
-    low, high = np.empty(steps.size), np.empty(steps.size)
-    for k in range(steps.size):  # over evaluations, each vectorised over the replicates
-        low[k], high[k] = _percentiles(mean(v[k][idx], axis=-1), confidence)
-    return steps, point, low, high
+# ------------------------------------------------------------------ aggregates over tasks
 
 
 def aggregate(
@@ -281,12 +84,12 @@ def aggregate(
     Each algorithm is aggregated over the tasks it has, with one stratified bootstrap (seeded
     by `seed`, shared by the four aggregates) over those tasks.
     """
-    _check(reps, confidence)
+    check_settings(reps, confidence)
     out: dict[str, dict[str, Interval]] = {}
     for algo, by_task in scores.items():
         if not by_task:
             raise ValueError(f"algorithm {algo!r} has no tasks")
-        tasks = _tasks([by_task[t] for t in sorted(by_task)])
+        tasks = task_arrays([by_task[t] for t in sorted(by_task)])
         sizes = [x.size for x in tasks]
         pooled = np.concatenate(tasks)
         idx = stratified_indices(sizes, reps, np.random.default_rng(seed))
@@ -294,7 +97,7 @@ def aggregate(
         out[algo] = {}
         for name, fn in TASK_AGGREGATES.items():
             point = fn(pooled[None, :], sizes)[0]
-            low, high = _percentiles(fn(samples, sizes), confidence)
+            low, high = percentile_interval(fn(samples, sizes), confidence)
             out[algo][name] = (float(point), float(low), float(high))
     return out
 
@@ -311,7 +114,7 @@ def family_aggregate(
     families (`family_of(task)`) of that aggregate over the family's tasks, so a family of
     many tasks does not outweigh one of few. One stratified bootstrap over every task's runs
     (seeded by `seed`), shared by the families and the four aggregates."""
-    _check(reps, confidence)
+    check_settings(reps, confidence)
     out: dict[str, dict[str, Interval]] = {}
     for algo, by_task in scores.items():
         if not by_task:
@@ -320,7 +123,7 @@ def family_aggregate(
         points: dict[str, list[float]] = {name: [] for name in TASK_AGGREGATES}
         draws: dict[str, list[np.ndarray]] = {name: [] for name in TASK_AGGREGATES}
         for family in sorted({family_of(t) for t in by_task}):
-            tasks = _tasks([by_task[t] for t in sorted(by_task) if family_of(t) == family])
+            tasks = task_arrays([by_task[t] for t in sorted(by_task) if family_of(t) == family])
             sizes = [x.size for x in tasks]
             pooled = np.concatenate(tasks)
             samples = pooled[stratified_indices(sizes, reps, rng)]
@@ -329,7 +132,7 @@ def family_aggregate(
                 draws[name].append(fn(samples, sizes))
         out[algo] = {}
         for name in TASK_AGGREGATES:
-            low, high = _percentiles(np.mean(draws[name], axis=0), confidence)
+            low, high = percentile_interval(np.mean(draws[name], axis=0), confidence)
             out[algo][name] = (float(np.mean(points[name])), float(low), float(high))
     return out
 
@@ -369,8 +172,8 @@ def performance_profile(
     Each task weighs equally (as rliable): the fraction is the mean over tasks of the
     per-task fraction of runs scoring strictly above tau. CI by stratified bootstrap.
     """
-    _check(reps, confidence)
-    tasks = _tasks(per_task)
+    check_settings(reps, confidence)
+    tasks = task_arrays(per_task)
     taus = np.asarray(taus, dtype=np.float64).ravel()
     rng = np.random.default_rng(seed)
     point = np.zeros(taus.size)
@@ -378,11 +181,11 @@ def performance_profile(
     for x in tasks:
         above = (x[:, None] > taus[None, :]).astype(np.float64)  # [n, T]
         point += above.mean(axis=0)
-        counts = _counts(rng.integers(0, x.size, size=(int(reps), x.size)), x.size)
+        counts = draw_counts(rng.integers(0, x.size, size=(int(reps), x.size)), x.size)
         boot += counts @ above / x.size
     point /= len(tasks)
     boot /= len(tasks)
-    low, high = _percentiles(boot, confidence)
+    low, high = percentile_interval(boot, confidence)
     return point, low, high
 
 
@@ -409,8 +212,8 @@ def probability_of_improvement(
     run counts. CI by stratified bootstrap resampling each algorithm's runs within each task
     independently.
     """
-    _check(reps, confidence)
-    xs, ys = _tasks(x_tasks), _tasks(y_tasks)
+    check_settings(reps, confidence)
+    xs, ys = task_arrays(x_tasks), task_arrays(y_tasks)
     if len(xs) != len(ys):
         raise ValueError(f"x has {len(xs)} tasks but y has {len(ys)}; tasks must be paired")
     rng = np.random.default_rng(seed)
@@ -420,12 +223,12 @@ def probability_of_improvement(
         w = _wins(x, y)
         point += w.mean()
         # A replicate is a weighting of the original runs by how often each was drawn.
-        cx = _counts(rng.integers(0, x.size, size=(int(reps), x.size)), x.size)
-        cy = _counts(rng.integers(0, y.size, size=(int(reps), y.size)), y.size)
+        cx = draw_counts(rng.integers(0, x.size, size=(int(reps), x.size)), x.size)
+        cy = draw_counts(rng.integers(0, y.size, size=(int(reps), y.size)), y.size)
         boot += np.einsum("ra,ab,rb->r", cx, w, cy) / (x.size * y.size)
     point /= len(xs)
     boot /= len(xs)
-    low, high = _percentiles(boot, confidence)
+    low, high = percentile_interval(boot, confidence)
     return float(point), float(low), float(high)
 
 
@@ -460,6 +263,34 @@ def pairwise_improvement(
 # ----------------------------------------------------------------------------- curves
 
 
+def mean_curve(
+    steps: np.ndarray,
+    values: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    reps: int = REPS,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(steps [K], mean [K], low [K], high [K]) over the runs of one task's curve values [K, runs].
+
+    Bootstrap percentile CI of the mean at each evaluation, resampling whole runs (one set of
+    resampled runs for all evaluations); the input of `marl.results.plots.task_curves`.
+    """
+    check_settings(reps, confidence)
+    steps = np.asarray(steps).ravel()
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim == 1:
+        v = v[:, None]
+    if v.ndim != 2 or v.shape[0] != steps.size or v.shape[1] == 0:
+        raise ValueError(f"values must be [K={steps.size}, runs>0], got {v.shape}")
+    idx = stratified_indices([v.shape[1]], reps, np.random.default_rng(seed))
+    point = np.asarray(mean(v, axis=-1))
+    low, high = np.empty(steps.size), np.empty(steps.size)
+    for k in range(steps.size):  # over evaluations, each vectorised over the replicates
+        low[k], high[k] = percentile_interval(mean(v[k][idx], axis=-1), confidence)
+    return steps, point, low, high
+
+
 class SampleEfficiency(NamedTuple):
     """IQM curve of one algorithm; `xlabel` says what `steps` measures."""
 
@@ -487,7 +318,7 @@ def sample_efficiency(
         (xlabel "fraction of training budget"); exact when the grids are proportional.
     One set of resampled runs is used for all evaluations, so a replicate follows whole runs.
     """
-    _check(reps, confidence)
+    check_settings(reps, confidence)
     if not curves_for_algo:
         raise ValueError("no tasks")
     names = sorted(curves_for_algo)
@@ -521,5 +352,5 @@ def sample_efficiency(
     point = task_iqm(pooled, sizes)
     low, high = np.empty(first.size), np.empty(first.size)
     for k in range(first.size):  # over evaluations, each vectorised over the replicates
-        low[k], high[k] = _percentiles(task_iqm(pooled[k][idx], sizes), confidence)
+        low[k], high[k] = percentile_interval(task_iqm(pooled[k][idx], sizes), confidence)
     return SampleEfficiency(x, point, low, high, xlabel)

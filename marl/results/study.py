@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from marl.results.protocol import Record, RecordError, Run, check_comparable
+from marl.results.comparable import check_comparable
+from marl.results.protocol import Record, RecordError, Run
 from marl.results.scoring import TaskScore, task_scoring
 
 METRIC = "episode_return"

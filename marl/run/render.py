@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,46 +15,34 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from marl.baselines.random import random_policy
 from marl.core.animation import write_gif
-from marl.core.env import MultiAgentEnv, TimeStep
-from marl.core.spaces import sample_actions
+from marl.core.env import MultiAgentEnv
+from marl.core.learner import Policy
 from marl.core.wrappers import env_hook
 from marl.learning.acting import Acting, policy_actions, rollout
 
-__all__ = ["Policy", "random_policy", "render_episode", "save_gif", "viewer", "write_gif"]
-
-# (key, timestep) -> joint action (int32 [N] or float32 [N, d])
-Policy = Callable[[jax.Array, TimeStep], jax.Array]
-
-
-def random_policy(env: MultiAgentEnv) -> Policy:
-    """Uniformly random valid actions."""
-    space = env.spec.action_space
-    return lambda key, ts: sample_actions(key, space, ts.avail_actions)
+__all__ = ["render_episode", "save_gif", "viewer", "write_gif"]
 
 
 def render_episode(
     env: MultiAgentEnv,
     key: jax.Array,
-    policy: Policy | None = None,
     steps: int | None = None,
-    trained: tuple[Any, Any] | None = None,
+    trained: tuple[Policy, Any] | None = None,
 ) -> list[Any]:
     """States of one episode: the reset state, then one per step.
 
     Plays `steps` steps (default `spec.episode_limit`) or until the episode ends, whichever
-    comes first, with `policy` (default: random valid actions) or, given `trained` = (a
-    `marl.core.learner.Policy`, its parameters for one seed), that policy acting greedily.
+    comes first, with `trained` = (a `marl.core.learner.Policy`, its parameters for one seed)
+    acting greedily; by default `marl.baselines.random_policy` (random valid actions).
     """
-    policy = random_policy(env) if policy is None else policy
+    policy, params = (random_policy(env), None) if trained is None else trained
     steps = env.spec.episode_limit if steps is None else steps
 
     def act(c: Acting, key: jax.Array) -> tuple[jax.Array, Any]:
-        if trained is None:
-            return policy(key, c.timestep), c.carry
-        learner, params = trained
         return policy_actions(
-            env, learner, params, c.env_state, c.timestep, c.carry, c.start, key, True
+            env, policy, params, c.env_state, c.timestep, c.carry, c.start, key, True
         )
 
     def record(c: Acting, ts, actions, carry, nts) -> tuple[Acting, Any]:
@@ -65,7 +52,7 @@ def render_episode(
     def play(key: jax.Array) -> tuple[Any, Any, jax.Array]:
         key, key_reset = jax.random.split(key)
         state, ts = env.reset(key_reset)
-        carry = None if trained is None else trained[0].initial_carry()
+        carry = policy.initial_carry()
         init = Acting(state, ts, key, carry, jnp.ones((), bool))
         end, (acted_in, done) = rollout(env.step, init, steps, act, record)
         return acted_in, end.env_state, done

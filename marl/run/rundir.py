@@ -238,8 +238,8 @@ class RunDir:
                 "metric": record_metric(run.settings.metric),
                 "episodes": anchors.get("episodes"),
                 "random": anchors.get("random"),
-                "reference": anchors.get("scripted"),
-                "reference_policy": "scripted" if anchors.get("scripted") is not None else None,
+                "reference": anchors.get("reference"),
+                "reference_policy": "scripted" if anchors.get("reference") is not None else None,
             }
         return out
 

@@ -46,6 +46,6 @@ class RegisteredTasks:
         except (RegistryError, TypeError, ValueError):
             return None
         a = anchor_scores(env, num_episodes=episodes)
-        if a["scripted"] is None:
+        if a["reference"] is None:
             return None
-        return Anchors(float(a["random"]), float(a["scripted"]), "baselines")
+        return Anchors(float(a["random"]), float(a["reference"]), "baselines")
