@@ -222,11 +222,10 @@ def resolve_cells(
 def state(run: Any) -> tuple[str, dict[str, Any]]:
     """("finished" | "unfinished" | "missing", the run's meta.json or {})."""
     from marl.results.protocol import META
-    from marl.run.rundir import run_parent
 
-    path = run_parent(run) / str(run.name) / META
+    path = run.folder / META
     if not path.exists():
-        done = parts_done(run_parent(run), str(run.name))
+        done = parts_done(run.parent, str(run.name))
         if done:
             seeds = ", ".join(f"{a}:{b}" for a, b in done)
             return f"missing (parts {seeds} of {run.settings.seeds})", {}
@@ -238,9 +237,9 @@ def state(run: Any) -> tuple[str, dict[str, Any]]:
 def segments_done(run: Any) -> int:
     """Segments an unfinished cell has saved (its resume point), 0 if none."""
     from marl.learning.checkpoint import saved_segment
-    from marl.run.rundir import CHECKPOINT, run_parent
+    from marl.run.rundir import CHECKPOINT
 
-    return saved_segment(run_parent(run) / str(run.name) / CHECKPOINT) or 0
+    return saved_segment(run.folder / CHECKPOINT) or 0
 
 
 def measure(run: Any, updates: int = 3) -> dict[str, float]:
@@ -249,9 +248,8 @@ def measure(run: Any, updates: int = 3) -> dict[str, float]:
     import jax
 
     from marl.learning import training
-    from marl.run import config
 
-    _, train = config.build(run)
+    train = run.train
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
     start = time.perf_counter()
     state = jax.block_until_ready(training.init_seeds(train, keys))
@@ -357,7 +355,6 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
     held lists the finished parts in its records folder (`parts`: [[a, b], ...], seeds a..b-1;
     `marl benchmark run --part`), which the records themselves leave out until merged."""
     from marl.results.protocol import BUDGET_RTOL
-    from marl.run.rundir import run_parent
 
     rows = []
     for c in cells(definition):
@@ -371,7 +368,7 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
         parts = []
         if not held and c.records.is_dir():
             run = resolve(c)
-            parts = [[a, b] for a, b in parts_done(run_parent(run), str(run.name))]
+            parts = [[a, b] for a, b in parts_done(run.parent, str(run.name))]
         rows.append(
             {
                 "cell": c.key,
@@ -426,9 +423,8 @@ def merge_parts(run: Any, log: Callable[[str], None] = print) -> bool:
     from marl.results.protocol import META
     from marl.run.errors import UsageError
     from marl.run.parts import cell_parts
-    from marl.run.rundir import run_parent
 
-    parent, name = run_parent(run), str(run.name)
+    parent, name = run.parent, str(run.name)
     seeds = sum(b - a for a, b in parts_done(parent, name))
     if seeds < run.settings.seeds:
         return False
@@ -461,9 +457,7 @@ def status(
         else:
             done = segments_done(run) if state_ == "unfinished" else 0
             if state_.startswith("missing (parts") and est is not None:
-                from marl.run.rundir import run_parent
-
-                trained = sum(b - a for a, b in parts_done(run_parent(run), str(run.name)))
+                trained = sum(b - a for a, b in parts_done(run.parent, str(run.name)))
                 est *= 1.0 - trained / run.settings.seeds
             if done:  # it resumes after its last saved segment: only the rest is left
                 state_ = f"{state_} {done}/{run.num_segments}"

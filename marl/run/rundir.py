@@ -18,6 +18,13 @@ metrics.jsonl        one line per evaluation: step, wall seconds, the evaluation
 checkpoint/          while unfinished: the newest segment (`marl.learning.checkpoint`): resume=true
 ```
 
+Claiming and resuming live here, all of it: `claim` takes a new directory (`name=`'s, which
+must be free, or a timestamp with a -2, -3 suffix), or with `resume=true` reopens the unfinished
+run of the same config (`unfinished_run`), or finds `name=`'s run finished already; `relaunch`
+is the same question a relaunched sweep asks of each of its runs. Two runs are the same config
+when `PLANNED` keys agree (`config_differences`). The folder's place is `run_folder`, which
+`marl.run.config.resolve` derives once (`RunConfig.parent`).
+
 Every file is written atomically (a temporary file in the same directory, then `os.replace`),
 so a reader never sees half a file; `record.json` is rewritten after each evaluation and
 `meta.json` says `"finished": false` until the run ends. A finished folder may be compacted
@@ -27,52 +34,48 @@ which every reader takes as the plain files.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from marl.core.env import EnvSpec
 from marl.learning.training import RunResult
 from marl.results.files import atomic_write, float_list, write_json
-from marl.results.protocol import (
-    META,
-    RECORD,
-    record_metric,
-    run_record,
-    split_env_id,
-    task_name,
-)
-from marl.run.config import RunConfig
+from marl.results.protocol import META, RECORD, record_metric, run_record, split_env_id
+from marl.run.errors import UsageError
 from marl.run.provenance import provenance
+
+if TYPE_CHECKING:
+    from marl.learning.checkpoint import SegmentCheckpoints
+    from marl.run.config import RunConfig
 
 STAMP = "%Y%m%d-%H%M%S"
 METRICS = "metrics.jsonl"  # one JSON line per evaluation
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
 
 
-def _claim(parent: Path, name: str | None, now: datetime) -> Path:
-    """Create the run directory; a given name must be new, a timestamp gets a -2, -3 suffix."""
-    parent.mkdir(parents=True, exist_ok=True)
-    if name is not None:
-        path = parent / name
-        path.mkdir()  # FileExistsError: never mix two runs in one directory
-        return path
-    stamp = now.strftime(STAMP)
-    for k in range(1, 1000):
-        path = parent / (stamp if k == 1 else f"{stamp}-{k}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free run directory under {parent} for {stamp}")
+def run_folder(out: Path, env_id: str, task: str, algo: str) -> Path:
+    """`<out>/<family>/<task>/<algo>`: runs of different env settings never share a folder."""
+    family, _ = split_env_id(env_id)
+    return out / family / task / algo.replace(":", ".")
 
 
+def run_task(run: RunConfig) -> str:
+    """The run's task name: the scenario plus its non-default env keywords (`RunConfig.task`,
+    which `resolve` derives once)."""
+    return run.task
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+# --- claiming and resuming ----------------------------------------------------------------------
 PLANNED = (
     "env",
     "algo",
@@ -99,44 +102,107 @@ def config_differences(before: Any, planned: Any) -> list[str]:
     return [k for k in PLANNED if differs((before or {}).get(k), planned.get(k))]
 
 
+def _read_meta(folder: Path) -> dict[str, Any] | None:
+    path = folder / META
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def finished_run(run: RunConfig) -> Path | None:
+    """`name=`'s directory when it holds a finished run of this config (None when it holds
+    none); a finished run of another config there is refused (UsageError)."""
+    meta = None if run.folder is None else _read_meta(run.folder)
+    if meta is None or not meta.get("finished"):
+        return None
+    diff = config_differences(meta.get("config") or {}, run.to_dict())
+    if diff:
+        raise UsageError(
+            f"{run.folder} holds a finished run with a different {', '.join(diff)}; "
+            "choose another name= or remove it"
+        )
+    return run.folder
+
+
 def unfinished_run(run: RunConfig) -> Path | None:
     """The run directory `resume=true` continues: `name=`'s if given (an error when it is
     finished or holds another config), else the newest unfinished one with this config;
     None when there is none (the run starts afresh)."""
-    parent = run_parent(run)
     planned = run.to_dict()
-    if run.name is not None:
-        path = parent / run.name
-        if not (path / META).exists():
+    if run.folder is not None:
+        meta = _read_meta(run.folder)
+        if meta is None:
             return None
-        meta = json.loads((path / META).read_text())
         if meta.get("finished"):
-            raise FileExistsError(f"{path} is finished; nothing to resume")
+            raise FileExistsError(f"{run.folder} is finished; nothing to resume")
         diff = config_differences(meta.get("config"), planned)
         if diff:
-            raise ValueError(f"{path} holds a run with a different {', '.join(diff)}")
-        return path
+            raise ValueError(f"{run.folder} holds a run with a different {', '.join(diff)}")
+        return run.folder
     found = []
-    for meta_path in parent.glob(f"*/{META}"):
+    for meta_path in run.parent.glob(f"*/{META}"):
         meta = json.loads(meta_path.read_text())
         if not meta.get("finished") and not config_differences(meta.get("config"), planned):
             found.append((meta.get("created", ""), meta_path.parent))
     return max(found)[1] if found else None
 
 
-def run_task(run: RunConfig) -> str:
-    """The run's task name: the scenario plus its non-default env keywords (`task_name`)."""
-    from marl.core.registry import env_kwargs
+def claim(run: RunConfig, now: datetime | None = None, resumable: bool = True) -> RunDir | None:
+    """The run directory `run` writes. With `resume=true`: the unfinished run of its config it
+    continues (`unfinished_run`), or None when `name=`'s run finished with this config
+    (nothing to train); else a new directory, `name=`'s (which must be free) or a timestamp.
+    A refusal is one `UsageError` line; `resumable=False`: a run that cannot resume (`vmap=`)
+    is not told to pass resume=true."""
+    if run.resume and finished_run(run) is not None:
+        return None
+    try:
+        return RunDir(run, now=now, path=unfinished_run(run) if run.resume else None)
+    except FileExistsError as e:
+        hint = ", choose another name=" + (" or pass resume=true" if resumable else "")
+        raise UsageError(
+            f"run directory exists{'' if run.resume else hint}: {e.filename or e}"
+        ) from None
+    except ValueError as e:
+        raise UsageError(f"cannot resume: {e}; choose another name=") from None
+    except OSError as e:
+        raise UsageError(f"cannot create the run directory under {run.out}: {e}") from None
 
-    return task_name(run.env_id, dict(run.env_kwargs), env_kwargs(run.env_id))
+
+def relaunch(run: RunConfig, log: Callable[[str], None] = _say) -> RunConfig | None:
+    """A named run of a relaunched sweep, as its folder finds it: None when it finished there
+    with this config (nothing to train; another config is refused), the run with `resume=true`
+    when it was killed there, and the run as it is when the folder is free or held an unfinished
+    run of another config, which is moved aside to `<name>.unfinished-<time>`."""
+    if finished_run(run) is not None:
+        return None
+    meta = None if run.folder is None else _read_meta(run.folder)
+    if meta is None:
+        return run
+    if not config_differences(meta.get("config"), run.to_dict()):
+        return dataclasses.replace(run, resume=True)  # continues after its last segment
+    aside = run.folder.with_name(f"{run.folder.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
+    run.folder.rename(aside)
+    log(f"moved the unfinished run (another config) aside to {aside}")
+    return run
 
 
-def run_parent(run: RunConfig) -> Path:
-    """`<out>/<family>/<task>/<algo>`: runs of different env settings never share a folder."""
-    family, _ = split_env_id(run.env_id)
-    return run.out / family / run_task(run) / run.algo.replace(":", ".")
+def _claim(parent: Path, name: str | None, now: datetime) -> Path:
+    """Create the run directory; a given name must be new, a timestamp gets a -2, -3 suffix."""
+    parent.mkdir(parents=True, exist_ok=True)
+    if name is not None:
+        path = parent / name
+        path.mkdir()  # FileExistsError: never mix two runs in one directory
+        return path
+    stamp = now.strftime(STAMP)
+    for k in range(1, 1000):
+        path = parent / (stamp if k == 1 else f"{stamp}-{k}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free run directory under {parent} for {stamp}")
 
 
+# --- the directory being filled -----------------------------------------------------------------
 def _floats(x: Any) -> Any:
     """JSON numbers nested as `x` is (NaN, a statistic with nothing to average, as null;
     float32 at its shortest decimal, `float_list`)."""
@@ -152,7 +218,9 @@ class RunDir:
         """Claim a new directory for `run`, or reopen the unfinished run at `path` (its config
         and creation time kept; its evaluations are replayed through `on_evaluation`)."""
         self.run = run
-        self.task = run_task(run)
+        self.config = run.to_dict()  # the resolved config, as config.yaml and meta.json hold it
+        self.resumed = path is not None
+        self.checkpoints: SegmentCheckpoints | None = None  # `open_outputs`
         self.steps: list[int] = []
         self.evaluations: list[dict[str, np.ndarray]] = []
         self.loggers: list[Any] = []  # marl.run.loggers: each gets log(step, scalars)
@@ -172,7 +240,7 @@ class RunDir:
             self._started -= timedelta(seconds=float(lines[-1].get("time", 0.0)) if lines else 0)
             return
         self.created = now or datetime.now()
-        self.path = _claim(run_parent(run), run.name, self.created)
+        self.path = _claim(run.parent, run.name, self.created)
         self.write_config()
         # unfinished from the start: a run stopped before its first evaluation can resume
         write_json(self.path / META, self.meta())
@@ -182,13 +250,33 @@ class RunDir:
         """Where `marl.learning.checkpoint.SegmentCheckpoints` keeps the run's newest segment."""
         return self.path / CHECKPOINT
 
+    def open_outputs(self) -> None:
+        """Open what training writes besides these files, as it starts: the segment
+        checkpoints (`checkpoint=true` on one host: a multi-host run cannot resume, and orbax's
+        saves synchronise every host, of which only this one would save) and the external
+        logger (`logger=`). `finish` clears the one and `close` closes the other."""
+        import jax
+
+        from marl.learning.checkpoint import SegmentCheckpoints
+        from marl.run.loggers import make_logger
+
+        if self.run.checkpoint and jax.process_count() == 1:
+            self.checkpoints = SegmentCheckpoints(self.checkpoint_dir)
+        logger = make_logger(self.run.logger, self.path, self.config)
+        self.loggers = [logger] if logger is not None else []
+
+    def close(self) -> None:
+        """Close the external loggers (the run finished, diverged or was interrupted)."""
+        for logger in self.loggers:
+            logger.close()
+
     def write_config(self) -> None:
         from omegaconf import OmegaConf
 
         head = "# resolved config of this run"
         if self.run.command:
             head += "; command: marl train " + " ".join(self.run.command)
-        text = OmegaConf.to_yaml(OmegaConf.create(self.run.to_dict()))
+        text = OmegaConf.to_yaml(OmegaConf.create(self.config))
         atomic_write(self.path / "config.yaml", f"{head}\n{text}")
 
     def meta(
@@ -202,11 +290,10 @@ class RunDir:
         names the env's lower-is-better metrics (`EnvSpec.lower_is_better`) and its metric in
         the task's natural unit (`EnvSpec.headline_metric`), record names, so reports rank and
         show them without building the env."""
-        run = self.run
-        cfg = run.to_dict()
+        run, cfg = self.run, self.config
         out: dict[str, Any] = {
             "env": run.env_id,
-            "task": self.task,
+            "task": run.task,
             "algo": run.algo,
             "seeds": run.settings.seeds,
             "budget": run.settings.budget,
@@ -255,7 +342,7 @@ class RunDir:
         self.steps.append(int(step))
         self.evaluations.append(evals)
         record = run_record(
-            self.run.env_id, self.run.record_algo, self.steps, self.evaluations, task=self.task
+            self.run.env_id, self.run.record_algo, self.steps, self.evaluations, task=self.run.task
         )
         write_json(self.path / RECORD, record, indent=None)
         if int(step) not in self._logged_steps():
@@ -308,13 +395,12 @@ class RunDir:
         out = self.meta()
         out["diverged"] = {"step": int(step), "seeds": [int(s) for s in seeds], "what": what}
         write_json(self.path / META, out)
+        self.close()
 
-    def finish(
-        self, result: RunResult, anchors: dict | None = None, spec: EnvSpec | None = None
-    ) -> dict[str, Any]:
-        """Write the full record with the absolute metric, the sidecar, `final.json` and the
-        parameters; returns the final summary. `spec`: the env's (what the sidecar says of
-        its metrics)."""
+    def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
+        """Write the full record with the absolute metric, the sidecar (with the anchors,
+        `record_anchors`), `final.json` and the parameters, then drop the checkpoint and close
+        the loggers; returns the final summary."""
         from flax import serialization
 
         record = run_record(
@@ -323,7 +409,7 @@ class RunDir:
             result.steps,
             result.evaluations,
             result.absolute,
-            task=self.task,
+            task=self.run.task,
         )
         write_json(self.path / RECORD, record, indent=None)
         if result.params is not None:
@@ -335,16 +421,25 @@ class RunDir:
         final = final_record(self.run, result)
         final["created"] = self.created.isoformat(timespec="seconds")
         write_json(self.path / "final.json", final)
-        metrics = (
-            {}
-            if spec is None
-            else {
-                "lower_is_better": spec.lower_is_better,
-                "headline_metric": spec.headline_metric,
-            }
+        spec = self.run.env.spec  # what the sidecar says of its metrics
+        write_json(
+            self.path / META,
+            self.meta(result, anchors, spec.lower_is_better, spec.headline_metric),
         )
-        write_json(self.path / META, self.meta(result, anchors, **metrics))
+        if self.checkpoints is not None:  # a finished run keeps its record, not its segments
+            self.checkpoints.clear()
+        self.close()
         return final
+
+
+def record_anchors(run: RunConfig) -> dict[str, Any] | None:
+    """The random and scripted policies' scores a record keeps (return metric only)."""
+    if run.settings.metric != "return":
+        return None
+    from marl.baselines import anchor_scores
+
+    episodes = max(run.settings.absolute_episodes, run.settings.eval_episodes)
+    return {**anchor_scores(run.env, num_episodes=episodes), "episodes": episodes}
 
 
 def final_record(run: RunConfig, result: RunResult) -> dict[str, Any]:
