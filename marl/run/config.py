@@ -24,16 +24,16 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from marl.learning.training import RunSettings, probe_learner
-from marl.results.protocol import PROTOCOL_VERSION, task_name
+from marl.results.protocol import PROTOCOL_VERSION, split_env_id, task_name
 from marl.run.compose import compose, group_options, open_keys
 from marl.run.errors import ConfigError
-from marl.run.rundir import run_folder
 from marl.run.transfer import (
     BuiltTarget,
     TransferError,
@@ -68,7 +68,7 @@ class RunConfig:
     updates_per_segment: int  # updates between evaluations
     num_segments: int  # evaluations after the one at step 0
     task: str  # the scenario plus its non-default env keywords (`protocol.task_name`)
-    parent: Path  # `<out>/<family>/<task>/<algo>`, where its run directories go (`rundir`)
+    parent: Path  # `<out>/<family>/<task>/<algo>`: where its run directories go (`rundir`)
     # the algorithm as records, reports and the leaderboard name it: `label`, or the name its
     # module's `label(cfg)` gives (`teams`: its sides' learners, e.g. `mfq+il`), or `algo`
     record_algo: str
@@ -100,8 +100,11 @@ class RunConfig:
         """Env steps per seed the run will take (the budget rounded up to whole segments)."""
         return self.total_updates * self.steps_per_update
 
-    def to_dict(self) -> dict[str, Any]:
-        """The resolved config, in the shape of the Hydra tree, plus the derived values."""
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """The resolved config, in the shape of the Hydra tree, plus the derived values: what
+        config.yaml and meta.json hold, and what claiming a run directory compares (made once
+        per run; read it, never change it)."""
         s = self.settings
         return {
             "env": {"id": self.env_id, "kwargs": dict(self.env_kwargs)},
@@ -358,13 +361,16 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
     check_compatible(algo, make_train, env_id, env.spec)
     steps_per_update, train = _learner(algo, make_train, env, algo_cfg, settings)
     per_segment, num_segments = settings.schedule(steps_per_update)
+    out = Path(str(data.get("out") or "."))
+    name, label = _run_name(data.get("name")), _label(data.get("label"))
+    resume = _flag("resume", data.get("resume", False))
+    checkpoint = _flag("checkpoint", data.get("checkpoint", True))
+    logger = _logger(data.get("logger"))
     protocol = data.get("protocol") or {}
     try:
         transfer = parse_targets(protocol.get("transfer"))
     except TransferError as e:
         raise ConfigError(str(e)) from None
-    out = Path(str(data.get("out") or "."))
-    name, label = _run_name(data.get("name")), _label(data.get("label"))
     task = task_name(env_id, env_kwargs, registry.env_kwargs(env_id))
     run = RunConfig(
         env_id=env_id,
@@ -375,14 +381,14 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
         out=out,
         name=name,
         label=label,
-        resume=_flag("resume", data.get("resume", False)),
-        checkpoint=_flag("checkpoint", data.get("checkpoint", True)),
-        logger=_logger(data.get("logger")),
+        resume=resume,
+        checkpoint=checkpoint,
+        logger=logger,
         steps_per_update=steps_per_update,
         updates_per_segment=per_segment,
         num_segments=num_segments,
         task=task,
-        parent=run_folder(out, env_id, task, algo),
+        parent=out / split_env_id(env_id)[0] / task / algo.replace(":", "."),  # family/task/algo
         record_algo=label or _learner_label(make_train, algo, algo_cfg),
         env=env,
         train=train,

@@ -20,13 +20,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from marl.run.errors import UsageError
+from marl.run.errors import ConfigError, UsageError
 from marl.run.runtime import DistributedError, join_distributed, wants_distributed
 
 if TYPE_CHECKING:  # imported where used: `train_command` joins a multi-host run first
-    from marl.learning.training import RunResult
     from marl.run.config import RunConfig
-    from marl.run.rundir import RunDir
 
 
 def train_command(overrides: Sequence[str], dry_run: bool = False) -> int:
@@ -43,55 +41,22 @@ def train_command(overrides: Sequence[str], dry_run: bool = False) -> int:
             join_distributed()  # before anything starts a JAX backend (the config module does)
     except DistributedError as e:
         raise UsageError(str(e)) from None
-    from marl.run import config
+    from marl.run.compose import compose
+    from marl.run.config import resolve, start_distributed
 
     try:
-        cfg = config.compose(overrides)
-        config.start_distributed(cfg, join=not dry_run)  # a dry run checks, joins nothing
-        run = config.resolve(cfg, command=overrides)
-    except config.ConfigError as e:
+        cfg = compose(overrides)
+        start_distributed(cfg, join=not dry_run)  # a dry run checks, joins nothing
+        run = resolve(cfg, command=overrides)
+    except ConfigError as e:
         raise UsageError(str(e)) from None
-    if dry_run:
-        train_run(run, dry_run=True)
-        return 0
-    return 0 if train_run(run) is not None else 130
-
-
-def train_run(run: RunConfig, dry_run: bool = False) -> Path | None:
-    """Train a resolved run and write its directory; returns the directory (on hosts other
-    than 0 of a multi-host run, the folder host 0 writes it in), or None when interrupted or
-    on a dry run."""
-    if dry_run:
+    if dry_run:  # the resolved config and the plan; nothing is claimed or trained
         from omegaconf import OmegaConf
 
-        print(OmegaConf.to_yaml(OmegaConf.create(run.to_dict())), end="")
+        print(OmegaConf.to_yaml(OmegaConf.create(run.config)), end="")
         print(plan(run))
-        return None
-    import jax
-
-    from marl.learning.training import run as run_training
-    from marl.run.rundir import claim, record_anchors
-    from marl.run.transfer import play_targets
-
-    if jax.process_index() > 0:  # a multi-host run: host 0 writes, the others only compute
-        run_training(run.env, run.train, run.settings, log=None)
-        return run.parent  # where host 0 writes the run
-    run_dir = claim(run)
-    if run_dir is None:  # a relaunched sweep passes its finished runs over
-        print(f"finished before: {run.folder}; nothing to resume", flush=True)
-        return run.folder
-    verb = "resuming" if run_dir.resumed else "run directory:"
-    print(f"{plan(run)}\n{verb} {run_dir.path}", flush=True)
-    result = _train(run, run_dir)
-    if result is None:
-        return None
-    final = run_dir.finish(result, record_anchors(run))
-    if run.transfer:  # each seed's best evaluated parameters (final ones without them)
-        best = result.best_params if result.best_params is not None else result.params
-        play_targets(run, best, run_dir.path, log=_say)
-    print(f"wrote {run_dir.path}")
-    print_final(final, run)
-    return run_dir.path
+        return 0
+    return 0 if train_run(run) is not None else 130
 
 
 def plan(run: RunConfig) -> str:
@@ -104,16 +69,31 @@ def plan(run: RunConfig) -> str:
     )
 
 
-def _train(run: RunConfig, run_dir: RunDir) -> RunResult | None:
-    """`marl.learning.training.run` writing into `run_dir` (its evaluations, checkpoints and
-    logger); None when interrupted (the directory resumes), a UsageError when it diverged
-    (the directory is marked so)."""
+def train_run(run: RunConfig) -> Path | None:
+    """Train a resolved run and write its directory, top to bottom: claim it (`rundir.claim`:
+    new, resumed, or finished before), train into it (`marl.learning.training.run`, every
+    evaluation written as it comes), finish it (record, sidecar with the anchors, final.json),
+    play the transfer targets. Returns the directory (on hosts other than 0 of a multi-host
+    run, the folder host 0 writes it in), or None when interrupted."""
+    import jax
+
     from marl.learning.training import Diverged
     from marl.learning.training import run as run_training
+    from marl.run.rundir import claim, record_anchors
+    from marl.run.transfer import play_targets
 
-    run_dir.open_outputs()
+    if jax.process_index() > 0:  # a multi-host run: host 0 writes, the others only compute
+        run_training(run.env, run.train, run.settings, log=None)
+        return run.parent  # where host 0 writes the run
+    announce = plan(run)
+    run_dir = claim(run)
+    if run_dir is None:  # a relaunched sweep passes its finished runs over
+        print(f"finished before: {run.folder}; nothing to resume", flush=True)
+        return run.folder
+    verb = "resuming" if run_dir.resumed else "run directory:"
+    print(f"{announce}\n{verb} {run_dir.path}", flush=True)
     try:
-        return run_training(
+        result = run_training(
             run.env,
             run.train,
             run.settings,
@@ -136,6 +116,13 @@ def _train(run: RunConfig, run_dir: RunDir) -> RunResult | None:
             f"{run.env_id} {run.algo} diverged: {e}; stopped, {run_dir.path} marked diverged "
             "(try a smaller algo.lr)"
         ) from None
+    final = run_dir.finish(result, record_anchors(run))
+    if run.transfer:  # each seed's best evaluated parameters (final ones without them)
+        best = result.best_params if result.best_params is not None else result.params
+        play_targets(run, best, run_dir.path, log=_say)
+    print(f"wrote {run_dir.path}")
+    print_final(final, run)
+    return run_dir.path
 
 
 def _say(line: str) -> None:
