@@ -291,7 +291,8 @@ def test_measure_times_the_runners_segment_with_its_state_donated(tmp_path, monk
 
     d = bm.load(str(_definition(tmp_path)))
     (cell,) = bm.cells(d, only=["particle/simple/ippo"])
-    train = bm.resolve(cell).train
+    run = bm.resolve(cell)
+    train = run.train  # built once, when the cell was resolved
     state = training.init_seeds(train, jax.random.split(jax.random.key(0), 2))
     leaves = jax.tree.leaves(state)
     training.segment_program(train, 1)(state)

@@ -330,6 +330,34 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     assert "resume=true" in msg.getvalue()
 
 
+def test_a_relaunched_sweep_finds_each_run_as_its_folder_left_it(tmp_path):
+    """`relaunch` (what `marl sweep` asks of each run again) and `claim` read the folder: free
+    (train it), killed with this config (resume it), killed with another (moved aside, train
+    afresh), finished with this config (nothing to do), finished with another (refused)."""
+    import dataclasses
+
+    from marl.run.config import compose, resolve
+    from marl.run.errors import UsageError
+    from marl.run.rundir import claim, relaunch
+
+    run = resolve(compose([*TINY, f"out={tmp_path}", "name=r"]))
+    said = []
+    assert relaunch(run, said.append) is run  # free
+    claim(run)  # ... killed before its first evaluation
+    again = relaunch(run, said.append)
+    assert again is not None and again.resume and again.folder == run.folder
+    other = resolve(compose([*TINY, f"out={tmp_path}", "name=r", "seed=1"]))
+    assert relaunch(other, said.append) is other and not run.folder.exists()
+    (aside,) = run.parent.glob("r.unfinished-*")
+    assert said == [f"moved the unfinished run (another config) aside to {aside}"]
+    folder = claim(run).path
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "finished": True}))
+    assert relaunch(run) is None and claim(dataclasses.replace(run, resume=True)) is None
+    with pytest.raises(UsageError, match="holds a finished run with a different seed"):
+        relaunch(other)
+
+
 def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
     """Reopened after a hard kill: a line cut off mid-write is dropped (that step is logged
     again), and `time` goes on from the last line instead of restarting at 0."""

@@ -19,11 +19,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from marl.run.parts import merge, parse_span, part_name, parts_done
+
+if TYPE_CHECKING:
+    from marl.run.config import RunConfig
 
 DEFINITIONS = Path(__file__).parents[1] / "conf" / "benchmark"
 COSTS = "costs.json"  # in the records folder: measured seconds per update of each cell
@@ -176,7 +179,7 @@ def _matches(key: str, pattern: str) -> bool:
     return key == pattern or fnmatch.fnmatchcase(key, literal)
 
 
-def resolve(cell: Cell) -> Any:
+def resolve(cell: Cell) -> RunConfig:
     """The cell's validated `marl.run.config.RunConfig` (nothing compiled)."""
     from marl.run import config
 
@@ -188,7 +191,7 @@ def resolve(cell: Cell) -> Any:
 
 def resolve_cells(
     definition: dict[str, Any], chosen: Sequence[Cell], log: Callable[[str], None] | None = None
-) -> list[tuple[Cell, Any]]:
+) -> list[tuple[Cell, RunConfig]]:
     """The chosen cells with their resolved runs, every one checked before any work, on one
     evaluation grid per task: where a task's learners update in different sizes, the
     evaluation interval is pinned to a multiple of all of them (`sweep.common_grid`), so that
@@ -219,7 +222,7 @@ def resolve_cells(
     return out
 
 
-def state(run: Any) -> tuple[str, dict[str, Any]]:
+def state(run: RunConfig) -> tuple[str, dict[str, Any]]:
     """("finished" | "unfinished" | "missing", the run's meta.json or {})."""
     from marl.results.protocol import META
 
@@ -234,7 +237,7 @@ def state(run: Any) -> tuple[str, dict[str, Any]]:
     return ("finished" if meta.get("finished") else "unfinished"), meta
 
 
-def segments_done(run: Any) -> int:
+def segments_done(run: RunConfig) -> int:
     """Segments an unfinished cell has saved (its resume point), 0 if none."""
     from marl.learning.checkpoint import saved_segment
     from marl.run.rundir import CHECKPOINT
@@ -242,7 +245,7 @@ def segments_done(run: Any) -> int:
     return saved_segment(run.folder / CHECKPOINT) or 0
 
 
-def measure(run: Any, updates: int = 3) -> dict[str, float]:
+def measure(run: RunConfig, updates: int = 3) -> dict[str, float]:
     """Seconds per update of a run's vmapped seeds on this machine, training only (after one
     compile of `updates` updates in a scan, the runner's program), and the compile time."""
     import jax
@@ -265,7 +268,7 @@ def measure(run: Any, updates: int = 3) -> dict[str, float]:
     return {"s_per_update": per_update, "compile_s": compiled}
 
 
-def estimate_s(run: Any, cost: dict[str, float] | None) -> float | None:
+def estimate_s(run: RunConfig, cost: dict[str, float] | None) -> float | None:
     """Training seconds a whole cell takes on the measuring machine (evaluations extra)."""
     if cost is None:
         return None
@@ -289,13 +292,13 @@ def hours(seconds: float | None) -> str:
 
 
 def cheapest_first(
-    todo: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
-) -> list[tuple[Cell, Any]]:
+    todo: Sequence[tuple[Cell, RunConfig]], costs: dict[str, dict[str, float]]
+) -> list[tuple[Cell, RunConfig]]:
     """The cells left in the order `run` trains them: unfinished ones first (each resumes after
     its last segment), then the measured ones cheapest first, then the unmeasured ones in the
     definition's order; so a run cut short leaves the fewest cells unfinished."""
 
-    def key(item: tuple[int, tuple[Cell, Any]]) -> tuple[int, float, int]:
+    def key(item: tuple[int, tuple[Cell, RunConfig]]) -> tuple[int, float, int]:
         k, (cell, run) = item
         if state(run)[0] == "unfinished":
             return (0, 0.0, k)
@@ -306,7 +309,7 @@ def cheapest_first(
 
 
 def run_cells(
-    todo: Sequence[tuple[Cell, Any]],
+    todo: Sequence[tuple[Cell, RunConfig]],
     train: Callable[[Any], Any],
     log: Callable[[str], None] = print,
 ) -> list[tuple[Cell, str]]:
@@ -335,7 +338,9 @@ def run_cells(
     return failed
 
 
-def measure_cells(runs: Sequence[tuple[Cell, Any]], records: Path, again: bool = False) -> None:
+def measure_cells(
+    runs: Sequence[tuple[Cell, RunConfig]], records: Path, again: bool = False
+) -> None:
     """Measure each (cell, run)'s cost on this machine (`measure`) into the records folder's
     costs file, skipping measured cells unless `again`; prints each cell's estimate."""
     costs = read_costs(records)
@@ -406,7 +411,9 @@ def parse_part(text: str) -> tuple[int, int]:
         raise BenchmarkError(f"--part {text!r}: expected a:b with a < b, e.g. --part 0:2") from None
 
 
-def parts_of(todo: Sequence[tuple[Cell, Any]], part: tuple[int, int]) -> list[tuple[Cell, Any]]:
+def parts_of(
+    todo: Sequence[tuple[Cell, RunConfig]], part: tuple[int, int]
+) -> list[tuple[Cell, RunConfig]]:
     """The part `part` of each cell left (its seeds a..b-1; `marl.run.parts`)."""
     out = []
     for cell, _ in todo:
@@ -417,7 +424,7 @@ def parts_of(todo: Sequence[tuple[Cell, Any]], part: tuple[int, int]) -> list[tu
     return out
 
 
-def merge_parts(run: Any, log: Callable[[str], None] = print) -> bool:
+def merge_parts(run: RunConfig, log: Callable[[str], None] = print) -> bool:
     """Join the cell's finished parts into its run once they cover every seed (the parts'
     folders are removed); True when the cell is whole now."""
     from marl.results.protocol import META
@@ -439,8 +446,8 @@ def merge_parts(run: Any, log: Callable[[str], None] = print) -> bool:
 
 
 def status(
-    runs: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
-) -> tuple[list[list[str]], list[tuple[Cell, Any]], str]:
+    runs: Sequence[tuple[Cell, RunConfig]], costs: dict[str, dict[str, float]]
+) -> tuple[list[list[str]], list[tuple[Cell, RunConfig]], str]:
     """(table rows: tier, cell, seeds x steps, state, training time), the cells left, and a
     line saying how many are left and their measured training time, and where finished cells
     were measured too, the whole time left at the pace they ran. An unfinished cell shows the

@@ -82,7 +82,9 @@ def separate_grid(grid: list[list[str]]) -> list[list[str]]:
     return out
 
 
-def common_grid(grid: list[list[str]], runs: Sequence[Any]) -> tuple[list[list[str]], list[str]]:
+def common_grid(
+    grid: list[list[str]], runs: Sequence[RunConfig]
+) -> tuple[list[list[str]], list[str]]:
     """One evaluation grid per task for learners whose updates differ in size.
 
     Each run evaluates every `interval` env steps rounded to its own whole updates, so at one
