@@ -116,7 +116,8 @@ def train_run(run: RunConfig) -> Path | None:
             f"{run.env_id} {run.algo} diverged: {e}; stopped, {run_dir.path} marked diverged "
             "(try a smaller algo.lr)"
         ) from None
-    final = run_dir.finish(result, record_anchors(run))
+    anchors = record_anchors(run)  # the random and scripted policies' scores
+    final = run_dir.finish(result, anchors)
     if run.transfer:  # each seed's best evaluated parameters (final ones without them)
         best = result.best_params if result.best_params is not None else result.params
         play_targets(run, best, run_dir.path, log=_say)

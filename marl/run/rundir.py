@@ -226,7 +226,7 @@ class RunDir:
         self.evaluations: list[dict[str, np.ndarray]] = []
         self._train_metrics: dict[str, np.ndarray] = {}
         self._logged: set[int] | None = None  # steps already in metrics.jsonl (read once)
-        self._whole: list[dict[str, Any]] | None = None  # metrics.jsonl without a cut line
+        self._rewrite: list[dict[str, Any]] | None = None  # metrics.jsonl less a cut line
         self._started = datetime.now()
         self._earlier_code: list[dict[str, Any]] = []  # a resumed run's code before this process
         if path is None:
@@ -247,7 +247,7 @@ class RunDir:
         lines, whole = self._logged_lines()  # read once: the steps logged and the clock so far
         self._logged = {int(line["step"]) for line in lines}
         self._started -= timedelta(seconds=float(lines[-1].get("time", 0.0)) if lines else 0)
-        self._whole = None if whole else lines
+        self._rewrite = None if whole else lines
 
     def start(self, checkpoints: bool = True) -> None:
         """Write what a run starts with: a new directory its config.yaml and an unfinished
@@ -262,12 +262,13 @@ class RunDir:
         from marl.learning.checkpoint import SegmentCheckpoints
         from marl.run.loggers import make_logger
 
-        config, meta = self._config_text(), self.meta()
         if not self.resumed:
+            config, meta = self._config_text(), self.meta()
             atomic_write(self.path / "config.yaml", config)
             write_json(self.path / META, meta)
-        elif self._whole is not None:
-            atomic_write(self.path / METRICS, "".join(json.dumps(x) + "\n" for x in self._whole))
+        elif self._rewrite is not None:
+            text = "".join(json.dumps(line) + "\n" for line in self._rewrite)
+            atomic_write(self.path / METRICS, text)
         if checkpoints and self.run.checkpoint and jax.process_count() == 1:
             self.checkpoints = SegmentCheckpoints(self.checkpoint_dir)
         logger = make_logger(self.run.logger, self.path, self.run.config)
@@ -416,11 +417,12 @@ class RunDir:
         self.close()
 
     def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
-        """Write the full record with the absolute metric, the parameters, `final.json` and the
-        sidecar (with the anchors, `record_anchors`), then drop the checkpoint and close the
-        loggers; returns the final summary."""
+        """Close the loggers (training is over), write the full record with the absolute
+        metric, the parameters, `final.json` and the sidecar (with the anchors,
+        `record_anchors`), then drop the checkpoint; returns the final summary."""
         from flax import serialization
 
+        self.close()
         run, spec = self.run, self.run.env.spec  # what the sidecar says of its metrics
         final = final_record(run, result, self.made_with)
         final["created"] = self.created.isoformat(timespec="seconds")
@@ -439,7 +441,6 @@ class RunDir:
         write_json(self.path / META, meta)
         if self.checkpoints is not None:  # a finished run keeps its record, not its segments
             self.checkpoints.clear()
-        self.close()
         return final
 
 
