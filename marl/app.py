@@ -57,7 +57,7 @@ def command_line(argv: list[str]) -> list[str]:
     """The command line with `marl train`'s add-or-override prefix on learner and env keyword
     overrides (`env.kwargs.num_agents=5` -> `++env.kwargs.num_agents=5`): the same overrides as
     `marl train`, whose validators name an unknown key."""
-    from marl.run.config import open_keys
+    from marl.run.compose import open_keys
 
     return [argv[0], *(a if a.startswith("-") else open_keys([a])[0] for a in argv[1:])]
 

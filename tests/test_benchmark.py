@@ -12,7 +12,6 @@ import pytest
 from marl import cli
 from marl.run import benchmark as bm
 from marl.run import jobs
-from marl.run.rundir import run_parent
 
 TINY = """
 name: tiny
@@ -133,7 +132,7 @@ def test_status_and_run_train_the_cells_left_and_go_on_past_a_failure(tmp_path, 
         trained.append(run.algo)
         if run.algo == "vdn" and run.env_kwargs:
             raise RuntimeError("boom")
-        folder = run_parent(run) / str(run.name)
+        folder = run.folder
         folder.mkdir(parents=True)
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 60.0}))
         return folder
@@ -168,7 +167,7 @@ def test_run_resumes_unfinished_cells_then_trains_the_cheapest_first(tmp_path, m
 
     def train(run):
         trained.append(f"{run.env_id}{dict(run.env_kwargs) or ''}/{run.algo}:{run.resume}")
-        folder = run_parent(run) / str(run.name)
+        folder = run.folder
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 1.0}))
         return folder
@@ -191,7 +190,7 @@ def test_no_checkpoint_trains_the_cells_without_checkpoints(tmp_path, monkeypatc
 
     def train(run):
         seen.append((run.algo, run.checkpoint, run.resume))
-        folder = run_parent(run) / str(run.name)
+        folder = run.folder
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 1.0}))
         return folder
@@ -213,7 +212,7 @@ def test_status_prices_the_cells_left_at_the_pace_finished_cells_ran(tmp_path):
     runs = bm.resolve_cells(d, bm.cells(d, "cpu"))
     costs = {cell.key: {"s_per_update": 3600.0, "compile_s": 0.0} for cell, _ in runs}
     for (_, run), took in zip(runs[:3], (2.0, 3.0, 10.0), strict=False):  # 2x, 3x, 10x
-        folder = run_parent(run) / str(run.name)
+        folder = run.folder
         folder.mkdir(parents=True)
         meta = {"finished": True, "wall_time": took * 3600.0 * run.total_updates}
         (folder / "meta.json").write_text(json.dumps(meta))
@@ -232,7 +231,7 @@ def test_status_counts_only_the_segments_an_unfinished_cell_has_left(tmp_path):
     runs = bm.resolve_cells(d, bm.cells(d, "gpu"))  # combat/3m/qmix: 21 segments
     ((cell, run),) = runs
     costs = {cell.key: {"s_per_update": 3600.0 / run.total_updates, "compile_s": 0.0}}
-    folder = run_parent(run) / str(run.name)
+    folder = run.folder
     (folder / "checkpoint" / "7").mkdir(parents=True)  # orbax keeps the newest segment
     (folder / "checkpoint" / "8.orbax-checkpoint-tmp-1").mkdir()  # a save cut short
     (folder / "meta.json").write_text(json.dumps({"finished": False}))
@@ -289,12 +288,11 @@ def test_measure_times_the_runners_segment_with_its_state_donated(tmp_path, monk
     import jax
 
     from marl.learning import training
-    from marl.run import config
 
     d = bm.load(str(_definition(tmp_path)))
     (cell,) = bm.cells(d, only=["particle/simple/ippo"])
     run = bm.resolve(cell)
-    _, train = config.build(run)
+    train = run.train  # built once, when the cell was resolved
     state = training.init_seeds(train, jax.random.split(jax.random.key(0), 2))
     leaves = jax.tree.leaves(state)
     training.segment_program(train, 1)(state)

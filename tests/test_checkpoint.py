@@ -315,18 +315,47 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     import dataclasses
 
     from marl.run.config import compose, resolve
-    from marl.run.rundir import RunDir, unfinished_run
+    from marl.run.rundir import claim, unfinished_run
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=early"]))
-    claimed = RunDir(run).path  # ... and the run stops here
+    claimed = claim(run).path  # ... and the run stops here
     assert not json.loads((claimed / "meta.json").read_text())["finished"]
     resumed = dataclasses.replace(run, resume=True)
     assert unfinished_run(resumed) == claimed
     assert unfinished_run(dataclasses.replace(resumed, name=None)) == claimed  # newest of config
-    assert RunDir(resumed, path=claimed).path == claimed
+    again = claim(resumed)
+    assert again.resumed and again.path == claimed
     with contextlib.redirect_stderr(io.StringIO()) as msg:
         assert cli.main(["train", *TINY, f"out={tmp_path}", "name=early"]) == 2
     assert "resume=true" in msg.getvalue()
+
+
+def test_a_relaunched_sweep_finds_each_run_as_its_folder_left_it(tmp_path):
+    """`relaunch` (what `marl sweep` asks of each run again) and `claim` read the folder: free
+    (train it), killed with this config (resume it), killed with another (moved aside, train
+    afresh), finished with this config (nothing to do), finished with another (refused)."""
+    import dataclasses
+
+    from marl.run.config import compose, resolve
+    from marl.run.errors import UsageError
+    from marl.run.rundir import claim, relaunch
+
+    run = resolve(compose([*TINY, f"out={tmp_path}", "name=r"]))
+    said = []
+    assert relaunch(run, said.append) is run  # free
+    claim(run)  # ... killed before its first evaluation
+    again = relaunch(run, said.append)
+    assert again is not None and again.resume and again.folder == run.folder
+    other = resolve(compose([*TINY, f"out={tmp_path}", "name=r", "seed=1"]))
+    assert relaunch(other, said.append) is other and not run.folder.exists()
+    (aside,) = run.parent.glob("r.unfinished-*")
+    assert said == [f"moved the unfinished run (another config) aside to {aside}"]
+    folder = claim(run).path
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "finished": True}))
+    assert relaunch(run) is None and claim(dataclasses.replace(run, resume=True)) is None
+    with pytest.raises(UsageError, match="holds a finished run with a different seed"):
+        relaunch(other)
 
 
 def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
@@ -335,15 +364,15 @@ def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
     import dataclasses
 
     from marl.run.config import compose, resolve
-    from marl.run.rundir import RunDir
+    from marl.run.rundir import claim
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=cut"]))
-    path = RunDir(run).path
+    path = claim(run).path
     lines = [{"step": 0, "time": 5.0, "eval": {}, "train": {}},
              {"step": 256, "time": 100.0, "eval": {}, "train": {}}]  # fmt: skip
     text = "".join(json.dumps(line) + "\n" for line in lines)
     (path / "metrics.jsonl").write_text(text + '{"step": 512, "ti')
-    again = RunDir(dataclasses.replace(run, resume=True), path=path)
+    again = claim(dataclasses.replace(run, resume=True))
     assert (path / "metrics.jsonl").read_text() == text
     assert again._logged_steps() == {0, 256}
     again.on_evaluation(512, {"return": np.zeros((2, 4))})
@@ -446,10 +475,10 @@ def test_resume_without_a_name_continues_the_newest_unfinished_run_of_the_config
     from datetime import datetime
 
     from marl.run.config import compose, resolve
-    from marl.run.rundir import RunDir, config_differences, unfinished_run
+    from marl.run.rundir import claim, config_differences, unfinished_run
 
     run = resolve(compose([*TINY, f"out={tmp_path}"]))
-    dirs = [RunDir(run, now=datetime(2026, 1, day)).path for day in (1, 2, 3)]
+    dirs = [claim(run, now=datetime(2026, 1, day)).path for day in (1, 2, 3)]
     meta = json.loads((dirs[2] / "meta.json").read_text())
     (dirs[2] / "meta.json").write_text(json.dumps({**meta, "finished": True}))
     assert unfinished_run(dataclasses.replace(run, resume=True)) == dirs[1]

@@ -18,7 +18,6 @@ import pytest
 from marl import cli
 from marl.run import benchmark as bm
 from marl.run import entrants, jobs
-from marl.run.rundir import run_parent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -291,7 +290,7 @@ def test_benchmark_status_of_a_learners_cells_reads_its_records_folder(tmp_path,
 
     def train(run):
         trained.append((run.algo, run.out))
-        folder = run_parent(run) / str(run.name)
+        folder = run.folder
         folder.mkdir(parents=True)
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 1.0}))
         return folder

@@ -284,13 +284,12 @@ def test_sweep_trains_the_grid_writes_a_report_and_skips_finished_runs(tmp_path)
 
 def test_env_keyword_variants_get_their_own_task_and_directory():
     from marl.run.config import compose, resolve
-    from marl.run.rundir import run_parent, run_task
 
     plain = resolve(compose(["env=particle/spread", "out=r"]))
     cont = resolve(compose(["env=particle/spread", "env.kwargs.continuous_actions=true", "out=r"]))
-    assert run_task(plain) == "spread" and run_task(cont) == "spread[continuous_actions=true]"
-    assert run_parent(plain) != run_parent(cont)
-    assert str(run_parent(cont)) == "r/particle/spread[continuous_actions=true]/mappo"
+    assert plain.task == "spread" and cont.task == "spread[continuous_actions=true]"
+    assert plain.parent != cont.parent
+    assert str(cont.parent) == "r/particle/spread[continuous_actions=true]/mappo"
 
 
 def test_sweep_axes_over_learner_settings_get_their_own_runs_and_names():

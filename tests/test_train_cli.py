@@ -195,6 +195,26 @@ def test_python_learners_read_their_own_yaml(algo, monkeypatch):
     assert built and built[-1].gamma == 0.5
 
 
+def test_resolve_derives_and_builds_once_and_replace_keeps_the_config_true(tmp_path):
+    """The resolved run carries its task, folder, record name, env and learner (the learner
+    built for the run's total updates); its config (config.yaml's) follows a replaced field
+    instead of keeping the value it was first read with."""
+    from marl.run.config import build
+
+    run = resolve(
+        compose([*TINY, "env.kwargs.continuous_actions=true", f"out={tmp_path}", "name=a"])
+    )
+    assert run.task == "simple[continuous_actions=true]"
+    assert run.parent == tmp_path / "particle" / run.task / "ippo"
+    assert run.folder == run.parent / "a" and run.record_algo == "ippo"
+    assert build(run) == (run.env, run.train) and run.train.steps_per_update == 64
+    assert run.env.spec.name == "particle/simple" and not run.env.spec.discrete
+    assert run.config["name"] == "a" and run.config["derived"]["total_updates"] == 66
+    renamed = dataclasses.replace(run, name="b")
+    assert renamed.config["name"] == "b" and renamed.folder == run.parent / "b"
+    assert renamed.env is run.env and renamed.train is run.train  # nothing built again
+
+
 def test_env_yaml_for_every_particle_scenario_documents_its_defaults():
     particle = [o for o in group_options("env") if o.startswith("particle/")]
     assert particle == list_envs("particle")

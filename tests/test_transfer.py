@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -15,6 +16,33 @@ TINY = ["env=particle/spread", "algo=ippo", "seeds=2", "budget=512", "algo.num_e
         "algo.rollout_length=32", "protocol.num_evaluations=1", "protocol.eval_episodes=2",
         "protocol.absolute_episodes=3"]  # fmt: skip
 SHORT = "protocol.transfer=[{name:short,id:'particle/spread',kwargs:{episode_limit:7}}]"
+
+
+def count_builds(monkeypatch) -> dict[str, int]:
+    """Counts of environments (`registry.make`) and learners (a registered `make_train`
+    called) built from here on."""
+    from marl.core import registry
+
+    built = {"envs": 0, "learners": 0}
+    make, algorithm = registry.make, registry.algorithm
+
+    def counted_make(env_id, **kwargs):
+        built["envs"] += 1
+        return make(env_id, **kwargs)
+
+    def counted_algorithm(name):
+        make_train = algorithm(name)
+
+        @functools.wraps(make_train)
+        def counted(*args, **kwargs):
+            built["learners"] += 1
+            return make_train(*args, **kwargs)
+
+        return counted
+
+    monkeypatch.setattr(registry, "make", counted_make)
+    monkeypatch.setattr(registry, "algorithm", counted_algorithm)
+    return built
 
 
 def test_targets_parse_and_refuse_mistakes():
@@ -32,8 +60,15 @@ def test_targets_parse_and_refuse_mistakes():
         )
 
 
-def test_trained_parameters_play_each_target_and_land_in_transfer_json(tmp_path, capsys):
+def test_trained_parameters_play_each_target_and_land_in_transfer_json(
+    tmp_path, capsys, monkeypatch
+):
+    """...and the run builds each environment and learner once: its own and the target's
+    envs, and its learner, the target's and one probe reading the update's size (the run
+    layer built them all again after resolving them, 4 envs and 4 learners)."""
+    built = count_builds(monkeypatch)
     assert cli.main(["train", *TINY, SHORT, f"out={tmp_path}"]) == 0
+    assert built == {"envs": 2, "learners": 3}
     (run_dir,) = tmp_path.glob("*/*/*/*")  # <out>/<family>/<scenario>/<algo>/<name>
     out = json.loads((run_dir / "transfer.json").read_text())
     assert list(out) == ["short"] and out["short"]["episodes"] == 3

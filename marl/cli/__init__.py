@@ -1,6 +1,7 @@
 """The `marl` command line: `marl train | sweep | benchmark | report | leaderboard | list |
 bench | render | eval`. It parses (`parser`, `args`) and calls library functions
-(`commands`); the work is done in `marl.run`, `marl.results` and `marl.bench`.
+(`commands`; `benchmark` for the benchmark and the leaderboard); the work is done in
+`marl.run`, `marl.results` and `marl.bench`.
 
 Errors a user can fix (an unknown id or keyword, a missing optional package) are printed as one
 line on stderr with exit code 2, never as a traceback.

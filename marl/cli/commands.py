@@ -1,13 +1,12 @@
 """The `marl` commands: each checks its arguments, calls the layers below (`marl.run`,
-`marl.results`, `marl.bench`) and prints; user-fixable errors are one-line `UsageError`s."""
+`marl.results`, `marl.bench`) and prints; user-fixable errors are one-line `UsageError`s.
+`marl benchmark` and `marl leaderboard` are in `marl.cli.benchmark`."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from marl.cli.args import (
     parse_ints,
     parse_sets,
 )
-from marl.results.stats import REPS
 from marl.results.tables import format_table
 from marl.run.errors import UsageError
 
@@ -97,129 +95,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_RECORDS = ("results/benchmark/v1", "results/external")
-DEFAULT_CONTESTS = ("results/crossplay",)
-
-
-def cmd_leaderboard(args: argparse.Namespace) -> int:
-    """Rank algorithms per task and overall; writes leaderboard.md, .json and .html."""
-    import yaml
-
-    from marl.results.contests import read_contests
-    from marl.results.leaderboard import write_leaderboard
-    from marl.results.published import SHIPPED, read_published
-    from marl.run.jobs import load_study
-
-    if args.out is None:  # never into results/ unasked: the committed leaderboard lives there
-        raise UsageError(
-            "--out DIR is required: the folder for leaderboard.md, .json and .html (the "
-            "committed leaderboard is regenerated with --out results)"
-        )
-    runs = args.runs or [p for p in DEFAULT_RECORDS if os.path.isdir(p)]
-    if not runs:
-        raise UsageError(f"no records given and none of {', '.join(DEFAULT_RECORDS)} exists")
-    output_dir(args.out, "--out")
-    if args.site:
-        output_dir(args.site, "--site")
-    definition, declared = None, None
-    if args.benchmark:
-        from marl.results.scoring import declared_scoring
-        from marl.run import benchmark
-
-        try:
-            definition = benchmark.load(args.benchmark)
-            declared = declared_scoring(definition)
-        except (benchmark.BenchmarkError, ValueError) as e:
-            raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
-    from marl.run.entrants import refusal_hint
-
-    study = load_study(
-        runs,
-        args.metric,
-        hint=lambda e: refusal_hint(e, runs, args.benchmark),
-        declared=declared,
-        drop_bad=args.drop_bad,
-    )
-    given = [*args.runs, "--out", args.out]  # what regenerates the files
-    if args.metric != "episode_return":
-        given += ["--metric", args.metric]
-    if args.reps != REPS:
-        given += ["--reps", str(args.reps)]
-    if args.seed:
-        given += ["--seed", str(args.seed)]
-    crossplay = args.crossplay or [p for p in DEFAULT_CONTESTS if os.path.isdir(p)]
-    if args.crossplay:
-        given += [a for p in args.crossplay for a in ("--crossplay", p)]
-    try:
-        contests = read_contests(crossplay)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    published = []
-    if args.published:
-        given += ["--published", args.published]
-    if args.published != "none":
-        try:
-            published = read_published(args.published or SHIPPED)
-        except (OSError, ValueError, yaml.YAMLError) as e:
-            raise UsageError(f"--published: {e}") from None
-    cov = None
-    if definition is not None:
-        from marl.core.registry import files_are_data
-
-        try:
-            with files_are_data(args.allow_import or ()):
-                cov = benchmark.coverage(definition, study)
-        except benchmark.BenchmarkError as e:
-            raise UsageError(str(e)) from None
-        given += ["--benchmark", args.benchmark]
-    command = "marl leaderboard " + " ".join(given)
-    paths = write_leaderboard(
-        study,
-        args.out,
-        reps=args.reps,
-        seed=args.seed,
-        command=command,
-        contests=contests,
-        published=published,
-        coverage=cov,
-    )
-    held = (
-        ""
-        if cov is None
-        else (
-            f", {sum(r['held'] for r in cov['cells'])} of {len(cov['cells'])} cells of benchmark "
-            f"{cov['benchmark']}"
-        )
-    )
-    print(
-        f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s), {len(contests)} "
-        f"contest(s){held}; wrote {paths['md']}"
-    )
-    if args.site:
-        _write_site(args, study, given, published, cov)
-    return 0
-
-
-def _write_site(
-    args: argparse.Namespace, study: Any, given: list[str], published: list, cov: Any
-) -> None:
-    """`marl leaderboard --site DIR`: the static site (`marl.results.site`), which names the
-    command that regenerates it (the leaderboard's, with its --site)."""
-    from marl.results.site import write_site
-
-    command = " ".join(["marl leaderboard", *given, "--site", args.site])
-    index = write_site(
-        study,
-        args.site,
-        reps=args.reps,
-        seed=args.seed,
-        published=published,
-        coverage=cov,
-        command=command,
-    )
-    print(f"wrote the site {index}")
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Train every combination of comma-separated overrides, then write one report."""
     if args.report is not None:
@@ -227,81 +102,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from marl.run.sweep import run_sweep
 
     return run_sweep(args.overrides, args.report)
-
-
-def cmd_benchmark(args: argparse.Namespace) -> int:
-    """`marl benchmark status|run|measure NAME`: a versioned benchmark's cells; the file's ids
-    resolve to registered ones (import paths only from --algo and --allow-import)."""
-    from marl.core.registry import files_are_data
-
-    with files_are_data([*(args.algo or ()), *(args.allow_import or ())]):
-        return _benchmark(args)
-
-
-def _benchmark(args: argparse.Namespace) -> int:
-    from marl.run import benchmark as bm
-
-    try:
-        if args.action == "list":
-            for name in bm.names():
-                d = bm.load(name)
-                n = {t: len(bm.cells(d, t)) for t in d["tiers"]}
-                print(f"{name}: " + ", ".join(f"{t} tier {k} cells" for t, k in n.items()))
-            return 0
-        if args.part and args.action != "run":
-            raise UsageError("--part: only with `marl benchmark run`")
-        if args.algo and not args.records:
-            raise UsageError(
-                f"--algo: give --records DIR, a folder of yours for its cells (e.g. --records "
-                f"runs/{Path(args.name).stem}-mine)"
-            )
-        d = bm.load(args.name)
-        if args.algo:  # a learner of the user's on the benchmark's tasks
-            from marl.run import entrants
-
-            chosen = entrants.cells(d, args.algo, args.records, args.tier, args.only or ())
-            runs = entrants.resolve(d, chosen)
-            for line in entrants.plan(d, runs):
-                print(line)
-        else:
-            chosen = bm.cells(d, args.tier, args.only or ())
-            if args.records:
-                chosen = [dataclasses.replace(c, records=Path(args.records)) for c in chosen]
-            runs = bm.resolve_cells(d, chosen)  # every cell checked before any work
-    except bm.BenchmarkError as e:
-        raise UsageError(str(e)) from None
-    records = Path(args.records or d["records"])
-    if args.action == "run":  # parts trained elsewhere that now cover a cell's seeds
-        for _, run in runs:
-            bm.merge_parts(run)
-    if args.action == "measure":
-        bm.measure_cells(runs, records, again=args.again)
-    rows, todo, summary = bm.status(runs, bm.read_costs(records))
-    print(format_table(["tier", "cell", "seeds x steps", "state", "training time"], rows))
-    print(summary)
-    if args.action != "run" or not todo:
-        return 0
-    from marl.run import jobs
-
-    train = jobs.train_run
-    if args.no_checkpoint:  # results do not depend on checkpoints; only resuming does
-
-        def train(run):
-            return jobs.train_run(dataclasses.replace(run, checkpoint=False, resume=False))
-
-    todo = bm.cheapest_first(todo, bm.read_costs(records))
-    if args.part:  # seeds a..b-1 of each cell left, joined once parts cover its seeds
-        try:
-            failed = bm.run_cells(bm.parts_of(todo, bm.parse_part(args.part)), train)
-        except bm.BenchmarkError as e:
-            raise UsageError(str(e)) from None
-        for _, run in todo:
-            bm.merge_parts(run)
-    else:
-        failed = bm.run_cells(todo, train)
-    for cell, error in failed:
-        print(f"failed: {cell.key}: {error}", file=sys.stderr)
-    return 1 if failed else 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

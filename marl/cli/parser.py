@@ -8,12 +8,11 @@ from typing import Any
 
 from marl import __version__
 from marl.cli.args import BENCH_STEPS, DEFAULT_NUM_ENVS, PEERS, SUITE_AGENTS, at_least
+from marl.cli.benchmark import cmd_benchmark, cmd_leaderboard
 from marl.cli.commands import (
     cmd_bench,
-    cmd_benchmark,
     cmd_crossplay,
     cmd_eval,
-    cmd_leaderboard,
     cmd_list,
     cmd_merge,
     cmd_render,

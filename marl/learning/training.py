@@ -9,7 +9,10 @@ absolute: jit(vmap(evaluate))(best params)   `absolute_episodes` episodes on oth
 ```
 
 No Python loop runs per update, and each function compiles once for a given (env, learner,
-shapes). Between segments the host only logs progress and stores evaluation results.
+shapes). Between segments the host only logs progress and stores evaluation results. `run`
+reads in the order it runs: start (every seed initialised, then resumed from a checkpoint or
+evaluated at step 0), compile, one `segment` after another (updates, divergence check,
+evaluation, best parameters, hooks, checkpoint, progress line), finish (absolute metric).
 
 The absolute metric (Gorsane et al. 2022) re-evaluates each seed's best evaluated parameters
 (highest mean of `settings.metric` over the evaluation episodes; the earliest on ties) on
@@ -285,11 +288,28 @@ def run(
     hyperparameter sweep passes keys and values, `marl.learning.hyper`).
     """
     warn_if_unsafe()
-    spu = train.steps_per_update
-    per_segment, num_segments = settings.schedule(spu)
     say = log or (lambda _: None)
+    loop = _Loop(env, train, settings, say, on_evaluation, on_train_metrics, checkpoints)
+    loop.start(devices, init_inputs)  # every seed's state: fresh and evaluated, or resumed
+    loop.compile()  # the segment program
+    for k in range(loop.done + 1, loop.num_segments + 1):
+        loop.segment(k)  # train, check, evaluate, keep the best, checkpoint, log
+    return loop.finish()  # final and best parameters, the absolute metric, timings
+
+
+@dataclass(frozen=True)
+class _Programs:
+    """A run's programs, each compiled once for its (env, learner, shapes)."""
+
+    segment: Callable[[Any], tuple[Any, dict[str, Array]]]  # `segment_program`
+    finite: Callable[[Any], Array]  # [seeds] every parameter finite
+    evaluate: Callable[[Any], dict[str, Array]]  # greedy episodes on the evaluation keys
+    select: Callable[[Any, Any, Array], Any]  # where(better, params, best), best donated
+    absolute: Callable[[Any], dict[str, Array]]  # the best parameters on the absolute keys
+
+
+def _programs(env: MultiAgentEnv, train: Train, settings: RunSettings, length: int) -> _Programs:
     root = jax.random.key(settings.seed)
-    init_keys = settings.seed_keys(root)
     eval_key = jax.random.fold_in(root, EVAL_SALT)
 
     def evaluate_all(state):
@@ -309,124 +329,210 @@ def run(
         n = settings.absolute_episodes
         return jax.vmap(lambda p: evaluate(env, train.policy, p, key, n))(params)
 
-    segment_j = segment_program(train, per_segment)
-    finite_j = jax.jit(lambda s: finite_params(seed_params(train, s)))
-    evaluate_j = jax.jit(evaluate_all)
-    select_j = jax.jit(select, donate_argnums=0)
-    result = RunResult()
-    best = best_score = best_step = None
-    lower = settings.metric in env.spec.lower_is_better  # e.g. pathfinding's flowtime
-
-    def track(steps: int, evals: dict[str, np.ndarray]) -> None:
-        nonlocal best, best_score, best_step
-        if settings.metric not in evals:
-            valid = ", ".join(sorted(evals))
-            raise ValueError(
-                f"protocol metric {settings.metric!r} is not evaluated; valid: {valid}"
-            )
-        score = np.asarray(evals[settings.metric]).mean(axis=-1)
-        if best is None:  # zeros, not the state's own buffers: the state is donated later
-            best = jax.tree.map(jnp.zeros_like, seed_params(train, state))
-            best_score = np.full_like(score, np.inf if lower else -np.inf)
-            best_step = np.zeros(score.shape, np.int64)
-        better = score < best_score if lower else score > best_score
-        best = select_j(best, state, jnp.asarray(better))
-        best_score = np.where(better, score, best_score)
-        best_step = np.where(better, steps, best_step)
-
-    t0 = time.perf_counter()
-    # Seeds are initialised with lax.map (`init_seeds`). Wait for init before dispatching
-    # anything that reads its result.
-    place = seed_sharding(settings.seeds, devices, say)
-    inputs = init_keys if init_inputs is None else init_inputs
-    state = init_seeds(train, inputs)
-    state = jax.block_until_ready(place(state))
-    done = None if checkpoints is None else checkpoints.latest()
-    train_time = 0.0
-    prior_wall = 0.0  # wall time of the processes before a resume, up to their last segment
-    if done is None:
-        first = fetch(evaluate_j(state))
-        track(0, first)
-        result.steps.append(0)
-        result.evaluations.append(first)
-        if on_evaluation:
-            on_evaluation(0, first)
-        done = 0
-    else:  # continue after the saved segment
-        like = template(state)
-        del state  # never hold the fresh state beside the restored one (a replay buffer: GBs)
-        best_like = jax.eval_shape(train.params, like)
-        state, best, saved = checkpoints.restore(done, like, best_like)
-        state, best = place(state), place(best)
-        result.steps = [int(x) for x in saved["steps"]]
-        result.evaluations = unstack(saved["evaluations"])
-        result.train_metrics = unstack(saved["train_metrics"])
-        best_score, best_step = saved["best_score"], saved["best_step"]
-        train_time = float(saved["train_time"])
-        prior_wall = float(saved.get("wall_time", 0.0))  # absent from older checkpoints
-        if on_evaluation:
-            for step, evals in zip(result.steps, result.evaluations, strict=True):
-                on_evaluation(step, evals)
-    compiled = segment_j.lower(state).compile()
-    result.compile_time = time.perf_counter() - t0  # init, first evaluation, segment
-    resumed = f"; resumed after segment {done}" if done else ""
-    say(
-        f"{env.spec.name}: {settings.seeds} seeds x {num_segments * per_segment * spu:,} steps, "
-        f"{num_segments} segments of {per_segment} updates x {spu} steps "
-        f"(compiled in {result.compile_time:.1f}s); eval return at 0: "
-        f"{result.evaluations[0]['return'].mean():.3f}{resumed}"
+    return _Programs(
+        segment=segment_program(train, length),
+        finite=jax.jit(lambda s: finite_params(seed_params(train, s))),
+        evaluate=jax.jit(evaluate_all),
+        select=jax.jit(select, donate_argnums=0),
+        absolute=jax.jit(absolute_all),
     )
-    loop_start = time.perf_counter()
-    for k in range(done + 1, num_segments + 1):
+
+
+@dataclass
+class _Best:
+    """Each seed's best evaluated parameters so far, their score and their step."""
+
+    params: Any  # [seeds, ...]
+    score: np.ndarray  # [seeds] mean of `settings.metric` over the evaluation episodes
+    step: np.ndarray  # [seeds] env steps
+
+
+class _Loop:
+    """One call of `run`: its programs, the seeds' state, their best parameters, the result so
+    far and the clocks; one method per step of the run, in the order they run."""
+
+    def __init__(
+        self,
+        env: MultiAgentEnv,
+        train: Train,
+        settings: RunSettings,
+        say: Callable[[str], None],
+        on_evaluation: Callable[[int, dict[str, np.ndarray]], None] | None,
+        on_train_metrics: Callable[[int, dict[str, np.ndarray]], None] | None,
+        checkpoints: SegmentCheckpoints | None,
+    ):
+        self.env, self.train, self.settings, self.say = env, train, settings, say
+        self.on_evaluation, self.on_train_metrics = on_evaluation, on_train_metrics
+        self.checkpoints = checkpoints
+        self.per_segment, self.num_segments = settings.schedule(train.steps_per_update)
+        self.programs = _programs(env, train, settings, self.per_segment)
+        self.lower = settings.metric in env.spec.lower_is_better  # e.g. pathfinding's flowtime
+        self.result = RunResult()
+        self.best: _Best | None = None
+        self.state: Any = None
+        self.compiled: Callable[[Any], tuple[Any, dict[str, Array]]] | None = None
+        self.done = 0  # segments finished before this call (a resumed run's)
+        self.train_time = 0.0
+        self.prior_wall = 0.0  # wall time of the processes before a resume, to their last segment
+        self.t0 = self.loop_start = 0.0
+
+    def start(self, devices: Sequence[jax.Device] | None, init_inputs: Any) -> None:
+        """Initialise every seed (`init_seeds`, placed by `seed_sharding`), then continue
+        after a saved segment or evaluate step 0."""
+        self.t0 = time.perf_counter()
+        place = seed_sharding(self.settings.seeds, devices, self.say)
+        keys = self.settings.seed_keys(jax.random.key(self.settings.seed))
+        inputs = keys if init_inputs is None else init_inputs
+        # wait for init before dispatching anything that reads its result
+        self.state = jax.block_until_ready(place(init_seeds(self.train, inputs)))
+        saved = None if self.checkpoints is None else self.checkpoints.latest()
+        if saved is None:
+            self._evaluate_first()
+        else:
+            self._resume(saved, place)
+
+    def compile(self) -> None:
+        """Compile the segment; the start-up (init, first evaluation, compile) is timed."""
+        self.compiled = self.programs.segment.lower(self.state).compile()
+        self.result.compile_time = time.perf_counter() - self.t0
+        self._log_start()
+        self.loop_start = time.perf_counter()
+
+    def _evaluate_first(self) -> None:
+        first = fetch(self.programs.evaluate(self.state))
+        self._track(0, first)
+        self._record(0, first)
+
+    def _resume(self, saved: int, place: Callable[[Any], Any]) -> None:
+        """Continue after segment `saved`: its state, best parameters and history restored
+        (its evaluations replayed through `on_evaluation`)."""
+        assert self.checkpoints is not None
+        like = template(self.state)
+        # never hold the fresh state beside the restored one (a replay buffer: GBs)
+        self.state = None
+        best_like = jax.eval_shape(self.train.params, like)
+        state, best, history = self.checkpoints.restore(saved, like, best_like)
+        self.state, best = place(state), place(best)
+        self.result.steps = [int(x) for x in history["steps"]]
+        self.result.evaluations = unstack(history["evaluations"])
+        self.result.train_metrics = unstack(history["train_metrics"])
+        self.best = _Best(best, history["best_score"], history["best_step"])
+        self.train_time = float(history["train_time"])
+        self.prior_wall = float(history.get("wall_time", 0.0))  # absent from older checkpoints
+        self.done = saved
+        if self.on_evaluation:
+            for step, evals in zip(self.result.steps, self.result.evaluations, strict=True):
+                self.on_evaluation(step, evals)
+
+    def segment(self, k: int) -> None:
+        """Segment `k`: its updates, stopped before a non-finite policy is evaluated, selected
+        or checkpointed (`Diverged`); then its evaluation, best parameters, hooks, checkpoint
+        and progress line."""
+        assert self.compiled is not None
         start = time.perf_counter()
-        state, metrics = compiled(state)
+        self.state, metrics = self.compiled(self.state)
         metrics = fetch(metrics)
-        train_time += time.perf_counter() - start
-        steps = k * per_segment * spu
-        bad, what = non_finite(fetch(finite_j(state)), metrics)
-        if bad.any():  # stop before its NaN policy is evaluated, selected or checkpointed
-            raise Diverged(steps, settings.first_seed + np.flatnonzero(bad), what)
-        evals = fetch(evaluate_j(state))
-        track(steps, evals)
-        result.steps.append(steps)
-        result.evaluations.append(evals)
-        result.train_metrics.append(metrics)
-        if on_train_metrics:
-            on_train_metrics(steps, metrics)
-        if on_evaluation:
-            on_evaluation(steps, evals)
-        if checkpoints is not None:
-            history = stack_history(
-                result.steps,
-                result.evaluations,
-                result.train_metrics,
-                best_score=best_score,
-                best_step=best_step,
-                train_time=train_time,
-                wall_time=prior_wall + time.perf_counter() - t0,
+        self.train_time += time.perf_counter() - start
+        steps = k * self.per_segment * self.train.steps_per_update
+        bad, what = non_finite(fetch(self.programs.finite(self.state)), metrics)
+        if bad.any():
+            raise Diverged(steps, self.settings.first_seed + np.flatnonzero(bad), what)
+        evals = fetch(self.programs.evaluate(self.state))
+        self._track(steps, evals)
+        self._record(steps, evals, metrics)
+        self._checkpoint(k)
+        self._log_segment(k, steps, evals)
+
+    def _track(self, steps: int, evals: dict[str, np.ndarray]) -> None:
+        """Keep each seed's parameters where this evaluation beats its best (the earliest on
+        ties)."""
+        metric = self.settings.metric
+        if metric not in evals:
+            valid = ", ".join(sorted(evals))
+            raise ValueError(f"protocol metric {metric!r} is not evaluated; valid: {valid}")
+        score = np.asarray(evals[metric]).mean(axis=-1)
+        if self.best is None:  # zeros, not the state's own buffers: the state is donated later
+            self.best = _Best(
+                params=jax.tree.map(jnp.zeros_like, seed_params(self.train, self.state)),
+                score=np.full_like(score, np.inf if self.lower else -np.inf),
+                step=np.zeros(score.shape, np.int64),
             )
-            checkpoints.save(k, state, best, history)
-        sps = steps * settings.seeds / max(train_time, 1e-9)
-        eta = (num_segments - k) * (time.perf_counter() - loop_start) / (k - done)
+        best = self.best
+        better = score < best.score if self.lower else score > best.score
+        best.params = self.programs.select(best.params, self.state, jnp.asarray(better))
+        best.score = np.where(better, score, best.score)
+        best.step = np.where(better, steps, best.step)
+
+    def _record(
+        self, steps: int, evals: dict[str, np.ndarray], metrics: dict | None = None
+    ) -> None:
+        """Add an evaluation (and its segment's training metrics) to the result and the hooks."""
+        self.result.steps.append(steps)
+        self.result.evaluations.append(evals)
+        if metrics is not None:
+            self.result.train_metrics.append(metrics)
+            if self.on_train_metrics:
+                self.on_train_metrics(steps, metrics)
+        if self.on_evaluation:
+            self.on_evaluation(steps, evals)
+
+    def _checkpoint(self, k: int) -> None:
+        """Save segment `k`: the state, the best parameters and the history so far."""
+        if self.checkpoints is None:
+            return
+        assert self.best is not None
+        r = self.result
+        history = stack_history(
+            r.steps,
+            r.evaluations,
+            r.train_metrics,
+            best_score=self.best.score,
+            best_step=self.best.step,
+            train_time=self.train_time,
+            wall_time=self.prior_wall + time.perf_counter() - self.t0,
+        )
+        self.checkpoints.save(k, self.state, self.best.params, history)
+
+    def _log_start(self) -> None:
+        spu, per_segment = self.train.steps_per_update, self.per_segment
+        resumed = f"; resumed after segment {self.done}" if self.done else ""
+        self.say(
+            f"{self.env.spec.name}: {self.settings.seeds} seeds x "
+            f"{self.num_segments * per_segment * spu:,} steps, "
+            f"{self.num_segments} segments of {per_segment} updates x {spu} steps "
+            f"(compiled in {self.result.compile_time:.1f}s); eval return at 0: "
+            f"{self.result.evaluations[0]['return'].mean():.3f}{resumed}"
+        )
+
+    def _log_segment(self, k: int, steps: int, evals: dict[str, np.ndarray]) -> None:
+        sps = steps * self.settings.seeds / max(self.train_time, 1e-9)
+        elapsed = time.perf_counter() - self.loop_start
+        eta = (self.num_segments - k) * elapsed / (k - self.done)
         ret = evals["return"].mean(axis=-1)
-        say(
-            f"[{k:>3}/{num_segments}] {steps:>11,} steps  {sps:>10,.0f} steps/s  "
+        self.say(
+            f"[{k:>3}/{self.num_segments}] {steps:>11,} steps  {sps:>10,.0f} steps/s  "
             f"ETA {_fmt_time(eta)}  eval return {ret.mean():9.3f} (seeds {ret.min():.2f}"
             f"..{ret.max():.2f})"
         )
-    result.final_state = state
-    result.params = fetch(seed_params(train, state))
-    result.best_step, result.best_score = best_step, best_score
-    result.best_params = fetch(best)
-    if settings.absolute_episodes > 0:
-        result.absolute = fetch(jax.jit(absolute_all)(best))
-        absolute = result.absolute[settings.metric].mean(axis=-1)
-        say(
-            f"absolute {settings.metric} (best evaluated parameters, "
-            f"{settings.absolute_episodes} episodes): {absolute.mean():.3f} (seeds "
-            f"{absolute.min():.2f}..{absolute.max():.2f}; best at steps "
-            f"{', '.join(f'{s:,}' for s in best_step)})"
-        )
-    result.wall_time = prior_wall + time.perf_counter() - t0
-    result.steps_per_second = result.steps[-1] * settings.seeds / max(train_time, 1e-9)
-    return result
+
+    def finish(self) -> RunResult:
+        """The final and best parameters, the absolute metric (each seed's best parameters on
+        `absolute_episodes` fresh episodes) and the timings."""
+        assert self.best is not None
+        r, best = self.result, self.best
+        r.final_state = self.state
+        r.params = fetch(seed_params(self.train, self.state))
+        r.best_step, r.best_score = best.step, best.score
+        r.best_params = fetch(best.params)
+        if self.settings.absolute_episodes > 0:
+            r.absolute = fetch(self.programs.absolute(best.params))
+            absolute = r.absolute[self.settings.metric].mean(axis=-1)
+            self.say(
+                f"absolute {self.settings.metric} (best evaluated parameters, "
+                f"{self.settings.absolute_episodes} episodes): {absolute.mean():.3f} (seeds "
+                f"{absolute.min():.2f}..{absolute.max():.2f}; best at steps "
+                f"{', '.join(f'{s:,}' for s in best.step)})"
+            )
+        r.wall_time = self.prior_wall + time.perf_counter() - self.t0
+        r.steps_per_second = r.steps[-1] * self.settings.seeds / max(self.train_time, 1e-9)
+        return r

@@ -19,11 +19,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from marl.run.parts import merge, parse_span, part_name, parts_done
+
+if TYPE_CHECKING:
+    from marl.run.config import RunConfig
 
 DEFINITIONS = Path(__file__).parents[1] / "conf" / "benchmark"
 COSTS = "costs.json"  # in the records folder: measured seconds per update of each cell
@@ -176,7 +179,7 @@ def _matches(key: str, pattern: str) -> bool:
     return key == pattern or fnmatch.fnmatchcase(key, literal)
 
 
-def resolve(cell: Cell) -> Any:
+def resolve(cell: Cell) -> RunConfig:
     """The cell's validated `marl.run.config.RunConfig` (nothing compiled)."""
     from marl.run import config
 
@@ -188,7 +191,7 @@ def resolve(cell: Cell) -> Any:
 
 def resolve_cells(
     definition: dict[str, Any], chosen: Sequence[Cell], log: Callable[[str], None] | None = None
-) -> list[tuple[Cell, Any]]:
+) -> list[tuple[Cell, RunConfig]]:
     """The chosen cells with their resolved runs, every one checked before any work, on one
     evaluation grid per task: where a task's learners update in different sizes, the
     evaluation interval is pinned to a multiple of all of them (`sweep.common_grid`), so that
@@ -219,14 +222,13 @@ def resolve_cells(
     return out
 
 
-def state(run: Any) -> tuple[str, dict[str, Any]]:
+def state(run: RunConfig) -> tuple[str, dict[str, Any]]:
     """("finished" | "unfinished" | "missing", the run's meta.json or {})."""
     from marl.results.protocol import META
-    from marl.run.rundir import run_parent
 
-    path = run_parent(run) / str(run.name) / META
+    path = run.folder / META
     if not path.exists():
-        done = parts_done(run_parent(run), str(run.name))
+        done = parts_done(run.parent, str(run.name))
         if done:
             seeds = ", ".join(f"{a}:{b}" for a, b in done)
             return f"missing (parts {seeds} of {run.settings.seeds})", {}
@@ -235,23 +237,22 @@ def state(run: Any) -> tuple[str, dict[str, Any]]:
     return ("finished" if meta.get("finished") else "unfinished"), meta
 
 
-def segments_done(run: Any) -> int:
+def segments_done(run: RunConfig) -> int:
     """Segments an unfinished cell has saved (its resume point), 0 if none."""
     from marl.learning.checkpoint import saved_segment
-    from marl.run.rundir import CHECKPOINT, run_parent
+    from marl.run.rundir import CHECKPOINT
 
-    return saved_segment(run_parent(run) / str(run.name) / CHECKPOINT) or 0
+    return saved_segment(run.folder / CHECKPOINT) or 0
 
 
-def measure(run: Any, updates: int = 3) -> dict[str, float]:
+def measure(run: RunConfig, updates: int = 3) -> dict[str, float]:
     """Seconds per update of a run's vmapped seeds on this machine, training only (after one
     compile of `updates` updates in a scan, the runner's program), and the compile time."""
     import jax
 
     from marl.learning import training
-    from marl.run import config
 
-    _, train = config.build(run)
+    train = run.train
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
     start = time.perf_counter()
     state = jax.block_until_ready(training.init_seeds(train, keys))
@@ -267,7 +268,7 @@ def measure(run: Any, updates: int = 3) -> dict[str, float]:
     return {"s_per_update": per_update, "compile_s": compiled}
 
 
-def estimate_s(run: Any, cost: dict[str, float] | None) -> float | None:
+def estimate_s(run: RunConfig, cost: dict[str, float] | None) -> float | None:
     """Training seconds a whole cell takes on the measuring machine (evaluations extra)."""
     if cost is None:
         return None
@@ -291,13 +292,13 @@ def hours(seconds: float | None) -> str:
 
 
 def cheapest_first(
-    todo: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
-) -> list[tuple[Cell, Any]]:
+    todo: Sequence[tuple[Cell, RunConfig]], costs: dict[str, dict[str, float]]
+) -> list[tuple[Cell, RunConfig]]:
     """The cells left in the order `run` trains them: unfinished ones first (each resumes after
     its last segment), then the measured ones cheapest first, then the unmeasured ones in the
     definition's order; so a run cut short leaves the fewest cells unfinished."""
 
-    def key(item: tuple[int, tuple[Cell, Any]]) -> tuple[int, float, int]:
+    def key(item: tuple[int, tuple[Cell, RunConfig]]) -> tuple[int, float, int]:
         k, (cell, run) = item
         if state(run)[0] == "unfinished":
             return (0, 0.0, k)
@@ -308,7 +309,7 @@ def cheapest_first(
 
 
 def run_cells(
-    todo: Sequence[tuple[Cell, Any]],
+    todo: Sequence[tuple[Cell, RunConfig]],
     train: Callable[[Any], Any],
     log: Callable[[str], None] = print,
 ) -> list[tuple[Cell, str]]:
@@ -337,7 +338,9 @@ def run_cells(
     return failed
 
 
-def measure_cells(runs: Sequence[tuple[Cell, Any]], records: Path, again: bool = False) -> None:
+def measure_cells(
+    runs: Sequence[tuple[Cell, RunConfig]], records: Path, again: bool = False
+) -> None:
     """Measure each (cell, run)'s cost on this machine (`measure`) into the records folder's
     costs file, skipping measured cells unless `again`; prints each cell's estimate."""
     costs = read_costs(records)
@@ -357,7 +360,6 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
     held lists the finished parts in its records folder (`parts`: [[a, b], ...], seeds a..b-1;
     `marl benchmark run --part`), which the records themselves leave out until merged."""
     from marl.results.protocol import BUDGET_RTOL
-    from marl.run.rundir import run_parent
 
     rows = []
     for c in cells(definition):
@@ -371,7 +373,7 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
         parts = []
         if not held and c.records.is_dir():
             run = resolve(c)
-            parts = [[a, b] for a, b in parts_done(run_parent(run), str(run.name))]
+            parts = [[a, b] for a, b in parts_done(run.parent, str(run.name))]
         rows.append(
             {
                 "cell": c.key,
@@ -409,7 +411,9 @@ def parse_part(text: str) -> tuple[int, int]:
         raise BenchmarkError(f"--part {text!r}: expected a:b with a < b, e.g. --part 0:2") from None
 
 
-def parts_of(todo: Sequence[tuple[Cell, Any]], part: tuple[int, int]) -> list[tuple[Cell, Any]]:
+def parts_of(
+    todo: Sequence[tuple[Cell, RunConfig]], part: tuple[int, int]
+) -> list[tuple[Cell, RunConfig]]:
     """The part `part` of each cell left (its seeds a..b-1; `marl.run.parts`)."""
     out = []
     for cell, _ in todo:
@@ -420,15 +424,14 @@ def parts_of(todo: Sequence[tuple[Cell, Any]], part: tuple[int, int]) -> list[tu
     return out
 
 
-def merge_parts(run: Any, log: Callable[[str], None] = print) -> bool:
+def merge_parts(run: RunConfig, log: Callable[[str], None] = print) -> bool:
     """Join the cell's finished parts into its run once they cover every seed (the parts'
     folders are removed); True when the cell is whole now."""
     from marl.results.protocol import META
     from marl.run.errors import UsageError
     from marl.run.parts import cell_parts
-    from marl.run.rundir import run_parent
 
-    parent, name = run_parent(run), str(run.name)
+    parent, name = run.parent, str(run.name)
     seeds = sum(b - a for a, b in parts_done(parent, name))
     if seeds < run.settings.seeds:
         return False
@@ -443,8 +446,8 @@ def merge_parts(run: Any, log: Callable[[str], None] = print) -> bool:
 
 
 def status(
-    runs: Sequence[tuple[Cell, Any]], costs: dict[str, dict[str, float]]
-) -> tuple[list[list[str]], list[tuple[Cell, Any]], str]:
+    runs: Sequence[tuple[Cell, RunConfig]], costs: dict[str, dict[str, float]]
+) -> tuple[list[list[str]], list[tuple[Cell, RunConfig]], str]:
     """(table rows: tier, cell, seeds x steps, state, training time), the cells left, and a
     line saying how many are left and their measured training time, and where finished cells
     were measured too, the whole time left at the pace they ran. An unfinished cell shows the
@@ -461,9 +464,7 @@ def status(
         else:
             done = segments_done(run) if state_ == "unfinished" else 0
             if state_.startswith("missing (parts") and est is not None:
-                from marl.run.rundir import run_parent
-
-                trained = sum(b - a for a, b in parts_done(run_parent(run), str(run.name)))
+                trained = sum(b - a for a, b in parts_done(run.parent, str(run.name)))
                 est *= 1.0 - trained / run.settings.seeds
             if done:  # it resumes after its last saved segment: only the rest is left
                 state_ = f"{state_} {done}/{run.num_segments}"

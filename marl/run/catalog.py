@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from marl.core.registry import algorithm, list_envs, make
-from marl.run.config import CONFIG_NAME, GROUPS, conf_dir, group_options
+from marl.run.compose import CONFIG_NAME, GROUPS, conf_dir, group_options
 
 _COMMENTED_KEY = re.compile(r"^(\w+):\s*(.*?)\s+#\s*(.*)$")
 

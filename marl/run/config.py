@@ -1,54 +1,61 @@
-"""Run configuration: compose the Hydra config tree, then resolve it into a frozen `RunConfig`.
+"""Run configuration: compose the Hydra config tree, then resolve it, once, into a frozen
+`RunConfig` that carries everything derived from it and everything built from it.
 
 ```python
 cfg = compose(["env=particle/spread", "algo=mappo", "budget=2e6", "algo.lr=1e-3"])
-run = resolve(cfg)              # validated: env, keywords, learner, keys, budget; nothing compiled
-env, train = build(run)         # the environment and the learner, ready for `training.run`
+run = resolve(cfg)   # validated: env, keywords, learner, keys, budget; nothing compiled
+run.env, run.train   # the environment and the learner, ready for `training.run`
+run.task, run.parent # its task name and the folder its run directories go in
+run.targets          # the transfer targets' environments and learners
 ```
 
-The tree lives in `marl/conf/` (installed with the package): `config.yaml` holds the defaults
-list (env, algo, protocol) and the top-level keys. Keys under `env.kwargs` and `algo` are open:
-an override of a key not in the yaml is passed on (`++`), so the registry and the learner, which
-know the valid names, reject it with one line naming them. Derived values (updates per segment,
-total updates) go into the frozen `RunConfig`, never back into the config.
+Composition is `marl.run.compose` (the tree in `marl/conf/`). Resolving checks every value,
+builds the environment and the learner (cheap: nothing is traced), so that every mistake the
+registry or the learner can name surfaces as a one-line `ConfigError` before minutes of
+compilation, and keeps them: nothing is built a second time. Derived values (updates per
+segment, total updates, the task, the run folder) go into the frozen `RunConfig`, never back
+into the config.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from marl.learning.training import RunSettings, probe_learner
-from marl.results.protocol import PROTOCOL_VERSION
-from marl.run.transfer import TransferError, TransferTarget, build_targets, parse_targets
+from marl.results.protocol import PROTOCOL_VERSION, split_env_id, task_name
+from marl.run.compose import compose, group_options, open_keys
+from marl.run.errors import ConfigError
+from marl.run.transfer import (
+    BuiltTarget,
+    TransferError,
+    TransferTarget,
+    build_targets,
+    parse_targets,
+)
 
 if TYPE_CHECKING:
     from marl.core.env import EnvSpec, MultiAgentEnv
     from marl.core.learner import Train
 
-CONFIG_MODULE = "marl.conf"
-CONFIG_NAME = "config"
-GROUPS = ("env", "algo", "protocol")
+__all__ = ["ConfigError", "RunConfig", "build", "compose", "group_options", "open_keys", "resolve"]
+
 ACTION_KINDS = ("discrete", "continuous")
-_OPEN_KEY = re.compile(r"^(env\.kwargs|algo)\.[A-Za-z_]")  # validated downstream, not by Hydra
-_GROUP_CHOICE = re.compile(r"^(env|algo|protocol)=(.*)$")
-
-
-class ConfigError(ValueError):
-    """A mistake in the run config; the message is one line naming the valid choices."""
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """A validated run: what to build, how long to train, where to write, and derived values."""
+    """A validated run: what to build, how long to train, where to write; what `resolve`
+    derived (schedule, task, folder, the algorithm's record name) and what it built (the
+    environment, the learner, the transfer targets), each once."""
 
     env_id: str
     env_kwargs: dict[str, Any]  # constructor keywords given (unset ones: constructor defaults)
@@ -60,9 +67,17 @@ class RunConfig:
     steps_per_update: int  # env steps per seed consumed by one update
     updates_per_segment: int  # updates between evaluations
     num_segments: int  # evaluations after the one at step 0
+    task: str  # the scenario plus its non-default env keywords (`protocol.task_name`)
+    parent: Path  # `<out>/<family>/<task>/<algo>`: where its run directories go (`rundir`)
+    # the algorithm as records, reports and the leaderboard name it: `label`, or the name its
+    # module's `label(cfg)` gives (`teams`: its sides' learners, e.g. `mfq+il`), or `algo`
+    record_algo: str
+    env: MultiAgentEnv = field(compare=False, repr=False)
+    train: Train = field(compare=False, repr=False)  # built for `total_updates` (annealing)
     command: tuple[str, ...] = field(default=())  # the overrides it was composed from
     protocol_version: str = PROTOCOL_VERSION  # `protocol.version` of the config
     transfer: tuple[TransferTarget, ...] = ()  # other envs the trained policy is played on
+    targets: tuple[BuiltTarget, ...] = field(default=(), compare=False, repr=False)  # built
     resume: bool = False  # continue an unfinished run of this config from its last checkpoint
     logger: str | None = None  # external logger (`marl.run.loggers`): None, "wandb", "tensorboard"
     checkpoint: bool = (
@@ -71,15 +86,9 @@ class RunConfig:
     label: str | None = None  # the algorithm's name in the run record (None: the learner's)
 
     @property
-    def record_algo(self) -> str:
-        """The algorithm as records, reports and the leaderboard name it: `label` or the
-        learner's name, or the name its module's `label(cfg)` gives (`teams`: its sides'
-        learners, e.g. `mfq+il`)."""
-        if self.label:
-            return self.label
-        module = sys.modules.get(getattr(learner_factory(self.algo), "__module__", ""), None)
-        label = getattr(module, "label", None)
-        return label(self.algo_cfg) if callable(label) else self.algo
+    def folder(self) -> Path | None:
+        """The run directory of a named run (`<parent>/<name>`); None: a timestamp, claimed."""
+        return None if self.name is None else self.parent / self.name
 
     @property
     def total_updates(self) -> int:
@@ -91,8 +100,11 @@ class RunConfig:
         """Env steps per seed the run will take (the budget rounded up to whole segments)."""
         return self.total_updates * self.steps_per_update
 
-    def to_dict(self) -> dict[str, Any]:
-        """The resolved config, in the shape of the Hydra tree, plus the derived values."""
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """The resolved config, in the shape of the Hydra tree, plus the derived values: what
+        config.yaml and meta.json hold, and what claiming a run directory compares (made once
+        per run; read it, never change it)."""
         s = self.settings
         return {
             "env": {"id": self.env_id, "kwargs": dict(self.env_kwargs)},
@@ -122,124 +134,6 @@ class RunConfig:
                 "env_steps": self.env_steps,
             },
         }
-
-
-# --- the config tree --------------------------------------------------------------------------
-def conf_dir() -> Any:
-    return resources.files(CONFIG_MODULE)
-
-
-def group_options(group: str) -> list[str]:
-    """Options of a config group shipped as yaml, e.g. `["particle/spread", ...]` for env."""
-    found: list[str] = []
-
-    def walk(node: Any, prefix: str) -> None:
-        for child in node.iterdir():
-            if child.is_dir():
-                walk(child, f"{prefix}{child.name}/")
-            elif child.name.endswith(".yaml"):
-                found.append(prefix + child.name.removesuffix(".yaml"))
-
-    root = conf_dir() / group
-    if root.is_dir():
-        walk(root, "")
-    return sorted(found)
-
-
-def _store_unshipped() -> None:
-    """Registered envs and learners without a yaml get a minimal config node (their defaults)."""
-    from hydra.core.config_store import ConfigStore
-
-    from marl.core.registry import list_algorithms, list_envs
-
-    store = ConfigStore.instance()
-    shipped_envs, shipped_algos = set(group_options("env")), set(group_options("algo"))
-    for env_id in list_envs():
-        if env_id not in shipped_envs:
-            family, scenario = env_id.split("/")
-            store.store(group=f"env/{family}", name=scenario, node={"id": env_id, "kwargs": {}})
-    for name in list_algorithms():
-        if name not in shipped_algos:
-            store.store(group="algo", name=name, node={"name": name})
-
-
-def _check_choices(overrides: Sequence[str]) -> None:
-    """Unknown `env=` / `algo=` / `protocol=` choices, with the registry's one-line errors."""
-    from marl.core.registry import RegistryError, algorithm, env_factory, is_import_path
-
-    for item in overrides:
-        match = _GROUP_CHOICE.match(item.strip())
-        if not match:
-            continue
-        group, choice = match.groups()
-        try:
-            if group == "env":
-                env_factory(choice)
-            elif group == "algo":
-                algorithm(choice)
-        except RegistryError as e:
-            raise ConfigError(str(e)) from None
-        except ImportError as e:
-            raise ConfigError(f"{choice} is registered but cannot be imported: {e}") from None
-        if group in ("env", "algo") and is_import_path(choice):  # a config node of its own
-            from hydra.core.config_store import ConfigStore
-
-            node = {"id": choice, "kwargs": {}} if group == "env" else {"name": choice}
-            ConfigStore.instance().store(group=group, name=choice, node=node)
-        if group == "protocol" and choice not in group_options("protocol"):
-            valid = ", ".join(group_options("protocol"))
-            raise ConfigError(f"unknown protocol {choice!r}; valid: {valid}")
-
-
-def open_keys(overrides: Sequence[str]) -> list[str]:
-    """`algo.x=1` -> `++algo.x=1`: add-or-override, so unknown keys reach their validator."""
-    return [f"++{o}" if _OPEN_KEY.match(o) else o for o in overrides]
-
-
-def _compose(overrides: Sequence[str]) -> DictConfig:
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-
-    with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
-        return hydra_compose(CONFIG_NAME, overrides=list(overrides))
-
-
-def _valid_keys(full_key: str, overrides: Sequence[str]) -> str:
-    """The keys next to `full_key` in the config the group choices of `overrides` select."""
-    choices = [o for o in overrides if _GROUP_CHOICE.match(o.strip())]
-    parent, _, _ = full_key.rpartition(".")
-    try:
-        node = _compose(choices)
-        node = OmegaConf.select(node, parent) if parent else node
-    except Exception:  # the valid keys are a courtesy; the error stands without them
-        return ""
-    if not isinstance(node, DictConfig):
-        return ""
-    if parent:
-        keys = [f"{parent}.{k}" for k in node]
-    else:
-        keys = [str(k) for k in node if k not in GROUPS]
-        keys += [f"{g}=OPTION" for g in GROUPS] + ["env.kwargs.KEYWORD", "algo.KEY"]
-    return f"; valid: {', '.join(keys)}"
-
-
-def compose(overrides: Sequence[str] = ()) -> DictConfig:
-    """The composed config (`config.yaml` + groups) with Hydra command-line overrides applied."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    overrides = [str(o) for o in overrides]
-    _check_choices(overrides)
-    _store_unshipped()
-    try:
-        return _compose(open_keys(overrides))
-    except (HydraException, OmegaConfBaseException) as e:
-        message = str(e)
-        unknown = re.match(r"Could not override '([^']+)'", message)
-        if unknown:
-            key = unknown.group(1)
-            raise ConfigError(f"unknown config key {key!r}{_valid_keys(key, overrides)}") from None
-        raise ConfigError((message.strip().splitlines() or [type(e).__name__])[0]) from None
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -387,11 +281,7 @@ def _label(value: Any) -> str | None:
     return label
 
 
-def schedule(settings: RunSettings, steps_per_update: int) -> tuple[int, int]:
-    """(updates per segment, segments), as `marl.learning.training.run` computes them."""
-    return settings.schedule(steps_per_update)
-
-
+# --- the registry's envs and learners, with one-line errors -----------------------------------
 def make_env(env_id: str, kwargs: dict[str, Any]) -> MultiAgentEnv:
     """`marl.make` with every failure a one-line ConfigError."""
     from marl.core.registry import RegistryError, make
@@ -451,13 +341,74 @@ def _learners_for(kind: str) -> list[str]:
     return out
 
 
+# --- resolve: check once, derive, build once --------------------------------------------------
 def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
-    """Validate a composed config and derive the run's numbers; nothing is compiled.
+    """Validate a composed config, derive the run's numbers, task and folder, and build its
+    environment, learner and transfer targets, once; nothing is compiled.
 
-    Builds the environment and the learner once (cheap: no tracing) so that every mistake the
-    registry or the learner can name (unknown env keyword, unknown hyperparameter, bad value)
-    surfaces here as a `ConfigError`, before minutes of compilation.
+    Every mistake the registry or the learner can name (unknown env keyword, unknown
+    hyperparameter, bad value, a transfer target the trained parameters cannot drive) surfaces
+    here as a `ConfigError`, before minutes of compilation.
     """
+    from marl.core import registry
+
+    data = _plain(cfg)
+    settings = _settings(data)
+    env_id, env_kwargs, algo, algo_cfg = _choices(data)
+    env = make_env(env_id, env_kwargs)
+    _check_metric(settings.metric, env_id, env.spec)
+    make_train = learner_factory(algo)
+    check_compatible(algo, make_train, env_id, env.spec)
+    steps_per_update, train = _learner(algo, make_train, env, algo_cfg, settings)
+    per_segment, num_segments = settings.schedule(steps_per_update)
+    out = Path(str(data.get("out") or "."))
+    name, label = _run_name(data.get("name")), _label(data.get("label"))
+    resume = _flag("resume", data.get("resume", False))
+    checkpoint = _flag("checkpoint", data.get("checkpoint", True))
+    logger = _logger(data.get("logger"))
+    protocol = data.get("protocol") or {}
+    try:
+        transfer = parse_targets(protocol.get("transfer"))
+    except TransferError as e:
+        raise ConfigError(str(e)) from None
+    task = task_name(env_id, env_kwargs, registry.env_kwargs(env_id))
+    run = RunConfig(
+        env_id=env_id,
+        env_kwargs=env_kwargs,
+        algo=algo,
+        algo_cfg=algo_cfg,
+        settings=settings,
+        out=out,
+        name=name,
+        label=label,
+        resume=resume,
+        checkpoint=checkpoint,
+        logger=logger,
+        steps_per_update=steps_per_update,
+        updates_per_segment=per_segment,
+        num_segments=num_segments,
+        task=task,
+        parent=out / split_env_id(env_id)[0] / task / algo.replace(":", "."),  # family/task/algo
+        record_algo=label or _learner_label(make_train, algo, algo_cfg),
+        env=env,
+        train=train,
+        command=tuple(command),
+        protocol_version=str(protocol.get("version", PROTOCOL_VERSION)),
+        transfer=transfer,
+    )
+    if run.resume and not run.checkpoint:
+        raise ConfigError("resume=true needs checkpoint=true (the segments to continue from)")
+    if not transfer:
+        return run
+    try:  # every target must take the trained parameters (shapes only, no compile)
+        targets = build_targets(run, make_env, make_train)
+    except TransferError as e:
+        raise ConfigError(str(e)) from None
+    return dataclasses.replace(run, targets=targets)
+
+
+def _plain(cfg: DictConfig) -> dict[str, Any]:
+    """The config as plain containers, interpolations resolved (one line if one fails)."""
     from omegaconf.errors import OmegaConfBaseException
 
     try:
@@ -465,66 +416,53 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
     except OmegaConfBaseException as e:
         raise ConfigError(str(e).strip().splitlines()[0]) from None
     assert isinstance(data, dict)
-    settings = _settings(data)
+    return data
+
+
+def _choices(data: dict[str, Any]) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
+    """(env id, env keywords, learner name, learner hyperparameters), checked."""
     env_cfg, algo_cfg = dict(data.get("env") or {}), dict(data.get("algo") or {})
     env_id = env_cfg.get("id")
     if not isinstance(env_id, str):
         raise ConfigError(f"env.id must be an environment id, got {env_id!r}")
-    env_kwargs = dict(env_cfg.get("kwargs") or {})
     algo = algo_cfg.pop("name", None)
     if not isinstance(algo, str):
         raise ConfigError(f"algo.name must be a learner name, got {algo!r}")
     check_finite("algo", algo_cfg)
+    return env_id, dict(env_cfg.get("kwargs") or {}), algo, algo_cfg
 
-    env = make_env(env_id, env_kwargs)
-    if settings.metric not in evaluation_metrics(env.spec):
-        valid = ", ".join(evaluation_metrics(env.spec))
-        raise ConfigError(
-            f"protocol.metric {settings.metric!r} is not a metric of {env_id}; valid: {valid}"
-        )
-    make_train = learner_factory(algo)
-    check_compatible(algo, make_train, env_id, env.spec)
+
+def _check_metric(metric: str, env_id: str, spec: EnvSpec) -> None:
+    if metric not in evaluation_metrics(spec):
+        valid = ", ".join(evaluation_metrics(spec))
+        raise ConfigError(f"protocol.metric {metric!r} is not a metric of {env_id}; valid: {valid}")
+
+
+def _learner(
+    algo: str,
+    make_train: Callable[..., Train],
+    env: MultiAgentEnv,
+    algo_cfg: dict[str, Any],
+    settings: RunSettings,
+) -> tuple[int, Train]:
+    """(env steps per update, the learner built for the run's total updates): a probe reads
+    the update's size, which the schedule, hence the annealing, depends on."""
     try:
-        probe = probe_learner(make_train, env, dict(algo_cfg))
+        steps_per_update = int(probe_learner(make_train, env, dict(algo_cfg)).steps_per_update)
+        total_updates = settings.total_updates(steps_per_update)
+        return steps_per_update, make_train(env, dict(algo_cfg), total_updates)
     except (TypeError, ValueError, KeyError) as e:
         raise ConfigError(f"algo {algo}: {e}") from None
-    steps_per_update = int(probe.steps_per_update)
-    per_segment, num_segments = schedule(settings, steps_per_update)
-    try:
-        transfer = parse_targets((data.get("protocol") or {}).get("transfer"))
-    except TransferError as e:
-        raise ConfigError(str(e)) from None
-    run = RunConfig(
-        env_id=env_id,
-        env_kwargs=env_kwargs,
-        algo=algo,
-        algo_cfg=algo_cfg,
-        settings=settings,
-        out=Path(str(data.get("out") or ".")),
-        name=_run_name(data.get("name")),
-        label=_label(data.get("label")),
-        resume=_flag("resume", data.get("resume", False)),
-        checkpoint=_flag("checkpoint", data.get("checkpoint", True)),
-        logger=_logger(data.get("logger")),
-        steps_per_update=steps_per_update,
-        updates_per_segment=per_segment,
-        num_segments=num_segments,
-        command=tuple(command),
-        protocol_version=str((data.get("protocol") or {}).get("version", PROTOCOL_VERSION)),
-        transfer=transfer,
-    )
-    if run.resume and not run.checkpoint:
-        raise ConfigError("resume=true needs checkpoint=true (the segments to continue from)")
-    if transfer:  # every target must take the trained parameters (shapes only, no compile)
-        try:
-            build_targets(run, probe, make_env, learner_factory)
-        except TransferError as e:
-            raise ConfigError(str(e)) from None
-    return run
+
+
+def _learner_label(make_train: Callable[..., Any], algo: str, algo_cfg: dict[str, Any]) -> str:
+    """The learner's name in records: its module's `label(cfg)` where it has one, else `algo`."""
+    module = sys.modules.get(getattr(make_train, "__module__", ""), None)
+    label = getattr(module, "label", None)
+    return label(algo_cfg) if callable(label) else algo
 
 
 def build(run: RunConfig) -> tuple[MultiAgentEnv, Train]:
-    """The environment and the learner of a resolved run (`total_updates` set for annealing)."""
-    env = make_env(run.env_id, dict(run.env_kwargs))
-    train = learner_factory(run.algo)(env, dict(run.algo_cfg), run.total_updates)
-    return env, train
+    """The environment and the learner `resolve` built (`run.env`, `run.train`); nothing is
+    built again."""
+    return run.env, run.train

@@ -22,10 +22,13 @@ import dataclasses
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marl.run import benchmark as bm
 from marl.run.benchmark import BenchmarkError, Cell
+
+if TYPE_CHECKING:
+    from marl.run.config import RunConfig
 
 PIN = "protocol.eval_interval="
 
@@ -83,7 +86,7 @@ def cells(
 
 def resolve(
     definition: dict[str, Any], chosen: Sequence[Cell], log: Callable[[str], None] | None = None
-) -> list[tuple[Cell, Any]]:
+) -> list[tuple[Cell, RunConfig]]:
     """The chosen cells with their resolved runs (every one checked before any work). A cell
     of the definition resolves as `benchmark.resolve_cells` does; an entered one is evaluated
     every env steps the definition's cells of its family and task are, where they share one
@@ -111,12 +114,12 @@ def resolve(
     return [resolved[c.key] for c in chosen]
 
 
-def _interval(run: Any) -> int:
+def _interval(run: RunConfig) -> int:
     """Env steps between a resolved run's evaluations."""
     return run.updates_per_segment * run.steps_per_update
 
 
-def plan(definition: dict[str, Any], runs: Sequence[tuple[Cell, Any]]) -> list[str]:
+def plan(definition: dict[str, Any], runs: Sequence[tuple[Cell, RunConfig]]) -> list[str]:
     """Per learner, where its cells go and per family their tasks, seeds x budget and
     evaluation interval: printed before any training."""
     lines = []
@@ -126,7 +129,7 @@ def plan(definition: dict[str, Any], runs: Sequence[tuple[Cell, Any]]) -> list[s
             f"benchmark {definition['name']}: {algo} on {len(mine)} cell(s) into "
             f"{mine[0][0].records}:"
         )
-        families: dict[tuple[str, str], list[tuple[Cell, Any]]] = {}
+        families: dict[tuple[str, str], list[tuple[Cell, RunConfig]]] = {}
         for c, r in mine:
             families.setdefault((c.tier, c.family), []).append((c, r))
         for (tier, family), members in families.items():

@@ -2,7 +2,7 @@
 scenario plus its non-default env keywords (`particle/spread[continuous_actions=true]/...`).
 
 ```
-config.yaml          the resolved config (`RunConfig.to_dict`), written before training starts
+config.yaml          the resolved config (`RunConfig.config`), written before training starts
 record.json          the run record in marl-eval's schema (`marl.results.protocol`): evaluations'
                      per-episode values per seed, and at the end the absolute metric
 meta.json            its sidecar: protocol, resolved config, anchors, versions, device, wall
@@ -18,6 +18,14 @@ metrics.jsonl        one line per evaluation: step, wall seconds, the evaluation
 checkpoint/          while unfinished: the newest segment (`marl.learning.checkpoint`): resume=true
 ```
 
+Claiming and resuming live here, all of it: `claim` takes a new directory (`name=`'s, which
+must be free, or a timestamp with a -2, -3 suffix), or with `resume=true` reopens the unfinished
+run of the same config (`unfinished_run`), or finds `name=`'s run finished already; `relaunch`
+is the same question a relaunched sweep asks of each of its runs. Two runs are the same config
+when `PLANNED` keys agree (`config_differences`). Where a run's directories go, its task and
+`<out>/<family>/<task>/<algo>`, is derived once by `marl.run.config.resolve` (`RunConfig.task`,
+`RunConfig.parent`).
+
 Every file is written atomically (a temporary file in the same directory, then `os.replace`),
 so a reader never sees half a file; `record.json` is rewritten after each evaluation and
 `meta.json` says `"finished": false` until the run ends. A finished folder may be compacted
@@ -27,52 +35,43 @@ which every reader takes as the plain files.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from marl.core.env import EnvSpec
 from marl.learning.training import RunResult
 from marl.results.files import atomic_write, float_list, write_json
-from marl.results.protocol import (
-    META,
-    RECORD,
-    record_metric,
-    run_record,
-    split_env_id,
-    task_name,
-)
-from marl.run.config import RunConfig
+from marl.results.protocol import META, RECORD, record_metric, run_record
+from marl.run.errors import UsageError
 from marl.run.provenance import provenance
+
+if TYPE_CHECKING:
+    from marl.learning.checkpoint import SegmentCheckpoints
+    from marl.run.config import RunConfig
 
 STAMP = "%Y%m%d-%H%M%S"
 METRICS = "metrics.jsonl"  # one JSON line per evaluation
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
 
 
-def _claim(parent: Path, name: str | None, now: datetime) -> Path:
-    """Create the run directory; a given name must be new, a timestamp gets a -2, -3 suffix."""
-    parent.mkdir(parents=True, exist_ok=True)
-    if name is not None:
-        path = parent / name
-        path.mkdir()  # FileExistsError: never mix two runs in one directory
-        return path
-    stamp = now.strftime(STAMP)
-    for k in range(1, 1000):
-        path = parent / (stamp if k == 1 else f"{stamp}-{k}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free run directory under {parent} for {stamp}")
+def run_task(run: RunConfig) -> str:
+    """The run's task name: the scenario plus its non-default env keywords (`RunConfig.task`,
+    which `resolve` derives once)."""
+    return run.task
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+# --- claiming and resuming ----------------------------------------------------------------------
 PLANNED = (
     "env",
     "algo",
@@ -99,44 +98,111 @@ def config_differences(before: Any, planned: Any) -> list[str]:
     return [k for k in PLANNED if differs((before or {}).get(k), planned.get(k))]
 
 
+def _read_meta(folder: Path) -> dict[str, Any] | None:
+    path = folder / META
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def finished_run(run: RunConfig) -> Path | None:
+    """`name=`'s directory when it holds a finished run of this config (None when it holds
+    none); a finished run of another config there is refused (UsageError)."""
+    meta = None if run.folder is None else _read_meta(run.folder)
+    if meta is None or not meta.get("finished"):
+        return None
+    diff = config_differences(meta.get("config") or {}, run.config)
+    if diff:
+        raise UsageError(
+            f"{run.folder} holds a finished run with a different {', '.join(diff)}; "
+            "choose another name= or remove it"
+        )
+    return run.folder
+
+
 def unfinished_run(run: RunConfig) -> Path | None:
     """The run directory `resume=true` continues: `name=`'s if given (an error when it is
     finished or holds another config), else the newest unfinished one with this config;
     None when there is none (the run starts afresh)."""
-    parent = run_parent(run)
-    planned = run.to_dict()
-    if run.name is not None:
-        path = parent / run.name
-        if not (path / META).exists():
+    planned = run.config
+    if run.folder is not None:
+        meta = _read_meta(run.folder)
+        if meta is None:
             return None
-        meta = json.loads((path / META).read_text())
         if meta.get("finished"):
-            raise FileExistsError(f"{path} is finished; nothing to resume")
+            raise FileExistsError(f"{run.folder} is finished; nothing to resume")
         diff = config_differences(meta.get("config"), planned)
         if diff:
-            raise ValueError(f"{path} holds a run with a different {', '.join(diff)}")
-        return path
+            raise ValueError(f"{run.folder} holds a run with a different {', '.join(diff)}")
+        return run.folder
     found = []
-    for meta_path in parent.glob(f"*/{META}"):
+    for meta_path in run.parent.glob(f"*/{META}"):
         meta = json.loads(meta_path.read_text())
         if not meta.get("finished") and not config_differences(meta.get("config"), planned):
             found.append((meta.get("created", ""), meta_path.parent))
     return max(found)[1] if found else None
 
 
-def run_task(run: RunConfig) -> str:
-    """The run's task name: the scenario plus its non-default env keywords (`task_name`)."""
-    from marl.core.registry import env_kwargs
+def claim(run: RunConfig, now: datetime | None = None, resumable: bool = True) -> RunDir | None:
+    """The run directory `run` writes, ready for training (`RunDir.start`: its first files
+    written, its checkpoints and logger open). With `resume=true`: the unfinished run of its
+    config it continues (`unfinished_run`), or None when `name=`'s run finished with this
+    config (nothing to train); else a new directory, `name=`'s (which must be free) or a
+    timestamp. A refusal is one `UsageError` line. `resumable=False`: a run that keeps no
+    checkpoints and cannot resume (`vmap=`)."""
+    if run.resume and finished_run(run) is not None:
+        return None
+    try:
+        previous = unfinished_run(run) if run.resume else None
+        run_dir = RunDir(run, now=now, path=previous)
+    except FileExistsError as e:
+        hint = ", choose another name=" + (" or pass resume=true" if resumable else "")
+        raise UsageError(
+            f"run directory exists{'' if run.resume else hint}: {e.filename or e}"
+        ) from None
+    except ValueError as e:
+        raise UsageError(f"cannot resume: {e}; choose another name=") from None
+    except OSError as e:
+        raise UsageError(f"cannot create the run directory under {run.out}: {e}") from None
+    run_dir.start(checkpoints=resumable)
+    return run_dir
 
-    return task_name(run.env_id, dict(run.env_kwargs), env_kwargs(run.env_id))
+
+def relaunch(run: RunConfig, log: Callable[[str], None] = _say) -> RunConfig | None:
+    """A named run of a relaunched sweep, as its folder finds it: None when it finished there
+    with this config (nothing to train; another config is refused), the run with `resume=true`
+    when it was killed there, and the run as it is when the folder is free or held an unfinished
+    run of another config, which is moved aside to `<name>.unfinished-<time>`."""
+    if finished_run(run) is not None:
+        return None
+    meta = None if run.folder is None else _read_meta(run.folder)
+    if meta is None:
+        return run
+    if not config_differences(meta.get("config"), run.config):
+        return dataclasses.replace(run, resume=True)  # continues after its last segment
+    aside = run.folder.with_name(f"{run.folder.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
+    run.folder.rename(aside)
+    log(f"moved the unfinished run (another config) aside to {aside}")
+    return run
 
 
-def run_parent(run: RunConfig) -> Path:
-    """`<out>/<family>/<task>/<algo>`: runs of different env settings never share a folder."""
-    family, _ = split_env_id(run.env_id)
-    return run.out / family / run_task(run) / run.algo.replace(":", ".")
+def _claim(parent: Path, name: str | None, now: datetime) -> Path:
+    """Create the run directory; a given name must be new, a timestamp gets a -2, -3 suffix."""
+    parent.mkdir(parents=True, exist_ok=True)
+    if name is not None:
+        path = parent / name
+        path.mkdir()  # FileExistsError: never mix two runs in one directory
+        return path
+    stamp = now.strftime(STAMP)
+    for k in range(1, 1000):
+        path = parent / (stamp if k == 1 else f"{stamp}-{k}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free run directory under {parent} for {stamp}")
 
 
+# --- the directory being filled -----------------------------------------------------------------
 def _floats(x: Any) -> Any:
     """JSON numbers nested as `x` is (NaN, a statistic with nothing to average, as null;
     float32 at its shortest decimal, `float_list`)."""
@@ -149,47 +215,89 @@ class RunDir:
     """A run directory being filled: config first, the curve as it grows, final files last."""
 
     def __init__(self, run: RunConfig, now: datetime | None = None, path: Path | None = None):
-        """Claim a new directory for `run`, or reopen the unfinished run at `path` (its config
-        and creation time kept; its evaluations are replayed through `on_evaluation`)."""
+        """Claim a new directory for `run` (`mkdir`: `name=`'s, or a timestamp), or reopen the
+        unfinished run at `path` (its config and creation time kept; its evaluations are
+        replayed through `on_evaluation`). Nothing is written before `start`."""
         self.run = run
-        self.task = run_task(run)
+        self.resumed = path is not None
+        self.checkpoints: SegmentCheckpoints | None = None  # `start`
+        self.loggers: list[Any] = []  # marl.run.loggers: each gets log(step, scalars)
         self.steps: list[int] = []
         self.evaluations: list[dict[str, np.ndarray]] = []
-        self.loggers: list[Any] = []  # marl.run.loggers: each gets log(step, scalars)
         self._train_metrics: dict[str, np.ndarray] = {}
         self._logged: set[int] | None = None  # steps already in metrics.jsonl (read once)
+        self._rewrite: list[dict[str, Any]] | None = None  # metrics.jsonl less a cut line
         self._started = datetime.now()
         self._earlier_code: list[dict[str, Any]] = []  # a resumed run's code before this process
-        if path is not None:
-            self.path = Path(path)
-            before = json.loads((self.path / META).read_text())
-            created = before.get("created")
-            self._earlier_code = [c for c in before.get("codes", [before.get("code")]) if c]
-            self.created = datetime.fromisoformat(created) if created else datetime.now()
-            lines = self._logged_lines()  # read once: the steps logged and the clock so far
-            self._logged = {int(line["step"]) for line in lines}
-            # `time` in metrics.jsonl goes on from the last line logged before the interruption
-            self._started -= timedelta(seconds=float(lines[-1].get("time", 0.0)) if lines else 0)
-            return
-        self.created = now or datetime.now()
-        self.path = _claim(run_parent(run), run.name, self.created)
-        self.write_config()
-        # unfinished from the start: a run stopped before its first evaluation can resume
-        write_json(self.path / META, self.meta())
+        if path is None:
+            self.created = now or datetime.now()
+            self.path = _claim(run.parent, run.name, self.created)
+        else:
+            self._reopen(Path(path))
+
+    def _reopen(self, path: Path) -> None:
+        """Take up the unfinished run at `path`: its creation time, the code it ran on, the
+        steps it logged and its clock (`time` in metrics.jsonl goes on from the last line
+        logged before the interruption)."""
+        self.path = path
+        before = json.loads((path / META).read_text())
+        created = before.get("created")
+        self._earlier_code = [c for c in before.get("codes", [before.get("code")]) if c]
+        self.created = datetime.fromisoformat(created) if created else datetime.now()
+        lines, whole = self._logged_lines()  # read once: the steps logged and the clock so far
+        self._logged = {int(line["step"]) for line in lines}
+        self._started -= timedelta(seconds=float(lines[-1].get("time", 0.0)) if lines else 0)
+        self._rewrite = None if whole else lines
+
+    def start(self, checkpoints: bool = True) -> None:
+        """Write what a run starts with: a new directory its config.yaml and an unfinished
+        meta.json (so that a run stopped before its first evaluation can resume); a reopened
+        one drops the metrics.jsonl line a hard kill cut off (the resumed run logs that step
+        again). Then open the segment checkpoints (`checkpoints`, `checkpoint=true` and one
+        host: a multi-host run cannot resume, and orbax's saves synchronise every host, of
+        which only this one would save) and the external logger (`logger=`); `finish` clears
+        the one and `close` closes the other."""
+        import jax
+
+        from marl.learning.checkpoint import SegmentCheckpoints
+        from marl.run.loggers import make_logger
+
+        if not self.resumed:
+            config, meta = self._config_text(), self.meta()
+            atomic_write(self.path / "config.yaml", config)
+            write_json(self.path / META, meta)
+        elif self._rewrite is not None:
+            text = "".join(json.dumps(line) + "\n" for line in self._rewrite)
+            atomic_write(self.path / METRICS, text)
+        if checkpoints and self.run.checkpoint and jax.process_count() == 1:
+            self.checkpoints = SegmentCheckpoints(self.checkpoint_dir)
+        logger = make_logger(self.run.logger, self.path, self.run.config)
+        self.loggers = [logger] if logger is not None else []
+
+    @cached_property
+    def made_with(self) -> dict[str, Any]:
+        """What this process makes the run with (`provenance`: code, versions, device, the
+        env family's version), as meta.json and final.json name it; read once."""
+        return provenance(self.run.env_id)
 
     @property
     def checkpoint_dir(self) -> Path:
         """Where `marl.learning.checkpoint.SegmentCheckpoints` keeps the run's newest segment."""
         return self.path / CHECKPOINT
 
-    def write_config(self) -> None:
+    def close(self) -> None:
+        """Close the external loggers (the run finished, diverged or was interrupted)."""
+        for logger in self.loggers:
+            logger.close()
+
+    def _config_text(self) -> str:
+        """config.yaml: the resolved config under a line naming the command."""
         from omegaconf import OmegaConf
 
         head = "# resolved config of this run"
         if self.run.command:
             head += "; command: marl train " + " ".join(self.run.command)
-        text = OmegaConf.to_yaml(OmegaConf.create(self.run.to_dict()))
-        atomic_write(self.path / "config.yaml", f"{head}\n{text}")
+        return f"{head}\n{OmegaConf.to_yaml(OmegaConf.create(self.run.config))}"
 
     def meta(
         self,
@@ -202,11 +310,10 @@ class RunDir:
         names the env's lower-is-better metrics (`EnvSpec.lower_is_better`) and its metric in
         the task's natural unit (`EnvSpec.headline_metric`), record names, so reports rank and
         show them without building the env."""
-        run = self.run
-        cfg = run.to_dict()
+        run, cfg = self.run, self.run.config
         out: dict[str, Any] = {
             "env": run.env_id,
-            "task": self.task,
+            "task": run.task,
             "algo": run.algo,
             "seeds": run.settings.seeds,
             "budget": run.settings.budget,
@@ -215,12 +322,16 @@ class RunDir:
             "config": cfg,
             "created": self.created.isoformat(timespec="seconds"),
             "finished": result is not None,
-            **provenance(run.env_id),
+            **self.made_with,
         }
         codes = [c for c in self._earlier_code if c != out["code"]]
         if codes:  # resumed on other code than it started on: name every one
             out["codes"] = [*codes, out["code"]]
         if result is not None:
+            train_metrics = [
+                {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
+                for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
+            ]
             out.update(
                 wall_time=float(result.wall_time),
                 compile_time=float(result.compile_time),
@@ -228,10 +339,7 @@ class RunDir:
                 best_step=[int(s) for s in result.best_step],
                 lower_is_better=sorted(record_metric(m) for m in lower_is_better),
                 headline_metric=record_metric(headline_metric),
-                train_metrics=[
-                    {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
-                    for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
-                ],
+                train_metrics=train_metrics,
             )
         if anchors is not None:
             out["anchors"] = {
@@ -255,34 +363,32 @@ class RunDir:
         self.steps.append(int(step))
         self.evaluations.append(evals)
         record = run_record(
-            self.run.env_id, self.run.record_algo, self.steps, self.evaluations, task=self.task
+            self.run.env_id, self.run.record_algo, self.steps, self.evaluations, task=self.run.task
         )
         write_json(self.path / RECORD, record, indent=None)
         if int(step) not in self._logged_steps():
             self._log(int(step), evals)
         self._train_metrics = {}
 
-    def _logged_lines(self) -> list[dict[str, Any]]:
-        """The lines of metrics.jsonl; a line cut off by a hard kill is dropped from the file
-        (the resumed run logs that step again)."""
+    def _logged_lines(self) -> tuple[list[dict[str, Any]], bool]:
+        """(the whole lines of metrics.jsonl, whether every line is whole: a line cut off by
+        a hard kill is not, and `start` drops it from the file)."""
         path = self.path / METRICS
         if not path.exists():
-            return []
-        lines, complete = [], True
+            return [], True
+        lines, whole = [], True
         for text in path.read_text().splitlines():
             if not text.strip():
                 continue
             try:
                 lines.append(json.loads(text))
             except json.JSONDecodeError:
-                complete = False
-        if not complete:
-            atomic_write(path, "".join(json.dumps(line) + "\n" for line in lines))
-        return lines
+                whole = False
+        return lines, whole
 
     def _logged_steps(self) -> set[int]:
         if self._logged is None:
-            self._logged = {int(line["step"]) for line in self._logged_lines()}
+            self._logged = {int(line["step"]) for line in self._logged_lines()[0]}
         return self._logged
 
     def _log(self, step: int, evals: dict[str, np.ndarray]) -> None:
@@ -308,22 +414,21 @@ class RunDir:
         out = self.meta()
         out["diverged"] = {"step": int(step), "seeds": [int(s) for s in seeds], "what": what}
         write_json(self.path / META, out)
+        self.close()
 
-    def finish(
-        self, result: RunResult, anchors: dict | None = None, spec: EnvSpec | None = None
-    ) -> dict[str, Any]:
-        """Write the full record with the absolute metric, the sidecar, `final.json` and the
-        parameters; returns the final summary. `spec`: the env's (what the sidecar says of
-        its metrics)."""
+    def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
+        """Close the loggers (training is over), write the full record with the absolute
+        metric, the parameters, `final.json` and the sidecar (with the anchors,
+        `record_anchors`), then drop the checkpoint; returns the final summary."""
         from flax import serialization
 
+        self.close()
+        run, spec = self.run, self.run.env.spec  # what the sidecar says of its metrics
+        final = final_record(run, result, self.made_with)
+        final["created"] = self.created.isoformat(timespec="seconds")
+        meta = self.meta(result, anchors, spec.lower_is_better, spec.headline_metric)
         record = run_record(
-            self.run.env_id,
-            self.run.record_algo,
-            result.steps,
-            result.evaluations,
-            result.absolute,
-            task=self.task,
+            run.env_id, run.record_algo, result.steps, result.evaluations, result.absolute, run.task
         )
         write_json(self.path / RECORD, record, indent=None)
         if result.params is not None:
@@ -332,24 +437,26 @@ class RunDir:
             atomic_write(
                 self.path / "best_params.msgpack", serialization.to_bytes(result.best_params)
             )
-        final = final_record(self.run, result)
-        final["created"] = self.created.isoformat(timespec="seconds")
         write_json(self.path / "final.json", final)
-        metrics = (
-            {}
-            if spec is None
-            else {
-                "lower_is_better": spec.lower_is_better,
-                "headline_metric": spec.headline_metric,
-            }
-        )
-        write_json(self.path / META, self.meta(result, anchors, **metrics))
+        write_json(self.path / META, meta)
+        if self.checkpoints is not None:  # a finished run keeps its record, not its segments
+            self.checkpoints.clear()
         return final
 
 
-def final_record(run: RunConfig, result: RunResult) -> dict[str, Any]:
+def record_anchors(run: RunConfig) -> dict[str, Any] | None:
+    """The random and scripted policies' scores a record keeps (return metric only)."""
+    if run.settings.metric != "return":
+        return None
+    from marl.baselines import anchor_scores
+
+    episodes = max(run.settings.absolute_episodes, run.settings.eval_episodes)
+    return {**anchor_scores(run.env, num_episodes=episodes), "episodes": episodes}
+
+
+def final_record(run: RunConfig, result: RunResult, made_with: dict[str, Any]) -> dict[str, Any]:
     """Scores of the last evaluation and the absolute metric per seed and over seeds, timings,
-    versions, device.
+    and what it was made with (`provenance`: code, versions, device).
 
     `return` is the team return (summed over agents and steps), averaged over the evaluation
     episodes of each seed; `std` is the sample standard deviation over seeds (ddof=1).
@@ -379,5 +486,5 @@ def final_record(run: RunConfig, result: RunResult) -> dict[str, Any]:
         "wall_time": float(result.wall_time),
         "compile_time": float(result.compile_time),
         "steps_per_second": float(result.steps_per_second),
-        **provenance(run.env_id),
+        **made_with,
     }

@@ -97,10 +97,8 @@ def load(path: str | Path, which: str = "best", allow: Sequence[str] = ()) -> Sa
     `allow`: import paths in its config the user trusts (`run_config`)."""
     from flax import serialization
 
-    from marl.core.registry import files_are_data
     from marl.learning.training import init_seeds
     from marl.results.files import read_bytes
-    from marl.run import config
 
     path = Path(path)
     if which not in PARAMS:
@@ -111,8 +109,7 @@ def load(path: str | Path, which: str = "best", allow: Sequence[str] = ()) -> Sa
         raise SavedRunError(
             f"{path} has no {PARAMS[which]} (unfinished, or a record kept without its parameters)"
         )
-    with files_are_data(allow):
-        env, train = config.build(run)
+    env, train = run.env, run.train  # built by `run_config`, under `allow`
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
     like = jax.eval_shape(lambda k: seed_params(train, init_seeds(train, k)), keys)
     raw = serialization.msgpack_restore(read_bytes(params_path))

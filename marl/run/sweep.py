@@ -7,10 +7,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from marl.run.errors import UsageError
+
+if TYPE_CHECKING:
+    from marl.core.learner import Train
+    from marl.learning.training import RunResult
+    from marl.run.config import RunConfig
+    from marl.run.rundir import RunDir
 
 
 def sweep_overrides(overrides: Sequence[str]) -> list[list[str]]:
@@ -75,7 +82,9 @@ def separate_grid(grid: list[list[str]]) -> list[list[str]]:
     return out
 
 
-def common_grid(grid: list[list[str]], runs: Sequence[Any]) -> tuple[list[list[str]], list[str]]:
+def common_grid(
+    grid: list[list[str]], runs: Sequence[RunConfig]
+) -> tuple[list[list[str]], list[str]]:
     """One evaluation grid per task for learners whose updates differ in size.
 
     Each run evaluates every `interval` env steps rounded to its own whole updates, so at one
@@ -124,10 +133,9 @@ def run_sweep(overrides: Sequence[str], report: str | None = None) -> int:
     from datetime import datetime
 
     from marl.learning import hyper
-    from marl.results.protocol import META
     from marl.run import config
-    from marl.run.jobs import finished_before, load_study, train_run, vmapped_runs
-    from marl.run.rundir import config_differences, run_parent
+    from marl.run.jobs import load_study, train_run
+    from marl.run.rundir import relaunch
 
     vmap = [o.removeprefix("vmap=") for o in overrides if o.startswith("vmap=")]
     overrides = [o for o in overrides if not o.startswith("vmap=")]
@@ -169,24 +177,16 @@ def run_sweep(overrides: Sequence[str], report: str | None = None) -> int:
     print(f"sweep: {len(runs)} run(s)", flush=True)
     dirs = []
     for k, run in enumerate(runs, 1):
-        path = run_parent(run) / str(run.name)
         print(f"[{k}/{len(runs)}] {' '.join(run.command)}", flush=True)
         if combos:  # one program for the value combinations x seeds; not resumable
             dirs += vmapped_runs(run, combos)
             continue
-        if finished_before(run) is not None:
-            print(f"finished before: {path}", flush=True)
-            dirs.append(path)
+        again = relaunch(run)  # a killed sweep continues after its runs' last segments
+        if again is None:
+            print(f"finished before: {run.folder}", flush=True)
+            dirs.append(run.folder)
             continue
-        if (path / META).exists():
-            before = json.loads((path / META).read_text())
-            if config_differences(before.get("config"), run.to_dict()):
-                aside = path.with_name(f"{path.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
-                path.rename(aside)
-                print(f"moved the unfinished run (another config) aside to {aside}", flush=True)
-            else:  # a killed sweep continues its run after the last finished segment
-                run = dataclasses.replace(run, resume=True)
-        done = train_run(run)
+        done = train_run(again)
         if done is None:
             return 130
         dirs.append(done)
@@ -197,3 +197,128 @@ def run_sweep(overrides: Sequence[str], report: str | None = None) -> int:
     paths = write_report(study, out, title=f"marl sweep {sweep_name}")
     print(f"wrote {paths['md']} and {paths['html']}")
     return 0
+
+
+# --- vmap=: value combinations x seeds, one program -------------------------------------------
+def vmapped_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[Path]:
+    """Train every value combination of `combos` x the run's seeds as one program
+    (`marl.learning.hyper`) and write one run directory per combination (named
+    `<name>-<key>_<value>`); returns the directories."""
+    from marl.run.jobs import print_final
+    from marl.run.rundir import claim, finished_run, record_anchors
+
+    if run.logger is not None or run.transfer:
+        raise UsageError(
+            "vmap= trains its combinations as one program, without logger= or "
+            "protocol.transfer; drop them, or sweep the values as a comma list instead"
+        )
+    runs = _combination_runs(run, combos)
+    finished = [finished_run(r) for r in runs]
+    if all(finished):  # a rerun sweep: every combination is done
+        for path in finished:
+            print(f"finished before: {path}", flush=True)
+        return [path for path in finished if path is not None]
+    if run.resume:
+        raise UsageError(
+            "vmap= runs keep no checkpoints and cannot resume; drop resume=true (and rerun "
+            "under another name= if this one was interrupted)"
+        )
+    train = _member_train(run, list(combos[0]))
+    dirs = [claim(r, resumable=False) for r in runs]
+    for r, d in zip(runs, dirs, strict=True):
+        print(f"{' '.join(r.command)}\nrun directory: {d.path}", flush=True)
+    result = _train_members(run, train, combos, dirs)
+    anchors = record_anchors(run)
+    for c, (r, d) in enumerate(zip(runs, dirs, strict=True)):
+        print(f"wrote {d.path}")
+        print_final(
+            d.finish(_member_result(result, c, run.settings.seeds, len(combos)), anchors), r
+        )
+    return [d.path for d in dirs]
+
+
+def _combination_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[RunConfig]:
+    """Each value combination as a run of its own, validated with its concrete values."""
+    from marl.run import config
+
+    runs = []
+    for c in combos:
+        label = "-".join(f"{k}_{v:g}" for k, v in c.items())
+        overrides = [*run.command, *(f"algo.{k}={v!r}" for k, v in c.items())]
+        overrides = [o for o in overrides if not o.startswith(("name=", "label="))]
+        overrides += [f"name={run.name}-{label}", f"label={run.record_algo}-{label}"]
+        try:
+            runs.append(config.resolve(config.compose(overrides), command=overrides))
+        except config.ConfigError as e:
+            raise UsageError(f"vmap {label}: {e}") from None
+    return runs
+
+
+def _member_train(run: RunConfig, names: list[str]) -> Train:
+    """The run's learner with the swept `names` carried in each member's state, checked to
+    trace with them as values (`hyper.check_traceable`: nothing compiles)."""
+    from marl.core.registry import algorithm
+    from marl.learning import hyper
+
+    make_train = algorithm(run.algo)
+    try:
+        hyper.check_traceable(make_train, run.env, dict(run.algo_cfg), run.total_updates, names)
+    except hyper.HyperError as e:
+        raise UsageError(str(e)) from None
+    return hyper.hyper_train(make_train, run.env, dict(run.algo_cfg), run.total_updates)
+
+
+def _train_members(
+    run: RunConfig, train: Train, combos: list[dict[str, float]], dirs: Sequence[RunDir]
+) -> RunResult:
+    """`training.run` of every combination x seed as one program, each evaluation and
+    segment's metrics written into its combination's directory."""
+    import jax
+
+    from marl.learning import hyper
+    from marl.learning.training import run as run_training
+
+    seeds, count = run.settings.seeds, len(combos)
+    inputs = hyper.member_inputs(run.settings.seed_keys(jax.random.key(run.settings.seed)), combos)
+
+    def each(hook: str) -> Callable[[int, Any], None]:
+        def call(step: int, tree: Any) -> None:
+            for c, d in enumerate(dirs):
+                getattr(d, hook)(step, hyper.split_members(tree, c, seeds))
+
+        return call
+
+    print(f"{count} value combinations x {seeds} seeds = {count * seeds} members", flush=True)
+    return run_training(
+        run.env,
+        train,
+        dataclasses.replace(run.settings, seeds=count * seeds),
+        log=lambda line: print(line, flush=True),
+        on_evaluation=each("on_evaluation"),
+        on_train_metrics=each("on_train_metrics"),
+        init_inputs=inputs,
+    )
+
+
+def _member_result(result: RunResult, c: int, seeds: int, count: int) -> RunResult:
+    """Combination `c`'s part of the members' result (its `seeds` members, its share of the
+    throughput), as if it had been a run of its own."""
+    from marl.learning import hyper
+    from marl.learning.training import RunResult
+
+    def part(tree: Any) -> Any:
+        return hyper.split_members(tree, c, seeds)
+
+    return RunResult(
+        steps=result.steps,
+        evaluations=[part(e) for e in result.evaluations],
+        train_metrics=[part(m) for m in result.train_metrics],
+        params=part(result.params),
+        wall_time=result.wall_time,
+        compile_time=result.compile_time,
+        steps_per_second=result.steps_per_second / count,
+        best_step=result.best_step[c * seeds : (c + 1) * seeds],
+        best_score=result.best_score[c * seeds : (c + 1) * seeds],
+        best_params=part(result.best_params),
+        absolute=None if result.absolute is None else part(result.absolute),
+    )

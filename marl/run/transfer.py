@@ -6,16 +6,18 @@ best evaluated parameters (those of the absolute metric; the final ones without 
 go to `transfer.json` in the run directory. The pathfinding evaluation tiers are protocol
 presets built on it (`protocol=pathfinding_medium`, `pathfinding_hard`).
 
-The learner is rebuilt on each target with the run's hyperparameters; its parameters must have
-the same shapes as the trained ones, i.e. the policy's inputs may not depend on what differs
-(an agent-id one-hot depends on the agent count: set `algo.agent_id=false`).
+The run's learner is rebuilt on each target with its hyperparameters, once, when the run is
+resolved (`marl.run.config.resolve`, which refuses a target it cannot play): its parameters
+must have the same shapes as the trained ones, i.e. the policy's inputs may not depend on what
+differs (an agent-id one-hot depends on the agent count: set `algo.agent_id=false`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import numpy as np
@@ -70,41 +72,62 @@ def _param_shapes(train: Train) -> Any:
     return jax.tree.map(lambda x: (x.shape, x.dtype), train.params(state))
 
 
-Targets = list[tuple[TransferTarget, "MultiAgentEnv", "Train"]]
+class BuiltTarget(NamedTuple):
+    """A transfer target with its environment and the run's learner rebuilt on it."""
+
+    target: TransferTarget
+    env: MultiAgentEnv
+    train: Train
 
 
 def build_targets(
     run: RunConfig,
-    trained: Train,
     make_env: Callable[[str, dict[str, Any]], MultiAgentEnv],
-    learner_factory: Callable[[str], Callable[..., Train]],
-) -> Targets:
-    """Each target's environment (`make_env(id, kwargs)`) and learner (the run's, rebuilt by
-    `learner_factory(algo)`); TransferError when the trained parameters cannot drive it
-    (nothing is compiled: shapes come from `jax.eval_shape`)."""
-    expected = _param_shapes(trained)
+    make_train: Callable[..., Train],
+) -> tuple[BuiltTarget, ...]:
+    """Each of `run.transfer`'s environments (`make_env(id, kwargs)`) with the run's learner
+    rebuilt on it (`make_train`, the run's hyperparameters and total updates); TransferError
+    when the trained parameters (`run.train`'s) cannot drive it (nothing is compiled: shapes
+    come from `jax.eval_shape`)."""
+    expected = _param_shapes(run.train)
     out = []
     for target in run.transfer:
         try:
             env = make_env(target.env_id, dict(target.env_kwargs))
         except ValueError as e:
             raise TransferError(f"transfer target {target.name}: {e}") from None
-        train = learner_factory(run.algo)(env, dict(run.algo_cfg), run.total_updates)
+        train = make_train(env, dict(run.algo_cfg), run.total_updates)
         if _param_shapes(train) != expected:
             raise TransferError(
                 f"transfer target {target.name}: the {run.algo} parameters trained on "
                 f"{run.env_id} do not fit {target.env_id} (observation, action or agent-count "
                 "dependent inputs differ; with a different agent count set algo.agent_id=false)"
             )
-        out.append((target, env, train))
-    return out
+        out.append(BuiltTarget(target, env, train))
+    return tuple(out)
 
 
-def evaluate_transfer(
-    run: RunConfig, targets: Targets, params: Any, episodes: int
+def play_targets(
+    run: RunConfig, params: Any, folder: Path, log: Callable[[str], None] = print
 ) -> dict[str, dict[str, Any]]:
+    """After training: each seed's `params` ([seeds, ...]) played on every target of the run
+    (`evaluate_transfer`, `absolute_episodes` episodes, else `eval_episodes`), written to
+    `folder/transfer.json` and summed up in one line per target."""
+    from marl.results.files import write_json
+
+    s = run.settings
+    episodes = s.absolute_episodes or s.eval_episodes
+    log(f"transfer: {len(run.transfer)} targets x {episodes} episodes per seed")
+    results = evaluate_transfer(run, params, episodes)
+    write_json(folder / "transfer.json", results)
+    for line in summary(results, s.metric):
+        log(line)
+    return results
+
+
+def evaluate_transfer(run: RunConfig, params: Any, episodes: int) -> dict[str, dict[str, Any]]:
     """Play `episodes` greedy episodes of each seed's `params` ([seeds, ...]) on every target
-    (`build_targets`).
+    of the run (`run.targets`, built by `build_targets`).
 
     Returns `{name: {"id", "kwargs", "episodes", "metrics": {metric: [seeds][episodes]}}}`.
     """
@@ -112,7 +135,7 @@ def evaluate_transfer(
 
     key = jax.random.fold_in(jax.random.key(run.settings.seed), TRANSFER_SALT)
     out = {}
-    for target, env, train in targets:
+    for target, env, train in run.targets:
 
         def play(p, env=env, train=train):
             return evaluate(env, train.policy, p, key, episodes)
