@@ -22,16 +22,18 @@ import importlib
 import inspect
 import numbers
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from marl.core.env import MultiAgentEnv
+if TYPE_CHECKING:  # the registry itself never imports JAX (`marl list` stays fast)
+    from marl.core.env import MultiAgentEnv
 
-EnvFactory = Callable[..., MultiAgentEnv]
+EnvFactory = Callable[..., "MultiAgentEnv"]
 
 _P = "marl.envs.particle.scenarios"
 _ENVS: dict[str, str | EnvFactory] = {
@@ -82,6 +84,8 @@ _ENVS: dict[str, str | EnvFactory] = {
     "swarm/kuramoto": "marl.envs.swarm:Kuramoto",
     "jaxmarl/smax": "marl.envs.jaxmarl_smax:JaxMARLSMAX",
 }
+# the built-in ids as shipped (`_ENVS` entries are replaced by their objects on first use)
+BUILTIN_ENVS: Mapping[str, str] = MappingProxyType(dict(_ENVS))
 
 
 _A = "marl.algorithms"
@@ -98,6 +102,7 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
     "decpomfc": f"{_A}.decpomfc:make_train",
     "teams": f"{_A}.teams:make_train",
 }
+BUILTIN_ALGORITHMS: Mapping[str, str] = MappingProxyType(dict(_ALGORITHMS))
 
 
 ENV_ENTRY_POINTS = "marl.envs"  # entry-point group: name = env id, value = "module:attr"
