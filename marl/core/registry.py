@@ -22,10 +22,9 @@ import importlib
 import inspect
 import numbers
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -84,8 +83,6 @@ _ENVS: dict[str, str | EnvFactory] = {
     "swarm/kuramoto": "marl.envs.swarm:Kuramoto",
     "jaxmarl/smax": "marl.envs.jaxmarl_smax:JaxMARLSMAX",
 }
-# the built-in ids as shipped (`_ENVS` entries are replaced by their objects on first use)
-BUILTIN_ENVS: Mapping[str, str] = MappingProxyType(dict(_ENVS))
 
 
 _A = "marl.algorithms"
@@ -102,7 +99,6 @@ _ALGORITHMS: dict[str, str | Callable[..., Any]] = {
     "decpomfc": f"{_A}.decpomfc:make_train",
     "teams": f"{_A}.teams:make_train",
 }
-BUILTIN_ALGORITHMS: Mapping[str, str] = MappingProxyType(dict(_ALGORITHMS))
 
 
 ENV_ENTRY_POINTS = "marl.envs"  # entry-point group: name = env id, value = "module:attr"

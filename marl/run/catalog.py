@@ -87,22 +87,21 @@ def describe_space(space: Any) -> str:
     return str(space)
 
 
-def _is_builtin(entry: Any, path: str | None) -> bool:
-    """Whether a registry entry is still the built-in `path` (as text, or the object it named
-    once resolved), not something registered over it."""
-    if path is None:
-        return False
+def _marls_own(entry: Any, package: str) -> bool:
+    """Whether a registry entry is a constructor of marl's own `package` (as its import path,
+    or the object it named once resolved), not something of another package registered over
+    a built-in id."""
     if isinstance(entry, str):
-        return entry == path
-    module, _, attr = path.partition(":")
-    return module in sys.modules and getattr(sys.modules[module], attr, None) is entry
+        module = entry.partition(":")[0]
+    else:
+        module = getattr(getattr(entry, "func", entry), "__module__", None) or ""
+    return module == package or module.startswith(package + ".")
 
 
 def env_facts(env_id: str) -> tuple[str, str, str]:
     """(agents, actions, episode limit) of `env_id` as text: a built-in's from `BUILTIN_FACTS`,
     anything else's from the env it builds; one that cannot be built says why."""
-    entry = registry._ENVS.get(env_id)
-    if env_id in BUILTIN_FACTS and _is_builtin(entry, registry.BUILTIN_ENVS.get(env_id)):
+    if env_id in BUILTIN_FACTS and _marls_own(registry._ENVS.get(env_id), "marl.envs"):
         needs = NEEDS.get(env_id)
         if needs and importlib.util.find_spec(needs) is None:
             return ("-", f"unavailable: needs {needs}", "-")
@@ -146,11 +145,11 @@ def _source_doc(path: str) -> str | None:
 
 def describe_algorithm(name: str, width: int = 90) -> str:
     """First paragraph of a learner's docstring (its module's, unless `make_train` is not the
-    module's own), or why it cannot be imported. A built-in learner's is read from its source,
-    without importing it."""
-    path = registry.BUILTIN_ALGORITHMS.get(name)
-    if _is_builtin(registry._ALGORITHMS.get(name), path):
-        doc = _source_doc(path)
+    module's own), or why it cannot be imported. One of marl's own not imported yet is read from
+    its source, without importing it."""
+    entry = registry._ALGORITHMS.get(name)
+    if isinstance(entry, str) and _marls_own(entry, "marl.algorithms"):
+        doc = _source_doc(entry)
         if doc is not None:
             return _first_paragraph(doc, width)
     try:
@@ -164,6 +163,7 @@ def describe_algorithm(name: str, width: int = 90) -> str:
 
 
 def _config(name: str) -> Any:
+    """A name of the config tree's module (imported only for `marl train --help`)."""
     from marl.run import config
 
     return getattr(config, name)
