@@ -173,3 +173,26 @@ def test_every_repository_path_named_exists():
         if not (ROOT / path).exists() and not list(ROOT.glob(re.sub(r"[A-Z]+", "*", path) + "*"))
     )
     assert len(named) > 20 and not missing, missing
+
+
+def test_every_marl_command_in_the_pages_parses():
+    """Each `marl ...` line of the pages' bash blocks is a command marl's parser takes (lines
+    with placeholders such as `...` or `<dir>` left out)."""
+    from marl.cli.parser import build_parser
+
+    lines = []
+    for path in PAGES.rglob("*.md"):
+        for block in code_blocks(path.read_text(), "bash"):
+            joined = re.sub(r"\\\n\s*", " ", block)
+            for line in joined.splitlines():
+                line = re.sub(r"^[A-Z_]+=\S+ ", "", line.split("  #")[0].strip())
+                if line.startswith("marl ") and "..." not in line and "<" not in line:
+                    lines.append((path.name, line))
+    assert len(lines) > 20
+    for name, line in lines:
+        args = shlex.split(line)[1:]
+        try:
+            build_parser().parse_args(args)
+        except SystemExit as e:  # --version and --help exit 0
+            if e.code != 0:
+                pytest.fail(f"{name}: {line!r} does not parse (exit {e.code})")
