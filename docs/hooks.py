@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / "build" / "docs-stage"
@@ -20,7 +19,9 @@ STAGE = ROOT / "build" / "docs-stage"
 def package_dirs(pyproject: str) -> dict[str, str]:
     """`[tool.setuptools.package-dir]`'s subpackages: `{"envs": "envs", ...}` (the folder of
     each `marl.X`)."""
-    table = re.search(r"^\[tool\.setuptools\.package-dir\]\n(.*?)(?:\n\[|\Z)", pyproject, re.M | re.S)
+    table = re.search(
+        r"^\[tool\.setuptools\.package-dir\]\n(.*?)(?:\n\[|\Z)", pyproject, re.M | re.S
+    )
     pairs = re.findall(r'^"marl\.(\w+)"\s*=\s*"([^"]+)"', table.group(1) if table else "", re.M)
     return dict(pairs)
 
@@ -41,4 +42,3 @@ def stage() -> Path:
 def on_startup(command: str, dirty: bool) -> None:
     """MkDocs event: stage the package before the config (and mkdocstrings) is loaded."""
     stage()
-

@@ -32,7 +32,9 @@ def keys(block: str, prefix: str) -> set[str]:
 
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_train_help_lists_the_chosen_learners_keys(capsys, where):
-    argv = ["train", "algo=qmix", "--help"] if where == "before" else ["train", "--help", "algo=qmix"]
+    argv = (
+        ["train", "algo=qmix", "--help"] if where == "before" else ["train", "--help", "algo=qmix"]
+    )
     out = help_text(capsys, argv)
     learner = keys(section(out, "learner keys (algo=qmix"), "algo.")
     assert {"mixing_embed_dim", "hypernet_embed", "td_lambda", "double_q"} <= learner
