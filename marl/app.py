@@ -13,14 +13,19 @@ written atomically, so concurrent jobs never corrupt one another; `name=` plus `
 makes a relaunched sweep continue its unfinished runs after their last segment and skip
 nothing twice. `marl report` then reads all the run directories at once.
 
-Launchers are Hydra plugins: `pip install hydra-joblib-launcher` or
-`pip install hydra-submitit-launcher`.
+Launchers are Hydra plugins, installed with the `cluster` extra (`pip install -e ".[cluster]"`):
+hydra-joblib-launcher and hydra-submitit-launcher; a launcher whose plugin is missing fails in
+one line naming that command. Libraries' INFO logs (orbax's checkpoint lines through absl) stay
+off the console and Hydra's log file unless `MARL_LIBRARY_LOGS=INFO` or `hydra.verbose=absl`
+(`marl.learning.logs`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
+from marl.learning.logs import LIBRARY_LOGGERS, quiet_library_logs
 from marl.learning.xla import configure_xla
 
 configure_xla()  # before JAX starts
@@ -34,6 +39,12 @@ def main(cfg: DictConfig) -> None:
     """One Hydra job: one `marl train` run."""
     from hydra.core.hydra_config import HydraConfig
 
+    verbose = HydraConfig.get().verbose  # hydra.verbose=true or logger names: those kept
+    try:
+        quiet_library_logs(set(_names(verbose)))
+    except ValueError as e:
+        print(f"marl: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     if cfg.get("distributed", False) is True:  # a launcher's job: join before any backend
         join_if_distributed(["", "distributed=true"])
 
@@ -51,6 +62,51 @@ def main(cfg: DictConfig) -> None:
         raise SystemExit(2) from None
     if done is None:
         raise SystemExit(130)
+
+
+def _names(verbose: object) -> list[str]:
+    """Logger names `hydra.verbose` asks for: every library's for true, else those it names
+    (a name or a list of names)."""
+    if verbose is True:
+        return list(LIBRARY_LOGGERS)
+    if not verbose:
+        return []
+    if isinstance(verbose, str):
+        return [verbose]
+    return [str(v) for v in verbose]  # type: ignore[attr-defined]
+
+
+# Hydra launcher option -> (the plugin's module, its package): all in the `cluster` extra
+LAUNCHERS = {
+    "joblib": ("hydra_plugins.hydra_joblib_launcher", "hydra-joblib-launcher"),
+    "submitit_local": ("hydra_plugins.hydra_submitit_launcher", "hydra-submitit-launcher"),
+    "submitit_slurm": ("hydra_plugins.hydra_submitit_launcher", "hydra-submitit-launcher"),
+}
+INSTALL_CLUSTER = 'pip install -e ".[cluster]"'
+
+
+def check_launcher(argv: list[str]) -> None:
+    """A `hydra/launcher=NAME` whose plugin is not installed stops in one line naming the
+    `cluster` extra (exit 2), before Hydra's search-path error."""
+    for arg in argv[1:]:
+        key, _, name = arg.partition("=")
+        if key.lstrip("+") != "hydra/launcher" or name not in LAUNCHERS:
+            continue
+        module, package = LAUNCHERS[name]
+        if _missing(module):
+            print(
+                f"marl: error: hydra/launcher={name} needs the {package} package: "
+                f"{INSTALL_CLUSTER} (or pip install {package})",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except ImportError:  # its parent package (hydra_plugins) is absent
+        return True
 
 
 def command_line(argv: list[str]) -> list[str]:
@@ -95,6 +151,7 @@ def join_if_distributed(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    check_launcher(sys.argv)
     join_if_distributed(sys.argv)
     check_overrides(sys.argv)
     sys.argv = command_line(sys.argv)

@@ -1,7 +1,9 @@
-"""The wheel holds every module of the source tree, under the `marl` namespace."""
+"""The wheel holds every module of the source tree, under the `marl` namespace, as the
+distribution `marl-suite` (`marl` on the package index is an unrelated package)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+DISTRIBUTION = "marl-suite"
 # source folder -> its place in the wheel: envs/, algorithms/ and baselines/ install as marl.*
 MAPPING = {
     "marl": "marl",
@@ -54,7 +57,7 @@ def wheel(tmp_path_factory) -> Path:
         text=True,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    (whl,) = out.glob("marl-*.whl")
+    (whl,) = out.glob("marl_suite-*.whl")
     return whl
 
 
@@ -81,3 +84,18 @@ def test_wheel_ships_the_site_assets(wheel):
     """`marl leaderboard --site` copies its stylesheet and script from the installed package."""
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"marl/results/site_assets/site.css", "marl/results/site_assets/site.js"} <= names
+
+
+def test_the_distribution_is_named_marl_suite_everywhere_it_is_read(wheel):
+    """pyproject's name, the wheel's metadata and what records read their version from agree
+    (`importlib.metadata.version("marl")` would find the unrelated package where installed)."""
+    from marl.run import provenance
+
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    (name,) = re.findall(r'^\[project\]\n(?:#.*\n)*name = "([^"]+)"', pyproject, re.M)
+    assert name == DISTRIBUTION == provenance.DISTRIBUTION
+    assert '\n[project.scripts]\nmarl = "marl.cli:main"\n' in pyproject  # the command stays
+    zf = zipfile.ZipFile(wheel)
+    meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+    assert f"Name: {DISTRIBUTION}\n" in zf.read(meta).decode()
+    assert "marl" in provenance.versions()  # records keep naming marl's version "marl"

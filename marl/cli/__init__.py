@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from marl.learning.logs import quiet_library_logs
 from marl.learning.xla import configure_xla
 from marl.run.errors import UsageError
 
@@ -25,6 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from marl.cli.parser import build_parser
 
     args = build_parser().parse_args(argv)
+    try:
+        quiet_library_logs()  # orbax's INFO lines off the console (MARL_LIBRARY_LOGS=INFO)
+    except ValueError as e:
+        print(f"marl: error: {e}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except UsageError as e:

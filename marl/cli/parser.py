@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable
 
 from marl import __version__
 from marl.cli.args import BENCH_STEPS, DEFAULT_NUM_ENVS, PEERS, SUITE_AGENTS, at_least
@@ -28,18 +27,21 @@ HELP_ALLOW = (
 )
 
 
-class TrainHelp(argparse.Action):
-    """`marl train --help`: the usual help plus the config groups, options and keys."""
+def train(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """`marl train`'s command: `--help` prints the usual help plus the config groups and the
+    keys of the chosen env, learner and protocol (wherever `--help` stands among the overrides,
+    so `marl train algo=qmix --help` lists QMIX's keys); otherwise it trains."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
-        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+    def run(args: argparse.Namespace) -> int:
+        if args.help:
+            from marl.run.catalog import describe
 
-    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
-        from marl.run.catalog import describe
+            parser.epilog = describe(args.overrides)
+            parser.print_help()
+            parser.exit()
+        return cmd_train(args)
 
-        parser.epilog = describe()
-        parser.print_help()
-        parser.exit()
+    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
     )
-    p.add_argument("-h", "--help", action=TrainHelp, help="show this help (and the config options)")
+    p.add_argument(
+        "-h",
+        "--help",
+        action="store_true",
+        help="show this help, the config options and the keys of the chosen env, learner and "
+        "protocol (e.g. marl train algo=qmix --help)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the resolved config and exit")
     p.add_argument(
         "overrides",
@@ -68,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="Hydra overrides, e.g. algo=ippo budget=1e6",
     )
-    p.set_defaults(func=cmd_train)
+    p.set_defaults(func=train(p))
 
     p = sub.add_parser(
         "sweep",
@@ -76,12 +84,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Hydra multirun syntax: each comma-separated override is a sweep axis,\n"
         "e.g. `marl sweep env=particle/spread,particle/simple algo=ippo,mappo budget=2e5`.\n"
         "Seeds are vmapped inside each run. Runs already finished under the same name=\n"
-        "are skipped, so a killed sweep resumes; the report goes to --report.",
-        usage="marl sweep [-h] [--report DIR] KEY=VALUE[,VALUE...] ...",
+        "are skipped, so a killed sweep resumes; the report goes to --report.\n\n"
+        "vmap=algo.KEY:V1,V2,... (repeatable) trains the values of a learner setting x seeds\n"
+        "as ONE vmapped program per run and writes one run directory per value\n"
+        "(<name>-KEY_V, labelled <algo>-KEY_V), e.g. `marl sweep algo=ippo\n"
+        "vmap=algo.lr:1e-4,3e-4,1e-3 name=lr`; several vmap= train their grid. Settings that\n"
+        "shape the program (sizes, epochs, flags) cannot be vmapped and are refused before\n"
+        "compiling; vmapped runs do not resume.",
+        usage="marl sweep [-h] [--report DIR] KEY=VALUE[,VALUE...] ... [vmap=algo.KEY:V1,V2,...]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--report", metavar="DIR", help="report directory (default <out>/report-<name>)")
-    p.add_argument("overrides", nargs="+", metavar="KEY=VALUE", help="Hydra overrides")
+    p.add_argument(
+        "overrides",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="Hydra overrides (comma-separated values: sweep axes) and vmap=algo.KEY:V1,V2,...",
+    )
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(
@@ -319,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
         "every seed, in both seats. A player is a finished run directory of a contest task\n"
         "(combat with env.kwargs.opponent=self_play, particle/adversary) or a reference policy\n"
         "(scripted, random). Writes <out>/<family>/<task>/crossplay.json (win/draw/loss per\n"
-        "pair, the score matrix and Elo-scale Bradley-Terry ratings with 95%% bootstrap\n"
+        "pair, the score matrix and Elo-scale Bradley-Terry ratings with 95% bootstrap\n"
         "intervals over seeds) and crossplay.png. Runs play each seed's final parameters\n"
         "unless --best: a contest run's evaluations score it against itself, so the return\n"
         "that picks its best parameters does not rank its strength.",

@@ -25,13 +25,14 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from marl.core.env import MultiAgentEnv
+if TYPE_CHECKING:  # the registry itself never imports JAX (`marl list` stays fast)
+    from marl.core.env import MultiAgentEnv
 
-EnvFactory = Callable[..., MultiAgentEnv]
+EnvFactory = Callable[..., "MultiAgentEnv"]
 
 _P = "marl.envs.particle.scenarios"
 _ENVS: dict[str, str | EnvFactory] = {

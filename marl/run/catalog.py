@@ -1,25 +1,84 @@
 """What is installed: the registered environments (agents, actions, episode limit) and learners
 (the first paragraph of their docs), for `marl list`; the config groups, options and keys, for
-`marl train --help`."""
+`marl train --help`.
+
+`marl list` builds no environment and imports no learner of marl's own: the built-in ids' facts
+are the table `BUILTIN_FACTS` (tests/test_catalog.py builds every env once and checks it) and a
+built-in learner's text is read from its source file. Only envs and learners of other packages
+(entry points, `register`) are built or imported to describe them."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import re
 import sys
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from marl.core.registry import algorithm, list_envs, make
-from marl.run.compose import CONFIG_NAME, GROUPS, conf_dir, group_options
+from marl.core import registry
 
 _COMMENTED_KEY = re.compile(r"^(\w+):\s*(.*?)\s+#\s*(.*)$")
+_ENV_KEYWORD = re.compile(r"^#\s+(\w+):\s*(.*?)\s+#\s*(.*)$")  # an env yaml's keyword comment
+
+# (agents, action space, episode limit) of every built-in id at its default keywords
+BUILTIN_FACTS: dict[str, tuple[int, str, int]] = {
+    "cleanup/comm": (4, "Discrete(18)", 200),
+    "cleanup/custom": (4, "Discrete(18)", 200),
+    "cleanup/fleet128": (128, "Discrete(18)", 200),
+    "cleanup/fleet16": (16, "Discrete(18)", 200),
+    "cleanup/nocomm": (4, "Discrete(9)", 200),
+    "combat/10m_vs_11m": (10, "Discrete(16)", 150),
+    "combat/25m": (25, "Discrete(30)", 150),
+    "combat/27m_vs_30m": (27, "Discrete(35)", 180),
+    "combat/2s3z": (5, "Discrete(10)", 120),
+    "combat/3m": (3, "Discrete(8)", 60),
+    "combat/3s5z": (8, "Discrete(13)", 150),
+    "combat/3s5z_vs_3s6z": (8, "Discrete(14)", 170),
+    "combat/3s_vs_5z": (3, "Discrete(10)", 250),
+    "combat/5m_vs_6m": (5, "Discrete(11)", 70),
+    "combat/64m_vs_64m": (64, "Discrete(69)", 200),
+    "combat/6h_vs_8z": (6, "Discrete(13)", 150),
+    "combat/8m": (8, "Discrete(13)", 120),
+    "combat/8m_vs_9m": (8, "Discrete(14)", 120),
+    "combat/battle64": (64, "Discrete(13)", 200),
+    "combat/custom": (3, "Discrete(8)", 60),
+    "combat/smacv2_10_units": (10, "Discrete(15)", 200),
+    "combat/smacv2_10_vs_11": (10, "Discrete(16)", 200),
+    "combat/smacv2_20_units": (20, "Discrete(25)", 200),
+    "combat/smacv2_20_vs_23": (20, "Discrete(28)", 200),
+    "combat/smacv2_5_units": (5, "Discrete(10)", 200),
+    "jaxmarl/smax": (3, "Discrete(8)", 60),
+    "particle/adversary": (3, "Discrete(5)", 25),
+    "particle/crypto": (3, "Discrete(4)", 25),
+    "particle/push": (2, "Discrete(5)", 25),
+    "particle/reference": (2, "Discrete(50)", 25),
+    "particle/simple": (1, "Discrete(5)", 25),
+    "particle/speaker_listener": (2, "Discrete(5)", 25),
+    "particle/spread": (3, "Discrete(5)", 25),
+    "particle/spread50": (50, "Discrete(5)", 25),
+    "particle/tag": (4, "Discrete(5)", 25),
+    "particle/world_comm": (6, "Discrete(20)", 25),
+    "pathfinding/caves": (16, "Box(-1, 1, (2,))", 256),
+    "pathfinding/custom": (32, "Box(-1, 1, (2,))", 128),
+    "pathfinding/labyrinth": (8, "Box(-1, 1, (2,))", 256),
+    "pathfinding/random_grid": (32, "Box(-1, 1, (2,))", 128),
+    "pathfinding/random_grid128": (128, "Box(-1, 1, (2,))", 256),
+    "pathfinding/rooms": (16, "Box(-1, 1, (2,))", 192),
+    "pathfinding/string": (16, "Box(-1, 1, (2,))", 192),
+    "swarm/aggregation": (100, "Discrete(5)", 100),
+    "swarm/kuramoto": (100, "Discrete(5)", 100),
+    "swarm/vicsek": (100, "Discrete(5)", 100),
+}
+# modules a built-in id needs beyond marl's dependencies (its row says so when one is missing)
+NEEDS = {"jaxmarl/smax": "jaxmarl"}
 
 
 def describe_space(space: Any) -> str:
     """Short text of an action space: `Discrete(5)` or `Box(0.0, 1.0, (5,))`."""
+    import numpy as np
+
     if hasattr(space, "n"):
         return f"Discrete({int(space.n)})"
     if hasattr(space, "low") and hasattr(space, "shape"):
@@ -28,45 +87,105 @@ def describe_space(space: Any) -> str:
     return str(space)
 
 
+def _marls_own(entry: Any, package: str) -> bool:
+    """Whether a registry entry is a constructor of marl's own `package` (as its import path,
+    or the object it named once resolved), not something of another package registered over
+    a built-in id."""
+    if isinstance(entry, str):
+        module = entry.partition(":")[0]
+    else:
+        module = getattr(getattr(entry, "func", entry), "__module__", None) or ""
+    return module == package or module.startswith(package + ".")
+
+
+def env_facts(env_id: str) -> tuple[str, str, str]:
+    """(agents, actions, episode limit) of `env_id` as text: a built-in's from `BUILTIN_FACTS`,
+    anything else's from the env it builds; one that cannot be built says why."""
+    if env_id in BUILTIN_FACTS and _marls_own(registry._ENVS.get(env_id), "marl.envs"):
+        needs = NEEDS.get(env_id)
+        if needs and importlib.util.find_spec(needs) is None:
+            return ("-", f"unavailable: needs {needs}", "-")
+        agents, actions, limit = BUILTIN_FACTS[env_id]
+        return (str(agents), actions, str(limit))
+    try:
+        spec = registry.make(env_id).spec
+    except Exception as e:  # one broken family must not hide the rest
+        return ("-", f"unavailable: {type(e).__name__}", "-")
+    return (str(spec.num_agents), describe_space(spec.action_space), str(spec.episode_limit))
+
+
 def env_rows(family: str | None = None) -> list[tuple[str, str, str, str]]:
-    """(id, agents, actions, episode limit) of every registered env (of `family`); an env that
-    cannot be built says why instead of hiding the others."""
-    rows = []
-    for env_id in list_envs(family):
-        try:
-            spec = make(env_id).spec
-        except Exception as e:  # one broken family must not hide the rest
-            rows.append((env_id, "-", f"unavailable: {type(e).__name__}", "-"))
-            continue
-        rows.append(
-            (
-                env_id,
-                str(spec.num_agents),
-                describe_space(spec.action_space),
-                str(spec.episode_limit),
-            )
-        )
-    return rows
+    """(id, agents, actions, episode limit) of every registered env (of `family`)."""
+    return [(env_id, *env_facts(env_id)) for env_id in registry.list_envs(family)]
+
+
+def _first_paragraph(doc: str, width: int) -> str:
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    return textwrap.shorten(first, width=width, placeholder=" ...")
+
+
+def _source_doc(path: str) -> str | None:
+    """What `describe_algorithm` shows for the `module:function` path, read from the module's
+    source without importing it (None where the source or the function is not found)."""
+    module, _, attr = path.partition(":")
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    with open(spec.origin, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
+            own = (ast.get_docstring(tree) if attr == "make_train" else None) or ""
+            return own or ast.get_docstring(node) or ""
+    return None
 
 
 def describe_algorithm(name: str, width: int = 90) -> str:
     """First paragraph of a learner's docstring (its module's, unless `make_train` is not the
-    module's own), or why it cannot be imported."""
+    module's own), or why it cannot be imported. One of marl's own not imported yet is read from
+    its source, without importing it."""
+    entry = registry._ALGORITHMS.get(name)
+    if isinstance(entry, str) and _marls_own(entry, "marl.algorithms"):
+        doc = _source_doc(entry)
+        if doc is not None:
+            return _first_paragraph(doc, width)
     try:
-        make_train = algorithm(name)
+        make_train = registry.algorithm(name)
     except Exception as e:  # one broken learner must not hide the rest
         return f"unavailable: {type(e).__name__}"
     module = sys.modules.get(make_train.__module__)
     own = getattr(make_train, "__name__", "") == "make_train"
-    doc = ((getattr(module, "__doc__", None) if own else None) or make_train.__doc__ or "").strip()
-    first_paragraph = " ".join(doc.split("\n\n")[0].split())
-    return textwrap.shorten(first_paragraph, width=width, placeholder=" ...")
+    doc = (getattr(module, "__doc__", None) if own else None) or make_train.__doc__ or ""
+    return _first_paragraph(doc, width)
+
+
+def _config(name: str) -> Any:
+    """A name of the config tree's module (imported only for `marl train --help`)."""
+    from marl.run import compose as config
+
+    return getattr(config, name)
 
 
 def _commented_keys(relative: str) -> list[tuple[str, str, str]]:
-    """`(key, value, comment)` of the top-level `key: value  # comment` lines of a yaml file."""
-    text = (conf_dir() / relative).read_text()
-    return [m.groups() for line in text.splitlines() if (m := _COMMENTED_KEY.match(line))]
+    """`(key, value, comment)` of the top-level `key: value  # comment` lines of a yaml file
+    (none where the file is not shipped)."""
+    path = _config("conf_dir")() / relative
+    if not path.is_file():
+        return []
+    return [
+        m.groups() for line in path.read_text().splitlines() if (m := _COMMENTED_KEY.match(line))
+    ]
+
+
+def _env_keywords(env_id: str) -> list[tuple[str, str, str]]:
+    """`(keyword, default, comment)` listed in the comments of an env's shipped yaml."""
+    path = _config("conf_dir")() / "env" / f"{env_id}.yaml"
+    if not path.is_file():
+        return []
+    return [m.groups() for line in path.read_text().splitlines() if (m := _ENV_KEYWORD.match(line))]
 
 
 def _wrap(items: Sequence[str], indent: int, width: int = 100) -> str:
@@ -81,41 +200,79 @@ def _wrap(items: Sequence[str], indent: int, width: int = 100) -> str:
     return ("\n" + " " * indent).join(lines)
 
 
-def _row(head: str, text: str, pad: int) -> str:
-    """`head` then `text` at column `pad` (on the next line when `head` is too long)."""
+def _beside(head: str, body: str, pad: int) -> str:
+    """`body` (already indented after its first line) from column `pad`, beside `head` or on
+    the next line when `head` is too long."""
     if len(head) <= pad - 2:
-        return head.ljust(pad) + text
-    return f"{head}\n{' ' * pad}{text}"
+        return (head.ljust(pad) + body).rstrip()
+    return f"{head}\n{' ' * pad}{body}".rstrip()
 
 
-def describe() -> str:
-    """Text of `marl train --help`: config groups with their options, and the keys."""
-    from marl.core.registry import list_algorithms, list_envs
+def _row(head: str, text: str, pad: int, width: int = 100) -> str:
+    """`head` then `text` from column `pad`, the text wrapped to `width`."""
+    lines = textwrap.wrap(text, width=max(width - pad, 30)) or [""]
+    return _beside(head, ("\n" + " " * pad).join(lines), pad)
 
-    defaults = {"env": "particle/spread", "algo": "mappo", "protocol": "default"}
-    for line in (conf_dir() / f"{CONFIG_NAME}.yaml").read_text().splitlines():
-        match = re.match(r"^\s*-\s*(env|algo|protocol):\s*(\S+)", line)
-        if match:
-            defaults[match.group(1)] = match.group(2)
+
+def chosen(overrides: Sequence[str] = ()) -> dict[str, str]:
+    """The option of each config group (`env`, `algo`, `protocol`): the command line's last
+    `GROUP=OPTION`, else `config.yaml`'s default."""
+    groups = _config("GROUPS")
+    picked = {"env": "particle/spread", "algo": "mappo", "protocol": "default"}
+    text = (_config("conf_dir")() / f"{_config('CONFIG_NAME')}.yaml").read_text()
+    for line in text.splitlines():
+        match = re.match(r"^\s*-\s*(\w+):\s*(\S+)", line)
+        if match and match.group(1) in groups:
+            picked[match.group(1)] = match.group(2)
+    for override in overrides:
+        key, sep, value = override.strip().lstrip("+").partition("=")
+        if sep and key in groups and value:
+            picked[key] = value
+    return picked
+
+
+def describe(overrides: Sequence[str] = ()) -> str:
+    """Text of `marl train [OVERRIDES] --help`: the config groups with their options, then the
+    keys of the chosen env, learner and protocol (`algo=qmix --help` lists QMIX's keys)."""
+    picked = chosen(overrides)
     options = {
-        "env": sorted(set(group_options("env")) | set(list_envs())),
-        "algo": sorted(set(group_options("algo")) | set(list_algorithms())),
-        "protocol": group_options("protocol"),
+        "env": sorted(set(_config("group_options")("env")) | set(registry.list_envs())),
+        "algo": sorted(set(_config("group_options")("algo")) | set(registry.list_algorithms())),
+        "protocol": _config("group_options")("protocol"),
     }
     pad = 30
-    out = ["config groups (GROUP=OPTION; the default shown):"]
-    for group in GROUPS:
-        out.append(_row(f"  {group}={defaults[group]}", _wrap(options[group], pad), pad))
+    out = ["config groups (GROUP=OPTION; the option in use shown):"]
+    for group in _config("GROUPS"):
+        out.append(_beside(f"  {group}={picked[group]}", _wrap(options[group], pad), pad))
     out.append("")
     out.append("keys (KEY=VALUE; the default shown):")
-    for key, value, comment in _commented_keys(f"{CONFIG_NAME}.yaml"):
+    for key, value, comment in _commented_keys(f"{_config('CONFIG_NAME')}.yaml"):
         out.append(_row(f"  {key}={value}", comment, pad))
-    for key, value, comment in _commented_keys(f"protocol/{defaults['protocol']}.yaml"):
+    protocol = picked["protocol"]
+    out.append("")
+    out.append(f"protocol keys (protocol={protocol}):")
+    for key, value, comment in _commented_keys(f"protocol/{protocol}.yaml"):
         out.append(_row(f"  protocol.{key}={value}", comment, pad))
-    out.append(_row("  env.kwargs.KEYWORD=VALUE", "constructor keyword (see the env's yaml)", pad))
-    algo_keys = [k for k, _, _ in _commented_keys(f"algo/{defaults['algo']}.yaml") if k != "name"]
-    out.append(_row("  algo.KEY=VALUE", "learner hyperparameter, one of:", pad))
-    out.append(" " * pad + _wrap(algo_keys, pad))
+    env_id = picked["env"]
+    out.append("")
+    out.append(f"env keywords (env={env_id}; unset ones take the constructor's defaults):")
+    keywords = _env_keywords(env_id)
+    for key, value, comment in keywords:
+        out.append(_row(f"  env.kwargs.{key}={value}", comment, pad))
+    if not keywords:
+        out.append(_row("  env.kwargs.KEYWORD=VALUE", "a constructor keyword of the env", pad))
+    algo = picked["algo"]
+    out.append("")
+    algo_keys = [k for k in _commented_keys(f"algo/{algo}.yaml") if k[0] != "name"]
+    if algo_keys:
+        out.append(f"learner keys (algo={algo}; marl/conf/algo/{algo}.yaml):")
+        for key, value, comment in algo_keys:
+            out.append(_row(f"  algo.{key}={value}", comment, pad))
+    else:
+        out.append(f"learner keys (algo={algo}: no shipped yaml):")
+        out.append(
+            _row("  algo.KEY=VALUE", "reaches the learner's cfg; unset keys keep its defaults", pad)
+        )
     out.append("")
     out.append("example:")
     out.append("  marl train env=particle/spread algo=mappo seeds=10 budget=2e6 algo.lr=1e-3")

@@ -12,26 +12,30 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-VERSIONED = (
-    "marl",
-    "jax",
-    "jaxlib",
-    "flax",
-    "optax",
-    "distrax",
-    "chex",
-    "gymnax",
-    "numpy",
-    "hydra-core",
-)
+DISTRIBUTION = "marl-suite"  # marl's name on the package index (pyproject's [project] name)
+# distribution -> its key in `versions()` (marl's stays "marl", as records have always named it)
+VERSIONED = {DISTRIBUTION: "marl"} | {
+    name: name
+    for name in (
+        "jax",
+        "jaxlib",
+        "flax",
+        "optax",
+        "distrax",
+        "chex",
+        "gymnax",
+        "numpy",
+        "hydra-core",
+    )
+}
 
 
 def versions() -> dict[str, str]:
     """Versions of the packages results depend on, and of Python."""
     out = {"python": platform.python_version()}
-    for name in VERSIONED:
+    for name, key in VERSIONED.items():
         try:
-            out[name] = metadata.version(name)
+            out[key] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
     return out
@@ -75,7 +79,7 @@ def code() -> dict[str, Any]:
         except (OSError, subprocess.SubprocessError):
             pass
     try:
-        return {"version": metadata.version("marl")}
+        return {"version": metadata.version(DISTRIBUTION)}
     except metadata.PackageNotFoundError:
         return {"version": None}
 
