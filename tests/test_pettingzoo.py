@@ -150,3 +150,13 @@ def test_vector_env_equals_the_vmapped_autoreset_step():
         np.testing.assert_array_equal(obs, np.asarray(ts.obs))
         np.testing.assert_array_equal(rew, np.asarray(ts.reward))
         assert term.shape == trunc.shape == (4, 3)
+
+
+def test_the_guides_pytorch_loop_runs():
+    """docs/pages/guides/pettingzoo.md's PyTorch example, run as written (where torch is in)."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs/pages/guides/pettingzoo.md").read_text()
+    block = next(b for b in text.split("```python\n")[1:] if "import torch" in b)
+    exec(compile(block.split("```")[0], "pettingzoo.md", "exec"), {})
