@@ -7,7 +7,7 @@ vmapped per run, greedy evaluation every budget/20 steps, absolute metric on 320
 a task may set its own seeds and budget) through `marl sweep`, then writes
 
     results/reference/runs/<env>/<algo>/reference/   the run directories (records + sidecars)
-    results/reference/report/                        report.md, report.html, figures
+    results/reference/report/                        report.md, figures (and report.html, untracked)
 
 The committed leaderboard is benchmark v1's (`marl benchmark run v1`, then `marl leaderboard
 results/benchmark/v1 results/swarms/runs --crossplay results/crossplay --out results
