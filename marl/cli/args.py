@@ -98,3 +98,86 @@ def build_env(env_id: str, kwargs: dict[str, Any]) -> Any:
         return config.make_env(env_id, kwargs)
     except config.ConfigError as e:
         raise UsageError(str(e)) from None
+
+
+def add_launcher_args(p: argparse.ArgumentParser, what: str) -> None:
+    """The `--launcher` options of `marl benchmark run` and `marl sweep` (marl.run.launch)."""
+    g = p.add_argument_group(
+        "launcher",
+        f'{what} as scheduler jobs through submitit (pip install -e ".[cluster]"); flags '
+        "override --launcher-config's keys",
+    )
+    g.add_argument(
+        "--launcher",
+        choices=("local", "slurm"),
+        help="slurm: one Slurm job each (submitted, then this command returns); local: the "
+        "same jobs as local processes (this command waits)",
+    )
+    g.add_argument(
+        "--jobs",
+        type=at_least(1),
+        help="at most N jobs at once (default: local the CPU count; Slurm unlimited)",
+    )
+    g.add_argument(
+        "--launcher-config",
+        metavar="YAML",
+        help="a yaml file of the options below "
+        "(keys: partition, account, qos, constraint, gpus_per_job, cpus_per_job, "
+        "mem_gb, time_limit_min, setup, additional, jobs)",
+    )
+    g.add_argument("--partition", help="Slurm partition")
+    g.add_argument("--account", help="Slurm account")
+    g.add_argument("--gpus-per-job", type=at_least(0), help="GPUs of each job (default 0)")
+    g.add_argument("--cpus-per-job", type=at_least(1), help="CPUs of each job")
+    g.add_argument("--mem-gb", type=float, help="memory of each job, GB")
+    g.add_argument(
+        "--time-limit",
+        type=at_least(1),
+        metavar="MIN",
+        help="every job's time limit in minutes (default: the run's measured cost x 2 + 15; "
+        "24 h unmeasured); a job that reaches it is requeued and resumes",
+    )
+
+
+LAUNCHER_FLAGS = (
+    "jobs",
+    "launcher_config",
+    "partition",
+    "account",
+    "gpus_per_job",
+    "cpus_per_job",
+    "mem_gb",
+    "time_limit",
+)
+
+
+def check_launcher_flags(args: argparse.Namespace) -> None:
+    """Launcher options without --launcher fail in one line, before any work."""
+    if getattr(args, "launcher", None):
+        return
+    given = [
+        f"--{f.replace('_', '-')}" for f in LAUNCHER_FLAGS if getattr(args, f, None) is not None
+    ]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only with --launcher local|slurm")
+
+
+def launch_options(args: argparse.Namespace, folder: Path) -> Any:
+    """`marl.run.launch.LaunchOptions` from the launcher flags (None without --launcher)."""
+    check_launcher_flags(args)
+    if not getattr(args, "launcher", None):
+        return None
+    from marl.run.launch import options
+
+    return options(
+        args.launcher,
+        folder,
+        args.launcher_config,
+        jobs=args.jobs,
+        partition=args.partition,
+        account=args.account,
+        gpus_per_job=args.gpus_per_job,
+        cpus_per_job=args.cpus_per_job,
+        mem_gb=args.mem_gb,
+        time_limit_min=args.time_limit,
+    )

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from marl.cli.args import output_dir
+from marl.cli.args import check_launcher_flags, launch_options, output_dir
 from marl.results.stats import REPS
 from marl.results.tables import format_table
 from marl.run.errors import UsageError
@@ -30,6 +30,9 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 def _benchmark(args: argparse.Namespace) -> int:
     from marl.run import benchmark as bm
 
+    check_launcher_flags(args)
+    if args.launcher and args.action != "run":
+        raise UsageError("--launcher: only with `marl benchmark run`")
     try:
         if args.action == "list":
             for name in bm.names():
@@ -60,16 +63,25 @@ def _benchmark(args: argparse.Namespace) -> int:
     except bm.BenchmarkError as e:
         raise UsageError(str(e)) from None
     records = Path(args.records or d["records"])
+    launch = launch_options(args, records / JOBS_FOLDER)
     if args.action == "run":  # parts trained elsewhere that now cover a cell's seeds
         for _, run in runs:
             bm.merge_parts(run)
     if args.action == "measure":
         bm.measure_cells(runs, records, again=args.again)
     rows, todo, summary = bm.status(runs, bm.read_costs(records))
-    print(format_table(["tier", "cell", "seeds x steps", "state", "training time"], rows))
+    header = ["tier", "cell", "seeds x steps", "state", "training time"]
+    jobs_seen = _job_states(records / JOBS_FOLDER)
+    if jobs_seen:  # cells launched as jobs (--launcher): the scheduler's word on each
+        header.append("job")
+        for row in rows:
+            row.append(jobs_seen.get(row[1], ""))
+    print(format_table(header, rows))
     print(summary)
     if args.action != "run" or not todo:
         return 0
+    if launch is not None:
+        return _launch_cells(args, bm, todo, records, launch)
     from marl.run import jobs
 
     train = jobs.train_run
@@ -90,6 +102,59 @@ def _benchmark(args: argparse.Namespace) -> int:
         failed = bm.run_cells(todo, train)
     for cell, error in failed:
         print(f"failed: {cell.key}: {error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+JOBS_FOLDER = ".jobs"  # in the records folder: the launcher's logs and jobs.json (untracked)
+
+
+def _job_states(folder: Path) -> dict[str, str]:
+    """Each launched cell's job state ("slurm 123 RUNNING"), by cell name; {} without jobs."""
+    from marl.run.launch import job_state, read_jobs
+
+    out = {}
+    for key, entry in read_jobs(folder).items():
+        cell = key.split("#", 1)[0]
+        out[cell] = f"{entry.get('launcher')} {entry.get('job_id')} {job_state(entry, folder)}"
+    return out
+
+
+def _launch_cells(args: argparse.Namespace, bm: Any, todo: list, records: Path, opts: Any) -> int:
+    """`marl benchmark run --launcher`: each cell left (or each --part of it) as a job."""
+    from marl.run import launch
+
+    costs, cells_left = bm.read_costs(records), todo
+    if args.part:
+        try:
+            todo = bm.parts_of(todo, bm.parse_part(args.part))
+        except bm.BenchmarkError as e:
+            raise UsageError(str(e)) from None
+    allow = (*(args.algo or ()), *(args.allow_import or ()))
+    jobs = []
+    for cell, run in todo:
+        estimate = bm.estimate_s(run, costs.get(cell.key))
+        if cell.part is not None and estimate is not None:
+            estimate *= (cell.part[1] - cell.part[0]) / cell.seeds
+        key = cell.key + (f"#{cell.part[0]}:{cell.part[1]}" if cell.part else "")
+        target = launch.TrainJob(tuple(cell.overrides()), allow, not args.no_checkpoint)
+        jobs.append(launch.Job(key, target, estimate))
+    print(f"{len(jobs)} job(s) to {opts.launcher}; logs and jobs.json in {opts.folder}")
+    try:
+        failed = launch.launch(jobs, opts)
+    except KeyboardInterrupt:
+        print(
+            "interrupted: the running jobs were stopped; the same command resumes each cell "
+            "after its last saved segment",
+            file=sys.stderr,
+        )
+        return 130
+    if opts.launcher == "local":  # parts that now cover a cell's seeds
+        for _, run in cells_left:
+            bm.merge_parts(run)
+    elif not failed:
+        print("`marl benchmark status` shows the cells and their jobs")
+    for key, error in failed:
+        print(f"failed: {key}: {error}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -16,6 +16,7 @@ from marl.cli.args import (
     PEERS,
     SUITE_AGENTS,
     build_env,
+    launch_options,
     output_dir,
     output_file,
     parse_ints,
@@ -101,7 +102,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         output_dir(args.report, "--report")
     from marl.run.sweep import run_sweep
 
-    return run_sweep(args.overrides, args.report)
+    return run_sweep(args.overrides, args.report, launch_options(args, Path(".jobs")))
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -6,7 +6,14 @@ import argparse
 from collections.abc import Callable
 
 from marl import __version__
-from marl.cli.args import BENCH_STEPS, DEFAULT_NUM_ENVS, PEERS, SUITE_AGENTS, at_least
+from marl.cli.args import (
+    BENCH_STEPS,
+    DEFAULT_NUM_ENVS,
+    PEERS,
+    SUITE_AGENTS,
+    add_launcher_args,
+    at_least,
+)
 from marl.cli.benchmark import cmd_benchmark, cmd_leaderboard
 from marl.cli.commands import (
     cmd_bench,
@@ -101,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="Hydra overrides (comma-separated values: sweep axes) and vmap=algo.KEY:V1,V2,...",
     )
+    add_launcher_args(p, "the sweep's runs")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(
@@ -153,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODULE:ATTR",
         help=HELP_ALLOW,
     )
+    add_launcher_args(p, "run: the cells left (or each --part of them)")
     p.set_defaults(func=cmd_benchmark)
 
     p = sub.add_parser(

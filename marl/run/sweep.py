@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from marl.core.learner import Train
     from marl.learning.training import RunResult
     from marl.run.config import RunConfig
+    from marl.run.launch import LaunchOptions
     from marl.run.rundir import RunDir
 
 
@@ -126,10 +128,14 @@ def common_grid(
     return grid, notes
 
 
-def run_sweep(overrides: Sequence[str], report: str | None = None) -> int:
+def run_sweep(
+    overrides: Sequence[str], report: str | None = None, launch: LaunchOptions | None = None
+) -> int:
     """`marl sweep OVERRIDES`: train every combination of comma-separated overrides (each
     finished run kept, each killed one resumed), then write one report (default:
-    `<out>/report-<name>`); the exit code (130: interrupted)."""
+    `<out>/report-<name>`); the exit code (130: interrupted). With `launch`, the runs left
+    are scheduler jobs (`marl.run.launch`, their logs in `<out>/.jobs`) on the grid fixed
+    here; the report is written once every run has finished."""
     from datetime import datetime
 
     from marl.learning import hyper
@@ -175,6 +181,12 @@ def run_sweep(overrides: Sequence[str], report: str | None = None) -> int:
         for note in notes:
             print(note, flush=True)
     print(f"sweep: {len(runs)} run(s)", flush=True)
+    if launch is not None:
+        if combos:
+            raise UsageError("vmap= sweeps train as one program: run them without --launcher")
+        code = _launch_runs(runs, dataclasses.replace(launch, folder=runs[0].out / ".jobs"))
+        if code is not None:
+            return code
     dirs = []
     for k, run in enumerate(runs, 1):
         print(f"[{k}/{len(runs)}] {' '.join(run.command)}", flush=True)
@@ -197,6 +209,32 @@ def run_sweep(overrides: Sequence[str], report: str | None = None) -> int:
     paths = write_report(study, out, title=f"marl sweep {sweep_name}")
     print(f"wrote {paths['md']} and {paths['html']}")
     return 0
+
+
+def _launch_runs(runs: list[RunConfig], opts: LaunchOptions) -> int | None:
+    """The sweep's unfinished runs as jobs. None when every run has finished (the report
+    follows), else the exit code: local jobs failed or were stopped, or Slurm jobs are queued
+    (the same command writes the report once they have finished)."""
+    from marl.run import launch
+    from marl.run.rundir import relaunch
+
+    left = [run for run in runs if relaunch(run, log=lambda _: None) is not None]
+    if left:
+        jobs = [launch.Job(str(run.folder), launch.TrainJob(tuple(run.command))) for run in left]
+        print(f"{len(jobs)} job(s) to {opts.launcher}; logs and jobs.json in {opts.folder}")
+        try:
+            failed = launch.launch(jobs, opts)
+        except KeyboardInterrupt:
+            print("interrupted: the same command resumes the runs left", file=sys.stderr)
+            return 130
+        for key, error in failed:
+            print(f"failed: {key}: {error}", file=sys.stderr)
+        if failed:
+            return 1
+        if opts.launcher == "slurm":
+            print("submitted; the same command writes the report once the jobs have finished")
+            return 0
+    return None
 
 
 # --- vmap=: value combinations x seeds, one program -------------------------------------------

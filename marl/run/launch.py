@@ -1,0 +1,396 @@
+"""Benchmark cells and sweep runs as scheduler jobs, through submitit (the library Hydra's
+Slurm launcher uses): `--launcher slurm` submits one job per run to Slurm; `--launcher local`
+runs the same jobs as local processes, at most `--jobs N` at once.
+
+```
+runs left -> Job(key, what to train, estimated seconds) -> submitit executor -> one job each
+          -> <folder>/jobs.json: each run's job id, so `status` and a relaunch see it
+```
+
+A job trains its run exactly as the in-process command does (`marl.run.jobs.train_run`,
+resuming an unfinished run after its last saved segment), so its records are the same. A
+relaunch skips runs whose job is still pending or running; Slurm's time limit comes from the
+run's measured cost (`marl benchmark measure`), and a job that reaches it is requeued by
+submitit and resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from marl.run.errors import UsageError
+
+LAUNCHERS = ("local", "slurm")
+JOBS_FILE = "jobs.json"
+INSTALL = 'pip install -e ".[cluster]"'
+# a job's time limit: the run's measured training time x MARGIN + SLACK_MIN (evaluations,
+# compiles and a slower node); an unmeasured run gets DEFAULT_LIMIT_MIN
+MARGIN, SLACK_MIN, DEFAULT_LIMIT_MIN = 2.0, 15, 24 * 60
+ALIVE = ("PENDING", "RUNNING", "REQUEUED", "CONFIGURING", "COMPLETING", "SUSPENDED")
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """Where and how jobs run. Flags override the yaml file's keys (`--launcher-config`)."""
+
+    launcher: str
+    folder: Path  # submitit's logs and pickles, and jobs.json
+    jobs: int | None = None  # at most this many at once (local: processes; Slurm: array cap)
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    gpus_per_job: int = 0
+    cpus_per_job: int | None = None
+    mem_gb: float | None = None
+    time_limit_min: int | None = None  # every job's limit (default: from the measured cost)
+    setup: tuple[str, ...] = ()  # shell lines run before each job (module load, venv)
+    additional: dict[str, Any] = field(default_factory=dict)  # more #SBATCH keys
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in fields(cls) if f.name not in ("launcher", "folder")]
+
+
+def options(launcher: str, folder: Path, config: str | None = None, **flags: Any) -> LaunchOptions:
+    """The launch options: the yaml file `config` (keys of `LaunchOptions`), then the flags
+    that are not None. Unknown keys and wrong values fail in one line."""
+    if launcher not in LAUNCHERS:
+        raise UsageError(f"--launcher {launcher!r} unknown; valid: {', '.join(LAUNCHERS)}")
+    values: dict[str, Any] = {}
+    if config:
+        path = Path(config)
+        if not path.is_file():
+            raise UsageError(f"--launcher-config {config}: no such file")
+        data = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(data, dict):
+            raise UsageError(f"--launcher-config {config}: expected a mapping of options")
+        unknown = sorted(set(data) - set(LaunchOptions.keys()))
+        if unknown:
+            raise UsageError(
+                f"--launcher-config {config}: unknown key(s) {', '.join(unknown)}; valid: "
+                f"{', '.join(LaunchOptions.keys())}"
+            )
+        values.update(data)
+    values.update({k: v for k, v in flags.items() if v is not None})
+    values["setup"] = tuple(values.get("setup") or ())
+    for key in ("jobs", "gpus_per_job", "cpus_per_job", "time_limit_min"):
+        v = values.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise UsageError(f"launcher option {key}={v!r}: expected a whole number >= 0")
+    if values.get("jobs") == 0:
+        raise UsageError("--jobs 0: give at least 1")
+    return LaunchOptions(launcher=launcher, folder=Path(folder), **values)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run to train as a job: `key` names it in jobs.json and in messages; `target` is
+    the picklable callable the job calls (it raises on failure); `estimate_s` its measured
+    training time (None: unmeasured)."""
+
+    key: str
+    target: Callable[[], Any]
+    estimate_s: float | None = None
+
+
+def time_limit(job: Job, opts: LaunchOptions) -> int:
+    """Minutes the scheduler gives `job`: the options' limit, else its measured cost x MARGIN
+    + SLACK_MIN, else DEFAULT_LIMIT_MIN."""
+    if opts.time_limit_min:
+        return opts.time_limit_min
+    if job.estimate_s is None:
+        return DEFAULT_LIMIT_MIN
+    return int(math.ceil(job.estimate_s * MARGIN / 60)) + SLACK_MIN
+
+
+def _submitit() -> Any:
+    try:
+        import submitit
+    except ImportError:
+        raise UsageError(f"--launcher needs submitit, in the cluster extra: {INSTALL}") from None
+    return submitit
+
+
+def executor(opts: LaunchOptions) -> Any:
+    """A submitit executor for `opts` (job-independent parameters set)."""
+    submitit = _submitit()
+    folder = opts.folder / "%j"
+    if opts.launcher == "local":
+        ex = submitit.LocalExecutor(folder=folder)
+        ex.update_parameters(setup=list(opts.setup))
+        return ex
+    ex = submitit.SlurmExecutor(folder=folder)
+    params: dict[str, Any] = {
+        "partition": opts.partition,
+        "account": opts.account,
+        "qos": opts.qos,
+        "constraint": opts.constraint,
+        "gpus_per_node": opts.gpus_per_job or None,
+        "cpus_per_task": opts.cpus_per_job,
+        "mem": f"{opts.mem_gb:g}GB" if opts.mem_gb else None,
+        "setup": list(opts.setup) or None,
+        "additional_parameters": dict(opts.additional) or None,
+        "array_parallelism": opts.jobs or 256,
+    }
+    ex.update_parameters(**{k: v for k, v in params.items() if v is not None})
+    return ex
+
+
+# --- jobs.json: each run's last job ------------------------------------------------------------
+def read_jobs(folder: Path) -> dict[str, dict[str, Any]]:
+    path = Path(folder) / JOBS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: unreadable ({e}); remove it to forget the jobs") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _write_jobs(folder: Path, jobs: dict[str, dict[str, Any]]) -> None:
+    from marl.results.files import write_json
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    write_json(Path(folder) / JOBS_FILE, dict(sorted(jobs.items())))
+
+
+def job_state(entry: dict[str, Any], folder: Path) -> str:
+    """The scheduler's state of a recorded job: Slurm's (through sacct; UNKNOWN where it
+    cannot be asked), or for a local job RUNNING while its process lives, else FINISHED or
+    FAILED from the result submitit left."""
+    job_id = str(entry.get("job_id", ""))
+    if entry.get("launcher") == "slurm":
+        submitit = _submitit()
+        try:
+            return str(submitit.SlurmJob(Path(folder) / "%j", job_id).state)
+        except Exception:  # noqa: BLE001 - no sacct here, or the job is too old for it
+            return "UNKNOWN"
+    try:
+        os.kill(int(job_id), 0)
+        alive = _not_zombie(int(job_id))
+    except (ValueError, ProcessLookupError):
+        alive = False
+    except PermissionError:  # another user's process took the pid: ours has ended
+        alive = False
+    if alive and entry.get("host") in (None, _host()):
+        return "RUNNING"
+    result = Path(folder) / job_id / f"{job_id}_0_result.pkl"
+    if not result.is_file():
+        return "INTERRUPTED"
+    try:
+        import pickle
+
+        outcome, _ = pickle.loads(result.read_bytes())
+    except Exception:  # noqa: BLE001 - a partial result file
+        return "UNKNOWN"
+    return "FINISHED" if outcome == "success" else "FAILED"
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # no /proc: trust kill(0)
+    return "\nState:\tZ" not in status
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def states(folder: Path) -> dict[str, str]:
+    """Each recorded run's job state (`job_state`), by key."""
+    return {key: job_state(e, folder) for key, e in read_jobs(folder).items()}
+
+
+# --- launching ---------------------------------------------------------------------------------
+def launch(
+    jobs: Sequence[Job], opts: LaunchOptions, log: Callable[[str], None] = print
+) -> list[tuple[str, str]]:
+    """Submit each job not already pending or running. Slurm: submit and return (the cap is
+    the array's parallelism); local: run them, at most `opts.jobs` at once, and wait; a
+    SIGINT or SIGTERM cancels the running ones (each resumes on the next launch).
+    -> [(key, error)] of the jobs that failed (local) or could not be submitted."""
+    known = read_jobs(opts.folder)
+    todo = []
+    for job in jobs:
+        entry = known.get(job.key)
+        if entry is not None and entry.get("launcher") == opts.launcher:
+            state = job_state(entry, opts.folder)
+            if state in ALIVE:
+                log(f"{job.key}: {opts.launcher} job {entry['job_id']} is {state}; left to it")
+                continue
+        todo.append(job)
+    if not todo:
+        return []
+    ex = executor(opts)
+    if opts.launcher == "slurm":
+        return _submit_all(ex, todo, opts, known, log)
+    return _run_local(ex, todo, opts, known, log)
+
+
+def _record(known: dict[str, dict[str, Any]], job: Job, job_id: str, opts: LaunchOptions) -> None:
+    known[job.key] = {
+        "launcher": opts.launcher,
+        "job_id": job_id,
+        "host": _host(),
+        "submitted": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    _write_jobs(opts.folder, known)
+
+
+def _submit_all(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: ANN001
+    failed = []
+    for job in todo:
+        ex.update_parameters(time=time_limit(job, opts), job_name=_job_name(job.key))
+        try:
+            submitted = ex.submit(job.target)
+        except Exception as e:  # noqa: BLE001 - sbatch refused it: say so, submit the rest
+            failed.append((job.key, f"not submitted: {str(e).strip().splitlines()[-1]}"))
+            continue
+        _record(known, job, str(submitted.job_id), opts)
+        log(f"submitted {job.key}: slurm job {submitted.job_id}, {time_limit(job, opts)} min")
+    return failed
+
+
+def _job_name(key: str) -> str:
+    return "marl-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in key)[:60]
+
+
+def _run_local(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: ANN001
+    cap = opts.jobs or os.cpu_count() or 1
+    waiting, running, failed = list(todo), {}, []
+    stop: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.append(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while (waiting or running) and not stop:
+            while waiting and len(running) < cap:
+                job = waiting.pop(0)
+                ex.update_parameters(timeout_min=time_limit(job, opts))
+                submitted = ex.submit(job.target)
+                running[job.key] = submitted
+                _record(known, job, str(submitted.job_id), opts)
+                log(f"started {job.key}: local job {submitted.job_id} ({len(running)} running)")
+            time.sleep(0.5)
+            for key, submitted in list(running.items()):
+                if submitted.done():
+                    del running[key]
+                    error = _local_error(submitted)
+                    if error:
+                        failed.append((key, error))
+                        log(f"{key}: failed ({error}); log: {submitted.paths.stderr}")
+                    else:
+                        log(f"{key}: done")
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if stop:
+            for submitted in running.values():
+                submitted.cancel()
+            for submitted in running.values():
+                _wait_gone(submitted)
+    if stop:
+        raise KeyboardInterrupt
+    return failed
+
+
+def _local_error(submitted: Any) -> str | None:
+    try:
+        submitted.result()
+    except Exception as e:  # noqa: BLE001 - the job's own exception, or submitit's
+        return _last_error(str(e)) or type(e).__name__
+    return None
+
+
+def _last_error(text: str) -> str | None:
+    """The job's own error line (`ValueError: ...`, `marl: error: ...`) from submitit's
+    message, which quotes the job's traceback and then names its log files."""
+    lines = [line.strip() for line in text.splitlines()]
+    errors = [
+        line
+        for line in lines
+        if line
+        and not line.startswith(("-", "File ", "^", "Traceback", "You can check"))
+        and ": " in line
+        and line.split(": ", 1)[0].replace(".", "").replace(" ", "").isalnum()
+    ]
+    return errors[-1] if errors else None
+
+
+def _wait_gone(submitted: Any, seconds: float = 60.0) -> None:
+    """Wait until a cancelled local job's process has ended (it saves nothing half-written:
+    the run resumes after its last segment)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not submitted.done():
+        time.sleep(0.2)
+    if not submitted.done():
+        process = getattr(submitted, "_process", None)
+        if process is not None:
+            process.kill()
+
+
+# --- what a job runs ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrainJob:
+    """A job's callable: `marl train` of `overrides` as the in-process command runs it
+    (resuming an unfinished run), with the import paths the user allowed. Picklable; its
+    `checkpoint` requeues it on a Slurm time limit or preemption."""
+
+    overrides: tuple[str, ...]
+    allow_import: tuple[str, ...] = ()
+    checkpoint_runs: bool = True
+
+    def __call__(self) -> str:
+        from marl.core.registry import files_are_data
+        from marl.learning.logs import quiet_library_logs
+        from marl.learning.xla import configure_xla
+
+        configure_xla()
+        quiet_library_logs()
+        with files_are_data(list(self.allow_import)):
+            return str(_train(list(self.overrides), self.checkpoint_runs))
+
+    def checkpoint(self) -> Any:
+        submitit = _submitit()
+        return submitit.helpers.DelayedSubmission(self)
+
+
+def _train(overrides: list[str], checkpoint_runs: bool) -> Path:
+    import dataclasses
+
+    from marl.run import config
+    from marl.run.jobs import train_run
+    from marl.run.rundir import relaunch
+
+    run = config.resolve(config.compose(overrides), command=overrides)
+    if not checkpoint_runs:
+        run = dataclasses.replace(run, checkpoint=False, resume=False)
+    again = relaunch(run)
+    if again is None:
+        print(f"finished before: {run.folder}", flush=True)
+        return run.folder
+    done = train_run(again)
+    if done is None:
+        print("interrupted", file=sys.stderr, flush=True)
+        raise KeyboardInterrupt
+    return done
