@@ -277,6 +277,7 @@ def make_train(
         params=lambda s: s.upper,
         policy=make_policy(upper, rule, limit),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
+        num_envs=cfg.num_envs,
     )
 
 

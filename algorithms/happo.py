@@ -351,6 +351,7 @@ def make_train(
         params=lambda s: s.actor_params,
         policy=make_policy(nets),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
+        num_envs=cfg.num_envs,
     )
 
 

@@ -248,4 +248,5 @@ def make_train(
         params=lambda s: self_play.saved(s.actor),
         policy=make_policy(actor),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
+        num_envs=cfg.num_envs,
     )

@@ -333,6 +333,7 @@ def make_train(
         params=lambda s: self_play.saved(s.params),
         policy=make_policy(nets, cfg.temperature_end),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
+        num_envs=cfg.num_envs,
     )
 
 

@@ -467,4 +467,5 @@ def make_train(
         params=lambda s: s.params,
         policy=make_policy(nets, cfg.epsilon_end),
         steps_per_update=cfg.num_envs * cfg.rollout_length,
+        num_envs=cfg.num_envs,
     )

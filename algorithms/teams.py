@@ -113,6 +113,8 @@ def make_train(
         steps_per_update=sum(
             r * t.steps_per_update for r, t in zip(repeats, learners, strict=True)
         ),
+        # one env batch to split over devices only where both sides step the same number
+        num_envs=learners[0].num_envs if learners[0].num_envs == learners[1].num_envs else 0,
     )
 
 

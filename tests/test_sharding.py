@@ -53,3 +53,49 @@ def test_two_device_run_equals_the_one_device_run():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "sharded ok" in done.stdout
+
+
+ENVS_SCRIPT = textwrap.dedent(
+    """
+    import jax
+    import numpy as np
+
+    import marl
+    from marl.learning.training import RunSettings, run
+
+    assert jax.device_count() == 2, jax.devices()
+    env = marl.make("particle/spread")
+    for algo, cfg in (
+        ("ippo", {"num_envs": 8, "rollout_length": 16, "num_minibatches": 2, "epochs": 2}),
+        ("iql", {"num_envs": 8, "rollout_length": 5, "buffer_size": 16, "batch_size": 4,
+                 "recurrent": False, "hidden": [16]}),
+    ):
+        train = marl.algorithm(algo)(env, cfg)
+        assert train.num_envs == 8
+        settings = RunSettings(seeds=1, budget=train.steps_per_update * 6, num_evaluations=2,
+                               eval_episodes=3, absolute_episodes=0)
+        one = run(env, train, settings, log=None, devices=jax.devices()[:1])
+        lines = []
+        two = run(env, train, settings, log=lines.append)
+        assert lines[0] == "8 envs of each seed split over 2 devices (cpu)", lines[0]
+        split = [x for x in jax.tree.leaves(two.final_state)
+                 if x.ndim >= 2 and x.shape[1] == 8]
+        assert split and all(len(x.sharding.device_set) == 2 for x in split)
+        assert all(x.sharding.spec[1] == "envs" for x in split)
+        # equal up to float rounding: sums over the batch are all-reduced across devices
+        for a, b in zip(jax.tree.leaves((one.evaluations, one.params)),
+                        jax.tree.leaves((two.evaluations, two.params)), strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+    print("envs split ok")
+    """
+)
+
+
+def test_one_seeds_envs_split_over_two_devices_train_as_on_one():
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    done = subprocess.run(
+        [sys.executable, "-c", ENVS_SCRIPT], env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "envs split ok" in done.stdout

@@ -77,6 +77,10 @@ class Train(NamedTuple):
     params: Callable[[Any], Params]
     policy: Policy
     steps_per_update: int  # environment steps consumed by one `step` (all parallel envs)
+    # environments stepped in parallel per seed, the state's leaves `[seeds, num_envs, ...]`
+    # that hold them (0: not said); a run with fewer seeds than devices splits them over its
+    # devices (`marl.learning.sharding`)
+    num_envs: int = 0
 
 
 def seed_params(train: Train, state: Any) -> Params:

@@ -83,6 +83,7 @@ def hyper_train(
         params=lambda state: base.params(state[1]),
         policy=base.policy,
         steps_per_update=base.steps_per_update,
+        num_envs=base.num_envs,
     )
 
 

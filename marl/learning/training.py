@@ -191,16 +191,25 @@ def segment_program(train: Train, length: int) -> Callable[[Any], tuple[Any, dic
 
 
 def seed_sharding(
-    seeds: int, devices: Sequence[jax.Device] | None = None, log: Callable[[str], None] = print
+    seeds: int,
+    devices: Sequence[jax.Device] | None = None,
+    log: Callable[[str], None] = print,
+    num_envs: int = 0,
 ) -> Callable[[Any], Any]:
     """A function placing a pytree with seeds on its leading axis: split over `devices`
     (default: every device of the run, all hosts' in a multi-host run) when there are several
-    and they divide `seeds`, else left where it is. Programs called on sharded inputs run
-    partitioned (jit follows the input sharding), each device computing its seeds."""
+    and they divide `seeds`; else, where they divide the learner's `num_envs`, each seed's
+    environments split over them (`marl.learning.sharding.env_sharding`); else left where it
+    is. Programs called on sharded inputs run partitioned (jit follows the input sharding)."""
     devices = list(_run_devices() if devices is None else devices)
     if len(devices) < 2:
         return lambda tree: tree
     if seeds % len(devices):
+        from marl.learning.sharding import env_sharding
+
+        by_envs = env_sharding(num_envs, devices, log)
+        if by_envs is not None:
+            return by_envs
         log(f"{seeds} seeds do not divide over {len(devices)} devices: running on one")
         return lambda tree: tree
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -380,7 +389,7 @@ class _Loop:
         """Initialise every seed (`init_seeds`, placed by `seed_sharding`), then continue
         after a saved segment or evaluate step 0."""
         self.t0 = time.perf_counter()
-        place = seed_sharding(self.settings.seeds, devices, self.say)
+        place = seed_sharding(self.settings.seeds, devices, self.say, self.train.num_envs)
         keys = self.settings.seed_keys(jax.random.key(self.settings.seed))
         inputs = keys if init_inputs is None else init_inputs
         # wait for init before dispatching anything that reads its result
