@@ -7,8 +7,8 @@ train_command(overrides) -> config.compose / resolve: checked once; the env, the
   -> train_run(run): rundir.claim, the run directory (or the unfinished one to resume)
      -> marl.learning.training.run: segments of jit(scan(vmap(step))), evaluations between,
         each written by RunDir.on_evaluation (record.json, metrics.jsonl, checkpoint)
-     -> RunDir.finish (record, sidecar with rundir.record_anchors, final.json)
      -> transfer.play_targets (transfer.json) where the protocol lists targets
+     -> RunDir.finish (final.json, sidecar with summary.record_anchors, record.json last)
 ```
 """
 
@@ -72,14 +72,16 @@ def plan(run: RunConfig) -> str:
 def train_run(run: RunConfig) -> Path | None:
     """Train a resolved run and write its directory, top to bottom: claim it (`rundir.claim`:
     new, resumed, or finished before), train into it (`marl.learning.training.run`, every
-    evaluation written as it comes), finish it (record, sidecar with the anchors, final.json),
-    play the transfer targets. Returns the directory (on hosts other than 0 of a multi-host
-    run, the folder host 0 writes it in), or None when interrupted."""
+    evaluation written as it comes), play the transfer targets, finish it (final.json, sidecar
+    with the anchors, and last record.json, which marks it complete). Returns the directory
+    (on hosts other than 0 of a multi-host run, the folder host 0 writes it in), or None when
+    interrupted. However it ends, the folder's lock is let go."""
     import jax
 
     from marl.learning.training import Diverged
     from marl.learning.training import run as run_training
-    from marl.run.rundir import claim, record_anchors
+    from marl.run.rundir import claim
+    from marl.run.summary import record_anchors
     from marl.run.transfer import play_targets
 
     if jax.process_index() > 0:  # a multi-host run: host 0 writes, the others only compute
@@ -102,8 +104,12 @@ def train_run(run: RunConfig) -> Path | None:
             checkpoints=run_dir.checkpoints,
             on_train_metrics=run_dir.on_train_metrics,
         )
+        anchors = record_anchors(run)  # the random and scripted policies' scores
+        if run.transfer:  # each seed's best evaluated parameters (final ones without them)
+            best = result.best_params if result.best_params is not None else result.params
+            play_targets(run, best, run_dir.path, log=_say)
+        final = run_dir.finish(result, anchors)  # its last write marks the run complete
     except KeyboardInterrupt:
-        run_dir.close()
         print(
             f"interrupted; the evaluations so far are in {run_dir.path}; the same command with "
             "resume=true continues after the last finished segment",
@@ -116,11 +122,9 @@ def train_run(run: RunConfig) -> Path | None:
             f"{run.env_id} {run.algo} diverged: {e}; stopped, {run_dir.path} marked diverged "
             "(try a smaller algo.lr)"
         ) from None
-    anchors = record_anchors(run)  # the random and scripted policies' scores
-    final = run_dir.finish(result, anchors)
-    if run.transfer:  # each seed's best evaluated parameters (final ones without them)
-        best = result.best_params if result.best_params is not None else result.params
-        play_targets(run, best, run_dir.path, log=_say)
+    finally:  # however it ends, the loggers closed and the folder let go
+        run_dir.close()
+        run_dir.release()
     print(f"wrote {run_dir.path}")
     print_final(final, run)
     return run_dir.path
