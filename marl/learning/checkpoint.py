@@ -116,6 +116,10 @@ def saved_segment(directory: str | Path) -> int | None:
     return max(steps, default=None)
 
 
+class CheckpointError(RuntimeError):
+    """A saved segment that cannot be restored (truncated, corrupt): one line naming it."""
+
+
 class SegmentCheckpoints:
     """The newest segment checkpoint of one run, in `directory`."""
 
@@ -164,14 +168,22 @@ class SegmentCheckpoints:
         ocp = self._ocp
         like = {"state": state_like, "best": best_like}
         abstract = jax.eval_shape(_pack, like)
-        out = self._manager.restore(
-            segment,
-            args=ocp.args.Composite(
-                arrays=ocp.args.StandardRestore(abstract), history=ocp.args.PyTreeRestore()
-            ),
-        )
-        arrays = _unpack(dict(out.arrays), like)
-        history = jax.tree.map(np.asarray, dict(out.history))
+        try:
+            out = self._manager.restore(
+                segment,
+                args=ocp.args.Composite(
+                    arrays=ocp.args.StandardRestore(abstract), history=ocp.args.PyTreeRestore()
+                ),
+            )
+            arrays = _unpack(dict(out.arrays), like)
+            history = jax.tree.map(np.asarray, dict(out.history))
+        except Exception as e:  # noqa: BLE001 - orbax and tensorstore raise many kinds
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            raise CheckpointError(
+                f"{self.directory / str(segment)}: cannot restore this checkpoint "
+                f"({type(e).__name__}: {first}); remove {self.directory} to train the run over "
+                "from the start, or train under another name="
+            ) from None
         return arrays["state"], arrays["best"], history
 
     def clear(self) -> None:

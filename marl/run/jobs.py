@@ -78,6 +78,7 @@ def train_run(run: RunConfig) -> Path | None:
     interrupted. However it ends, the folder's lock is let go."""
     import jax
 
+    from marl.learning.checkpoint import CheckpointError
     from marl.learning.training import Diverged
     from marl.learning.training import run as run_training
     from marl.run.rundir import claim
@@ -116,6 +117,8 @@ def train_run(run: RunConfig) -> Path | None:
             file=sys.stderr,
         )
         return None
+    except CheckpointError as e:  # a truncated or corrupt segment to resume from
+        raise UsageError(str(e)) from None
     except Diverged as e:
         run_dir.diverge(e.step, e.seeds, e.what)
         raise UsageError(

@@ -270,25 +270,21 @@ class RunDir:
         self._rewrite: list[dict[str, Any]] | None = None  # metrics.jsonl less a cut line
         self._started = datetime.now()
         self._earlier_code: list[dict[str, Any]] = []  # a resumed run's code before this process
-        if path is None:
-            self.created = now or datetime.now()
-            self.path = _claim(run.parent, run.name, self.created)
-        else:
-            self.path = Path(path)
+        self.created = now or datetime.now()  # a reopened run's is read back
+        self.path = _claim(run.parent, run.name, self.created) if path is None else Path(path)
         self.lock = _lock(self.path)
-        if path is not None:
-            try:
+        try:
+            if path is not None:
                 self._reopen(self.path)
-            except BaseException:
-                self.release()
-                raise
+        except BaseException:
+            self.release()
+            raise
 
     def _reopen(self, path: Path) -> None:
         """Take up the unfinished run at `path`: its creation time, the code it ran on, the
         steps it logged and its clock (`time` in metrics.jsonl goes on from the last line
         logged before the interruption)."""
-        self.path = path
-        before = json.loads((path / META).read_text())
+        before = read_meta(path)
         created = before.get("created")
         self._earlier_code = [c for c in before.get("codes", [before.get("code")]) if c]
         self.created = datetime.fromisoformat(created) if created else datetime.now()
@@ -349,7 +345,8 @@ class RunDir:
 
         head = "# resolved config of this run"
         if self.run.command:
-            head += "; command: marl train " + " ".join(self.run.command)
+            words = (a if a.isprintable() else repr(a) for a in self.run.command)
+            head += "; command: marl train " + " ".join(words)  # one line, whatever they hold
         return f"{head}\n{OmegaConf.to_yaml(OmegaConf.create(self.run.config))}"
 
     def meta(
