@@ -275,6 +275,10 @@ def test_impossible_sizes_are_one_line(tiny, capsys, monkeypatch):
     out, _ = tiny
     assert cli.main(["train", *TINY, f"out={out}", "budget=1e30"]) == 2
     assert "budget must be at most 1e+12, got 1e+30" in _one_error(capsys)
+    assert cli.main(["train", *TINY, f"out={out}", "name=many", "seeds=1e9"]) == 1
+    err = _one_error(capsys)
+    assert "out of memory (MemoryError: the training state of 1000000000 seed(s) needs" in err
+    assert not (out / "particle/simple/ippo/many/record.json").exists()
     import marl.learning.training as training
 
     def exhausted(*args, **kwargs):
@@ -360,3 +364,19 @@ def test_an_unexpected_failure_is_one_line(capsys, monkeypatch):
     monkeypatch.setenv("MARL_TRACEBACK", "1")
     with pytest.raises(KeyError):
         cli.main(["list"])
+
+
+def test_a_state_larger_than_the_devices_memory_is_refused_from_its_shapes():
+    import jax
+
+    from marl.learning.memory import capacity, check_fits, tree_bytes
+
+    keys = jax.eval_shape(lambda: jax.random.split(jax.random.key(0), 10**6))
+    huge = {"buffer": jax.ShapeDtypeStruct((10**9, 10**6), np.float32), "keys": keys}
+    assert tree_bytes(huge) == 4 * 10**15 + 8 * 10**6
+    free, where = capacity(jax.local_devices()[:1])
+    assert free is None or free > 0
+    says = rf"^the state needs 3.6 PiB, more than the .* on {where}"
+    with pytest.raises(MemoryError, match=says):
+        check_fits("the state", huge, jax.local_devices()[:1])
+    check_fits("the state", {"w": jax.ShapeDtypeStruct((4,), np.float32)}, jax.local_devices())
