@@ -51,13 +51,17 @@ def main(cfg: DictConfig) -> None:
     from marl.run import config
     from marl.run.errors import UsageError
     from marl.run.jobs import train_run
+    from marl.run.runtime import Watchdog, end_process, finish_distributed
 
     overrides = list(HydraConfig.get().overrides.task)
     try:
         config.start_distributed(cfg)
         run = config.resolve(cfg, command=overrides)
         done = train_run(run)
+        finish_distributed()  # a multi-host run's peers stop watching this process
     except (config.ConfigError, UsageError) as e:
+        if Watchdog.running is not None:  # nothing waits on the peers
+            end_process(str(e), 2)
         print(f"marl: error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     if done is None:

@@ -39,8 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UsageError as e:
-        print(f"marl: error: {e}", file=sys.stderr)
-        return 2
+        return _fail(str(e), 2)
     except BrokenPipeError:  # `marl list | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
@@ -49,9 +48,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if known is None and os.environ.get("MARL_TRACEBACK", "") not in ("", "0"):
             raise
         line, code = known or (f"unexpected {type(e).__name__}: {_first_line(e)}", 1)
-        suffix = " (MARL_TRACEBACK=1 shows where)" if known is None else ""
-        print(f"marl: error: {line}{suffix}", file=sys.stderr)
-        return code
+        return _fail(line + (" (MARL_TRACEBACK=1 shows where)" if known is None else ""), code)
+
+
+def _fail(line: str, code: int) -> int:
+    """Print the error line; returns the exit code. A process of a multi-host run ends here
+    (`runtime.end_process`): its peers are told by its silence (their watchdogs), and nothing
+    waits on a collective or on JAX's shutdown barrier."""
+    from marl.run.runtime import Watchdog, end_process
+
+    if Watchdog.running is not None:
+        end_process(line, code)
+    print(f"marl: error: {line}", file=sys.stderr)
+    return code
 
 
 def _first_line(e: BaseException) -> str:

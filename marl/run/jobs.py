@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from marl.run.errors import ConfigError, UsageError
-from marl.run.runtime import DistributedError, join_distributed, wants_distributed
+from marl.run.runtime import (
+    DistributedError,
+    finish_distributed,
+    join_distributed,
+    wants_distributed,
+)
 
 if TYPE_CHECKING:  # imported where used: `train_command` joins a multi-host run first
     from marl.run.config import RunConfig
@@ -56,7 +61,9 @@ def train_command(overrides: Sequence[str], dry_run: bool = False) -> int:
         print(OmegaConf.to_yaml(OmegaConf.create(run.config)), end="")
         print(plan(run))
         return 0
-    return 0 if train_run(run) is not None else 130
+    done = train_run(run)
+    finish_distributed()  # a multi-host run's peers stop watching this process
+    return 0 if done is not None else 130
 
 
 def plan(run: RunConfig) -> str:
