@@ -27,19 +27,23 @@ from marl.run.runtime import (
     join_distributed,
     wants_distributed,
 )
+from marl.run.supervisor import supervise, supervised
 
 if TYPE_CHECKING:  # imported where used: `train_command` joins a multi-host run first
     from marl.run.config import RunConfig
 
 
 def train_command(overrides: Sequence[str], dry_run: bool = False) -> int:
-    """`marl train OVERRIDES`: compose and check the config, join a multi-host run if asked,
-    train every seed and write the run directory; the exit code (130: interrupted)."""
+    """`marl train OVERRIDES`: compose and check the config, join a multi-host run if asked
+    (the work in a child process under `supervisor.supervise`, which ends it in one line when
+    JAX does), train every seed and write the run directory; the exit code (130: interrupted)."""
     for item in overrides:
         key, _, value = item.partition("=")
         if key == "vmap" or (key.lstrip("+") in ("env", "algo", "protocol") and "," in value):
             raise UsageError(f"{item}: one run takes one value; sweep values with marl sweep")
     try:
+        if wants_distributed(overrides) and not dry_run and not supervised():
+            return supervise([sys.executable, "-m", "marl.cli", "train", *overrides])
         if wants_distributed(overrides) and not dry_run:
             where = os.environ.get("JAX_COORDINATOR_ADDRESS", "the cluster's coordinator")
             print(f"distributed=true: joining the multi-host run at {where}", flush=True)
