@@ -380,3 +380,22 @@ def test_a_state_larger_than_the_devices_memory_is_refused_from_its_shapes():
     with pytest.raises(MemoryError, match=says):
         check_fits("the state", huge, jax.local_devices()[:1])
     check_fits("the state", {"w": jax.ShapeDtypeStruct((4,), np.float32)}, jax.local_devices())
+
+
+def test_a_collective_that_loses_its_peer_is_one_line(tiny, capsys, monkeypatch):
+    """What the survivor of a multi-host run meets mid-segment when a peer's process dies."""
+    import marl.learning.training as training
+
+    def reset(*args, **kwargs):
+        from jax.errors import JaxRuntimeError
+
+        raise JaxRuntimeError(
+            "INTERNAL: Error dispatching computation: Gloo all-reduce failed: [pair.cc:538] Read "
+            "error [127.0.0.1]:22931: Connection reset by peer\nmore"
+        )
+
+    monkeypatch.setattr(training, "run", reset)
+    out, _ = tiny
+    assert cli.main(["train", *TINY, f"out={out}", "name=peer"]) == 1
+    err = _one_error(capsys)
+    assert "distributed=true: a collective failed, a process of the run is gone (INTERNAL" in err

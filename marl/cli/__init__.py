@@ -63,6 +63,10 @@ def _fail(line: str, code: int) -> int:
     return code
 
 
+# what a multi-host run's collectives raise when a peer's connection is gone
+_PEER_LOST = ("Gloo", "Connection reset by peer", "Connection closed by peer", "NCCL")
+
+
 def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0][:300]
 
@@ -81,6 +85,12 @@ def failure_line(e: BaseException) -> tuple[str, int] | None:
         where = f": {e.filename}" if e.filename else ""
         name = errno.errorcode.get(e.errno or 0)
         return f"{what}{where}{f' ({name})' if name else ''}", 1
+    if isinstance(e, RuntimeError) and any(w in first for w in _PEER_LOST):
+        return (
+            f"distributed=true: a collective failed, a process of the run is gone ({first}); "
+            "restart the multi-host run under another name=",
+            1,
+        )
     if isinstance(e, MemoryError) or "RESOURCE_EXHAUSTED" in first:
         return (
             f"out of memory ({type(e).__name__}: {first or 'no details'}); fewer seeds= or a "
