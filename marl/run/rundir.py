@@ -18,6 +18,7 @@ best_params.msgpack  each seed's best evaluated parameters (those the absolute m
 metrics.jsonl        one line per evaluation: step, wall seconds, the evaluation's and the
                      segment's training metrics (per seed, means over episodes / updates)
 checkpoint/          while unfinished: the newest segment (`marl.learning.checkpoint`): resume=true
+.lock                while a process writes it: its OS lock, naming the holder (`marl.run.lock`)
 ```
 
 Claiming and resuming live here, all of it: `claim` takes a new directory (`name=`'s, which
