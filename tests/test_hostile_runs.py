@@ -399,3 +399,35 @@ def test_a_collective_that_loses_its_peer_is_one_line(tiny, capsys, monkeypatch)
     assert cli.main(["train", *TINY, f"out={out}", "name=peer"]) == 1
     err = _one_error(capsys)
     assert "distributed=true: a collective failed, a process of the run is gone (INTERNAL" in err
+
+
+def test_a_checkpoint_that_fills_the_disk_is_one_oserror(tmp_path, monkeypatch):
+    """orbax's failure (tensorstore's RESOURCE_EXHAUSTED, its threads' own reports held back)
+    becomes one OSError(ENOSPC) naming the checkpoint folder; the CLI prints it in one line."""
+    import logging
+    import warnings
+
+    import jax.numpy as jnp
+
+    from marl.learning.checkpoint import SegmentCheckpoints
+
+    checkpoints = SegmentCheckpoints(tmp_path / "checkpoint")
+
+    def full(*args, **kwargs):
+        raise ValueError(
+            'RESOURCE_EXHAUSTED: Error writing local file "x": No space left on device '
+            "[os_error_code='28']"
+        )
+
+    monkeypatch.setattr(checkpoints._manager, "save", full)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # restored after the test
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    level = logging.getLogger("asyncio").level
+    with warnings.catch_warnings(), pytest.raises(OSError) as e:
+        checkpoints.save(1, {"w": jnp.ones(2)}, {"w": jnp.ones(2)}, {"steps": np.zeros(1)})
+    logging.getLogger("asyncio").setLevel(level)
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(checkpoints.directory)
+    line, code = cli.failure_line(e.value)
+    assert code == 1 and line == (
+        f"no space left on device for the checkpoint of segment 1: {checkpoints.directory} (ENOSPC)"
+    )
