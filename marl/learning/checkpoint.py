@@ -173,17 +173,19 @@ class SegmentCheckpoints:
         registry.add("arrays", ocp.args.StandardRestore, arrays)
         registry.add("history", ocp.args.PyTreeSave, history)
         registry.add("history", ocp.args.PyTreeRestore, history)
-        self._manager = ocp.CheckpointManager(
-            self.directory,
-            options=ocp.CheckpointManagerOptions(
-                max_to_keep=1, create=True, enable_async_checkpointing=False
-            ),
-            handler_registry=registry,
-        )
+        with _failures_said_once():  # a corrupt saved step is reported by `restore`, once
+            self._manager = ocp.CheckpointManager(
+                self.directory,
+                options=ocp.CheckpointManagerOptions(
+                    max_to_keep=1, create=True, enable_async_checkpointing=False
+                ),
+                handler_registry=registry,
+            )
 
     def latest(self) -> int | None:
         """The newest saved segment, or None."""
-        return self._manager.latest_step()
+        with _failures_said_once():
+            return self._manager.latest_step()
 
     def save(self, segment: int, state: Any, best: Any, history: History) -> None:
         """Store segment `segment`: the training state, the best parameters, the history."""
