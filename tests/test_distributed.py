@@ -141,3 +141,27 @@ def test_a_lost_process_ends_every_other_in_one_line_within_the_timeout(lost):
         assert "process 1 stopped answering for over 3 s (MARL_PEER_TIMEOUT)" in err
     else:  # JAX ends it at once; the supervisor says so in one line
         assert "JAX ended process 1" in err and "the coordinator or a peer was lost" in err
+
+
+def test_the_supervisor_holds_the_runtimes_lines_and_shows_them_if_the_process_lives_on(
+    capsys, monkeypatch
+):
+    from marl.run import supervisor
+
+    clock = [0.0]
+    monkeypatch.setattr(supervisor.time, "monotonic", lambda: clock[0])
+    relay = supervisor._Relay()
+    native = "W1205 02:34:49.528367   20326 preemption_sync_manager.cc:147] Failed to retrieve\n"
+    relay.line("[  1/10] 2,048 steps\n")
+    relay.line(native)
+    relay.line("Additional GRPC error information\n")  # continues the native line: held too
+    relay.tick()
+    assert capsys.readouterr().err == "[  1/10] 2,048 steps\n"
+    clock[0] = supervisor.HOLD_S + 1  # the process lived on: they were no dying words
+    relay.tick()
+    assert capsys.readouterr().err == native + "Additional GRPC error information\n"
+    relay.line("F1205 02:34:50.1   20326 client.h:80] Terminating process because X. More.\n")
+    relay.line("*** Check failure stack trace: ***\n")
+    relay.line("marl: error: the child's own line\n")  # drops what was held
+    assert capsys.readouterr().err == "marl: error: the child's own line\n"
+    assert relay.fatal == "Terminating process because X" and relay.said
