@@ -279,6 +279,9 @@ def test_impossible_sizes_are_one_line(tiny, capsys, monkeypatch):
     err = _one_error(capsys)
     assert "out of memory (MemoryError: the training state of 1000000000 seed(s) needs" in err
     assert not (out / "particle/simple/ippo/many/record.json").exists()
+    args = ["train", *TINY, f"out={out}", "name=episodes", "protocol.eval_episodes=1e10"]
+    assert cli.main(args) == 1
+    assert "out of memory (MemoryError: evaluating 10000000000 episodes" in _one_error(capsys)
     import marl.learning.training as training
 
     def exhausted(*args, **kwargs):

@@ -93,8 +93,8 @@ def failure_line(e: BaseException) -> tuple[str, int] | None:
         )
     if isinstance(e, MemoryError) or "RESOURCE_EXHAUSTED" in first:
         return (
-            f"out of memory ({type(e).__name__}: {first or 'no details'}); fewer seeds= or a "
-            "smaller algo.num_envs / algo.buffer_size needs less",
+            f"out of memory ({type(e).__name__}: {first or 'no details'}); fewer seeds=, or "
+            "smaller sizes (algo.num_envs, algo.buffer_size, protocol.eval_episodes) need less",
             1,
         )
     return None

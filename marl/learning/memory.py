@@ -64,10 +64,25 @@ def _size(n: float) -> str:
     raise AssertionError
 
 
+def check_run_fits(
+    env: Any, train: Any, keys: Any, seeds: int, episodes: int, devices: Sequence[jax.Device]
+) -> None:
+    """A run's two largest holdings, from shapes alone: every seed's training state (`keys`:
+    the seeds' keys or their shapes) and the evaluation's episodes, played all at once
+    (`episodes` x `seeds` env states and timesteps); MemoryError (one line) if one cannot fit."""
+    state = jax.eval_shape(lambda k: jax.lax.map(train.init, k), keys)
+    check_fits(f"the training state of {seeds} seed(s)", tree_bytes(state), devices)
+    one = tree_bytes(jax.eval_shape(env.reset, jax.random.key(0)))
+    what = f"evaluating {episodes} episodes of each of {seeds} seed(s) at once"
+    check_fits(what, one * episodes * seeds, devices)
+
+
 def check_fits(what: str, tree: Any, devices: Sequence[jax.Device]) -> None:
-    """MemoryError (one line) when `tree` (shapes, e.g. from `jax.eval_shape`) is larger than
-    the free memory of `devices` (this process's share of a multi-host run's state)."""
-    need = tree_bytes(tree) / max(1, jax.process_count())
+    """MemoryError (one line) when `tree` (shapes, e.g. from `jax.eval_shape`, or a number of
+    bytes) is larger than the free memory of `devices` (this process's share of a multi-host
+    run's)."""
+    size = tree if isinstance(tree, int) else tree_bytes(tree)
+    need = size / max(1, jax.process_count())
     free, where = capacity(devices)
     if free is not None and need > free:
         raise MemoryError(

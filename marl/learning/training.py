@@ -37,7 +37,7 @@ from marl.core.env import MultiAgentEnv
 from marl.core.learner import SEED_AXIS, Train, seed_params
 from marl.learning.checkpoint import SegmentCheckpoints, stack_history, template, unstack
 from marl.learning.evaluation import evaluate
-from marl.learning.memory import check_fits
+from marl.learning.memory import check_run_fits
 from marl.learning.xla import warn_if_unsafe
 
 Array = jax.Array
@@ -388,10 +388,10 @@ class _Loop:
         """Initialise every seed (`init_seeds`, placed by `seed_sharding`), then continue
         after a saved segment or evaluate step 0."""
         self.t0 = time.perf_counter()
-        root = jax.random.key(self.settings.seed)  # sizes refused before any is allocated:
-        like = jax.eval_shape(self.settings.seed_keys, root) if init_inputs is None else init_inputs
-        state = jax.eval_shape(lambda k: jax.lax.map(self.train.init, k), like)
-        check_fits(f"the training state of {self.settings.seeds} seed(s)", state, _held_by(devices))
+        root, s = jax.random.key(self.settings.seed), self.settings  # sizes refused up front
+        like = jax.eval_shape(s.seed_keys, root) if init_inputs is None else init_inputs
+        episodes = max(s.eval_episodes, s.absolute_episodes)
+        check_run_fits(self.env, self.train, like, s.seeds, episodes, _held_by(devices))
         place = seed_sharding(self.settings.seeds, devices, self.say)
         keys = self.settings.seed_keys(root)
         inputs = keys if init_inputs is None else init_inputs
