@@ -51,13 +51,17 @@ def main(cfg: DictConfig) -> None:
     from marl.run import config
     from marl.run.errors import UsageError
     from marl.run.jobs import train_run
+    from marl.run.runtime import Watchdog, end_process, finish_distributed
 
     overrides = list(HydraConfig.get().overrides.task)
     try:
         config.start_distributed(cfg)
         run = config.resolve(cfg, command=overrides)
         done = train_run(run)
+        finish_distributed()  # a multi-host run's peers stop watching this process
     except (config.ConfigError, UsageError) as e:
+        if Watchdog.running is not None:  # nothing waits on the peers
+            end_process(str(e), 2)
         print(f"marl: error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     if done is None:
@@ -137,6 +141,21 @@ def check_overrides(argv: list[str]) -> None:
         raise SystemExit(2) from None
 
 
+def supervise_if_distributed(argv: list[str]) -> None:
+    """`distributed=true`: the job runs in a child process under `marl.run.supervisor`, which
+    ends it in one line when JAX's distributed service does (a coordinator or peer lost)."""
+    from marl.run.runtime import DistributedError, wants_distributed
+    from marl.run.supervisor import supervise, supervised
+
+    try:
+        if not wants_distributed(argv[1:]) or supervised():
+            return
+    except DistributedError as e:
+        print(f"marl: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    raise SystemExit(supervise([sys.executable, "-m", "marl.app", *argv[1:]]))
+
+
 def join_if_distributed(argv: list[str]) -> None:
     """`distributed=true`: join `jax.distributed` before anything starts a JAX backend (checking
     the overrides imports the config module, which does); one line and exit 2 if it cannot."""
@@ -152,6 +171,7 @@ def join_if_distributed(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     check_launcher(sys.argv)
+    supervise_if_distributed(sys.argv)
     join_if_distributed(sys.argv)
     check_overrides(sys.argv)
     sys.argv = command_line(sys.argv)

@@ -4,6 +4,8 @@ import sys
 # tests import their helpers (mpe_reference) as plain modules
 sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# an unexpected exception in `marl.cli.main` propagates (a test sees it) instead of its line
+os.environ.setdefault("MARL_TRACEBACK", "1")
 # Test programs are tiny and compiled once: compile time dominates the suite, and LLVM's
 # optimisation passes are most of it. Level 0 changes code generation only (XLA's own graph
 # passes still run), so results agree; benchmarks and the CLI keep XLA's default.

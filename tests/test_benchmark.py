@@ -135,6 +135,7 @@ def test_status_and_run_train_the_cells_left_and_go_on_past_a_failure(tmp_path, 
         folder = run.folder
         folder.mkdir(parents=True)
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 60.0}))
+        (folder / "record.json").write_text("{}")  # its last write
         return folder
 
     monkeypatch.setattr(jobs, "train_run", train)
@@ -170,6 +171,7 @@ def test_run_resumes_unfinished_cells_then_trains_the_cheapest_first(tmp_path, m
         folder = run.folder
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 1.0}))
+        (folder / "record.json").write_text("{}")  # its last write
         return folder
 
     monkeypatch.setattr(jobs, "train_run", train)
@@ -193,6 +195,7 @@ def test_no_checkpoint_trains_the_cells_without_checkpoints(tmp_path, monkeypatc
         folder = run.folder
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 1.0}))
+        (folder / "record.json").write_text("{}")  # its last write
         return folder
 
     monkeypatch.setattr(jobs, "train_run", train)
@@ -216,6 +219,7 @@ def test_status_prices_the_cells_left_at_the_pace_finished_cells_ran(tmp_path):
         folder.mkdir(parents=True)
         meta = {"finished": True, "wall_time": took * 3600.0 * run.total_updates}
         (folder / "meta.json").write_text(json.dumps(meta))
+        (folder / "record.json").write_text("{}")  # its last write
     _, todo, line = bm.status(runs, costs)
     left = todo[0][1].total_updates  # hours of training at an hour per update
     assert len(todo) == 1 and f"{left:.1f} h measured" in line
@@ -364,6 +368,8 @@ def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_pa
         part.mkdir(parents=True)
         meta = {"finished": finished, "config": {"part": f"{a}:{b}"}}
         (part / "meta.json").write_text(json.dumps(meta))
+        if finished:  # a part is complete once its last write, record.json, is there
+            (part / "record.json").write_text("{}")
     code, out, err = _cli(
         "leaderboard", str(records), "--out", str(tmp_path / "lb"), "--reps", "50",
         "--published", "none", "--benchmark", str(_definition(tmp_path)),

@@ -318,7 +318,9 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     from marl.run.rundir import claim, unfinished_run
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=early"]))
-    claimed = claim(run).path  # ... and the run stops here
+    first = claim(run)  # ... and the run stops here (the OS lets go of its folder's lock)
+    first.release()
+    claimed = first.path
     assert not json.loads((claimed / "meta.json").read_text())["finished"]
     resumed = dataclasses.replace(run, resume=True)
     assert unfinished_run(resumed) == claimed
@@ -343,16 +345,19 @@ def test_a_relaunched_sweep_finds_each_run_as_its_folder_left_it(tmp_path):
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=r"]))
     said = []
     assert relaunch(run, said.append) is run  # free
-    claim(run)  # ... killed before its first evaluation
+    claim(run).release()  # ... killed before its first evaluation
     again = relaunch(run, said.append)
     assert again is not None and again.resume and again.folder == run.folder
     other = resolve(compose([*TINY, f"out={tmp_path}", "name=r", "seed=1"]))
     assert relaunch(other, said.append) is other and not run.folder.exists()
     (aside,) = run.parent.glob("r.unfinished-*")
     assert said == [f"moved the unfinished run (another config) aside to {aside}"]
-    folder = claim(run).path
+    done = claim(run)
+    done.release()
+    folder = done.path
     meta = json.loads((folder / "meta.json").read_text())
     (folder / "meta.json").write_text(json.dumps({**meta, "finished": True}))
+    (folder / "record.json").write_text("{}")  # the run's last write
     assert relaunch(run) is None and claim(dataclasses.replace(run, resume=True)) is None
     with pytest.raises(UsageError, match="holds a finished run with a different seed"):
         relaunch(other)
@@ -367,7 +372,9 @@ def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
     from marl.run.rundir import claim
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=cut"]))
-    path = claim(run).path
+    cut = claim(run)
+    cut.release()  # killed
+    path = cut.path
     lines = [{"step": 0, "time": 5.0, "eval": {}, "train": {}},
              {"step": 256, "time": 100.0, "eval": {}, "train": {}}]  # fmt: skip
     text = "".join(json.dumps(line) + "\n" for line in lines)
@@ -481,6 +488,7 @@ def test_resume_without_a_name_continues_the_newest_unfinished_run_of_the_config
     dirs = [claim(run, now=datetime(2026, 1, day)).path for day in (1, 2, 3)]
     meta = json.loads((dirs[2] / "meta.json").read_text())
     (dirs[2] / "meta.json").write_text(json.dumps({**meta, "finished": True}))
+    (dirs[2] / "record.json").write_text("{}")  # the run's last write
     assert unfinished_run(dataclasses.replace(run, resume=True)) == dirs[1]
     before = {"algo": {"lr": 1e-3}, "seeds": 2, "out": "a"}
     assert config_differences(before, {"algo": {"lr": 1e-3, "new_key": 5}, "seeds": 2}) == []

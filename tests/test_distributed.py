@@ -99,3 +99,69 @@ def test_inconsistent_process_variables_fail_in_one_line():
     _, err = p.communicate(timeout=120)
     assert p.returncode == 2 and len(err.strip().splitlines()) == 1
     assert "JAX_PROCESS_ID 3 must be in 0 .. JAX_NUM_PROCESSES - 1" in err
+
+
+# a process of a multi-host run as `marl train distributed=true` runs it: the work (here: join,
+# then wait as a long segment would) in a child under the supervisor
+_WORK = "from marl.run.runtime import join_distributed; join_distributed(); print('joined', flush=True); import time; time.sleep(120)"  # noqa: E501
+_HOST = f"import sys; from marl.run.supervisor import supervise; sys.exit(supervise([sys.executable, '-c', {_WORK!r}]))"  # noqa: E501
+
+
+@pytest.mark.parametrize("lost", [1, 0])
+def test_a_lost_process_ends_every_other_in_one_line_within_the_timeout(lost):
+    """Host `lost` dies (its whole process group, as when a machine goes): the other ends with
+    one line and exit code 1, within MARL_PEER_TIMEOUT (3 s here) of a peer's silence, at once
+    when the coordinator (host 0) is gone."""
+    import signal
+
+    port = _free_port()
+    hosts = [
+        subprocess.Popen(
+            [sys.executable, "-c", _HOST],
+            env=_env(port, i, MARL_PEER_TIMEOUT="3"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for i in (0, 1)
+    ]
+    try:
+        for host in hosts:
+            assert host.stdout.readline().strip() == "joined"
+        os.killpg(hosts[lost].pid, signal.SIGKILL)
+        _, err = hosts[1 - lost].communicate(timeout=60)  # far past the 3 s it takes
+    finally:
+        for host in hosts:
+            if host.poll() is None:
+                os.killpg(host.pid, signal.SIGKILL)
+    assert hosts[1 - lost].returncode == 1
+    assert len(err.strip().splitlines()) == 1 and err.startswith("marl: error: distributed=true")
+    if lost == 1:
+        assert "process 1 stopped answering for over 3 s (MARL_PEER_TIMEOUT)" in err
+    else:  # JAX ends it at once; the supervisor says so in one line
+        assert "JAX ended process 1" in err and "the coordinator or a peer was lost" in err
+
+
+def test_the_supervisor_holds_the_runtimes_lines_and_shows_them_if_the_process_lives_on(
+    capsys, monkeypatch
+):
+    from marl.run import supervisor
+
+    clock = [0.0]
+    monkeypatch.setattr(supervisor.time, "monotonic", lambda: clock[0])
+    relay = supervisor._Relay()
+    native = "W1205 02:34:49.528367   20326 preemption_sync_manager.cc:147] Failed to retrieve\n"
+    relay.line("[  1/10] 2,048 steps\n")
+    relay.line(native)
+    relay.line("Additional GRPC error information\n")  # continues the native line: held too
+    relay.tick()
+    assert capsys.readouterr().err == "[  1/10] 2,048 steps\n"
+    clock[0] = supervisor.HOLD_S + 1  # the process lived on: they were no dying words
+    relay.tick()
+    assert capsys.readouterr().err == native + "Additional GRPC error information\n"
+    relay.line("F1205 02:34:50.1   20326 client.h:80] Terminating process because X. More.\n")
+    relay.line("*** Check failure stack trace: ***\n")
+    relay.line("marl: error: the child's own line\n")  # drops what was held
+    assert capsys.readouterr().err == "marl: error: the child's own line\n"
+    assert relay.fatal == "Terminating process because X" and relay.said

@@ -293,6 +293,7 @@ def test_benchmark_status_of_a_learners_cells_reads_its_records_folder(tmp_path,
         folder = run.folder
         folder.mkdir(parents=True)
         (folder / "meta.json").write_text(json.dumps({"finished": True, "wall_time": 1.0}))
+        (folder / "record.json").write_text("{}")  # its last write
         return folder
 
     monkeypatch.setattr(jobs, "train_run", train)

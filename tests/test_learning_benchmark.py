@@ -111,6 +111,7 @@ def test_add_screen_tables_a_variant_run_in_its_task_record(lb, tmp_path):
     (run_dir / "meta.json").write_text(
         json.dumps({"env": "combat/3m", "task": "3m", "finished": True})
     )
+    (run_dir / "record.json").write_text("{}")  # the run's last write
     lb.add_screen(run_dir, "epsilon to 0.01", out)
     lb.add_screen(run_dir, "epsilon ending at 0.01", out)
     (entry,) = json.loads((out / "combat_3m.json").read_text())["screens"]
@@ -129,6 +130,7 @@ def test_change_alone_trains_a_screen_and_keeps_the_rows(lb, tmp_path, monkeypat
     (run_dir / "meta.json").write_text(
         json.dumps({"env": "combat/3m", "task": "3m", "finished": True})
     )
+    (run_dir / "record.json").write_text("{}")  # the run's last write
     final = json.loads((run_dir / "final.json").read_text())
     (run_dir / "final.json").write_text(json.dumps({**final, "algo": "qmix"}))
     out = tmp_path / "results" / "learning"

@@ -96,9 +96,13 @@ def test_parts_that_do_not_tile_the_seeds_are_refused(tmp_path):
         d.mkdir()
         cfg = {"seeds": seeds, "part": span, "protocol": {"metric": "return"}}
         (d / "meta.json").write_text(json.dumps({"finished": True, "config": cfg}))
+        (d / "record.json").write_text("{}")  # its last write: the part is complete
         return d
 
     a, b, c = part("a", "0:1"), part("b", "2:3"), part("c", "0:2")
+    (part("x", "1:2") / "record.json").unlink()  # its final write failed
+    with pytest.raises(UsageError, match="x: unfinished"):
+        parts.check_parts([a, tmp_path / "x", b])
     with pytest.raises(UsageError, match="seeds 1..1 missing"):
         parts.check_parts([a, b])
     with pytest.raises(UsageError, match="overlap"):

@@ -17,8 +17,9 @@ def _folder(root: Path, final: dict, meta: dict | None = None, config: str | Non
     d = root / "swarm" / "vicsek[num_agents=50]" / "ippo" / "run"
     d.mkdir(parents=True)
     (d / "final.json").write_text(json.dumps(final))
-    if meta is not None:
+    if meta is not None:  # with its record, a run's last write
         (d / "meta.json").write_text(json.dumps(meta))
+        (d / "record.json").write_text("{}")
     if config is not None:
         (d / "config.yaml").write_text(config)
     return d
@@ -69,6 +70,14 @@ def test_unfinished_diverged_and_bad_runs_are_refused_naming_the_folder(tmp_path
         read_run(d).absolute()
     (d / "final.json").write_text("{")
     with pytest.raises(RecordError, match="cannot read JSON"):
+        read_run(d)
+
+
+def test_a_run_whose_final_write_failed_is_refused(tmp_path):
+    """A sidecar that says finished beside no record.json (written last): not complete."""
+    d = _folder(tmp_path, FINAL, {"finished": True})
+    (d / "record.json").unlink()
+    with pytest.raises(RecordError, match=r"incomplete run \(its final write did not finish"):
         read_run(d)
 
 

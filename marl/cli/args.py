@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,19 @@ def output_file(path: str | None, option: str) -> Path | None:
 
 
 def output_dir(path: str, option: str) -> Path:
-    """Check a directory to write into before any work: it may not be an existing file."""
+    """Check a directory to write into before any work: it may not be an existing file, and
+    it, or the nearest folder above it that exists, must be writable (nothing is created)."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise UsageError(f"{option} {path} exists and is not a directory")
+    there = p.absolute()
+    while not there.exists() and there != there.parent:
+        there = there.parent
+    if not there.is_dir():
+        raise UsageError(f"{option} {path} cannot be created: {there} is not a directory")
+    if not os.access(there, os.W_OK | os.X_OK):
+        made = "is not writable" if there == p.absolute() else f"cannot be created in {there}"
+        raise UsageError(f"{option} {path} {made} (no permission, or a read-only file system)")
     return p
 
 

@@ -197,8 +197,24 @@ def list_envs(family: str | None = None) -> list[str]:
 def _resolve(env_id: str) -> EnvFactory:
     entry = _ENVS[env_id]
     if isinstance(entry, str):
-        entry = _ENVS[env_id] = load_attr(entry)
+        entry = _ENVS[env_id] = _load_entry(entry, f"environment {env_id!r}")
     return entry
+
+
+def _load_entry(path: str, what: str) -> Any:
+    """The object a registered `module:attr` path names; a plugin that fails to import (it
+    raises, whatever it raises) or names no callable is one RegistryError line."""
+    try:
+        found = load_attr(path)
+    except Exception as e:  # noqa: BLE001 - a plugin's module may raise anything on import
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise RegistryError(
+            f"{what} is registered as {path}, which cannot be imported ({type(e).__name__}: "
+            f"{first})"
+        ) from None
+    if not callable(found):
+        raise RegistryError(f"{what} is registered as {path}, which is not callable")
+    return found
 
 
 def env_factory(env_id: str) -> EnvFactory:
@@ -258,7 +274,17 @@ def make(env_id: str, **kwargs: Any) -> MultiAgentEnv:
         if "|" not in str(params[key].annotation):  # `float | tuple[...]` takes several kinds
             _check_kind(env_id, key, value, valid[key])
     env = factory(**kwargs)
-    if not getattr(env.spec, "name", ""):
+    spec = getattr(env, "spec", None)
+    if (
+        spec is None
+        or not callable(getattr(env, "reset", None))
+        or not callable(getattr(env, "step", None))
+    ):
+        raise RegistryError(
+            f"{env_id}: its constructor returned {type(env).__name__}, not an environment "
+            "(a MultiAgentEnv: spec, reset, step)"
+        )
+    if not getattr(spec, "name", ""):
         raise RegistryError(f"{env_id} built an env without a spec name")
     return env
 
@@ -302,5 +328,5 @@ def algorithm(name: str) -> Callable[..., Any]:
         raise RegistryError(f"unknown algorithm {name!r}; valid: {', '.join(list_algorithms())}")
     entry = _ALGORITHMS[name]
     if isinstance(entry, str):
-        entry = _ALGORITHMS[name] = load_attr(entry)
+        entry = _ALGORITHMS[name] = _load_entry(entry, f"learner {name!r}")
     return entry

@@ -14,8 +14,14 @@ implementation on restore; empty arrays (which orbax cannot store) are rebuilt f
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import shutil
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +122,38 @@ def saved_segment(directory: str | Path) -> int | None:
     return max(steps, default=None)
 
 
+@contextlib.contextmanager
+def _failures_said_once() -> Iterator[None]:
+    """While orbax saves, its worker threads' own reports of a failure (absl and asyncio logs
+    with tracebacks, threads' uncaught exceptions) are held back: the save's exception says
+    it once."""
+    loggers = [logging.getLogger(name) for name in ("absl", "asyncio")]
+    levels = [logger.level for logger in loggers]
+    hooks = threading.excepthook, sys.excepthook, sys.unraisablehook
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    threading.excepthook = sys.unraisablehook = lambda *args: None
+    sys.excepthook = lambda *args: None  # tensorstore's callbacks into a closed event loop
+    try:
+        yield
+    finally:
+        threading.excepthook, sys.excepthook, sys.unraisablehook = hooks
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _mute_leftovers() -> None:
+    """After a failed save: the futures and coroutines orbax left behind are reported when
+    they are collected (asyncio's log, a RuntimeWarning at exit); the failure is said already."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+    warnings.filterwarnings("ignore", message="coroutine .* was never awaited")
+    sys.excepthook = sys.unraisablehook = lambda *args: None
+
+
+class CheckpointError(RuntimeError):
+    """A saved segment that cannot be restored (truncated, corrupt): one line naming it."""
+
+
 class SegmentCheckpoints:
     """The newest segment checkpoint of one run, in `directory`."""
 
@@ -135,43 +173,72 @@ class SegmentCheckpoints:
         registry.add("arrays", ocp.args.StandardRestore, arrays)
         registry.add("history", ocp.args.PyTreeSave, history)
         registry.add("history", ocp.args.PyTreeRestore, history)
-        self._manager = ocp.CheckpointManager(
-            self.directory,
-            options=ocp.CheckpointManagerOptions(
-                max_to_keep=1, create=True, enable_async_checkpointing=False
-            ),
-            handler_registry=registry,
-        )
+        with _failures_said_once():  # a corrupt saved step is reported by `restore`, once
+            self._manager = ocp.CheckpointManager(
+                self.directory,
+                options=ocp.CheckpointManagerOptions(
+                    max_to_keep=1, create=True, enable_async_checkpointing=False
+                ),
+                handler_registry=registry,
+            )
 
     def latest(self) -> int | None:
         """The newest saved segment, or None."""
-        return self._manager.latest_step()
+        with _failures_said_once():
+            return self._manager.latest_step()
 
     def save(self, segment: int, state: Any, best: Any, history: History) -> None:
         """Store segment `segment`: the training state, the best parameters, the history."""
         ocp = self._ocp
         arrays = _pack({"state": state, "best": best})
-        self._manager.save(
-            segment,
-            args=ocp.args.Composite(
-                arrays=ocp.args.StandardSave(arrays), history=ocp.args.PyTreeSave(history)
-            ),
-        )
-        self._manager.wait_until_finished()
+        try:
+            with _failures_said_once():
+                self._manager.save(
+                    segment,
+                    args=ocp.args.Composite(
+                        arrays=ocp.args.StandardSave(arrays), history=ocp.args.PyTreeSave(history)
+                    ),
+                )
+                self._manager.wait_until_finished()
+        except Exception as e:  # noqa: BLE001 - orbax and tensorstore raise many kinds
+            _mute_leftovers()  # orbax's abandoned writes would speak again as the process ends
+            text = str(e)
+            full = "No space left" in text or "os_error_code='28'" in text
+            first = (text.strip().splitlines() or [type(e).__name__])[0][:160]
+            if full:
+                raise OSError(
+                    errno.ENOSPC,
+                    f"no space left on device for the checkpoint of segment {segment}",
+                    str(self.directory),
+                ) from None
+            raise OSError(
+                errno.EIO,
+                f"cannot save the checkpoint of segment {segment} ({first})",
+                str(self.directory),
+            ) from None
 
     def restore(self, segment: int, state_like: Any, best_like: Any) -> tuple[Any, Any, History]:
         """(state, best, history) of `segment`, the arrays shaped and typed as the templates."""
         ocp = self._ocp
         like = {"state": state_like, "best": best_like}
         abstract = jax.eval_shape(_pack, like)
-        out = self._manager.restore(
-            segment,
-            args=ocp.args.Composite(
-                arrays=ocp.args.StandardRestore(abstract), history=ocp.args.PyTreeRestore()
-            ),
-        )
-        arrays = _unpack(dict(out.arrays), like)
-        history = jax.tree.map(np.asarray, dict(out.history))
+        try:
+            with _failures_said_once():
+                out = self._manager.restore(
+                    segment,
+                    args=ocp.args.Composite(
+                        arrays=ocp.args.StandardRestore(abstract), history=ocp.args.PyTreeRestore()
+                    ),
+                )
+            arrays = _unpack(dict(out.arrays), like)
+            history = jax.tree.map(np.asarray, dict(out.history))
+        except Exception as e:  # noqa: BLE001 - orbax and tensorstore raise many kinds
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            raise CheckpointError(
+                f"{self.directory / str(segment)}: cannot restore this checkpoint "
+                f"({type(e).__name__}: {first}); remove {self.directory} to train the run over "
+                "from the start, or train under another name="
+            ) from None
         return arrays["state"], arrays["best"], history
 
     def clear(self) -> None:

@@ -37,6 +37,7 @@ from marl.core.env import MultiAgentEnv
 from marl.core.learner import SEED_AXIS, Train, seed_params
 from marl.learning.checkpoint import SegmentCheckpoints, stack_history, template, unstack
 from marl.learning.evaluation import evaluate
+from marl.learning.memory import check_run_fits
 from marl.learning.xla import warn_if_unsafe
 
 Array = jax.Array
@@ -230,6 +231,13 @@ def seed_sharding(
     return place
 
 
+def _held_by(devices: Sequence[jax.Device] | None) -> list[jax.Device]:
+    """This process's devices of the run (`seed_sharding`'s), or the default one alone."""
+    run = _run_devices() if devices is None else devices
+    mine = [d for d in run if d.process_index == jax.process_index()]
+    return mine if len(mine) > 1 else jax.local_devices()[:1]
+
+
 def _run_devices() -> list[jax.Device]:
     """The devices a run spreads its seeds over: this host's, or every host's once
     `jax.distributed` is initialised (`distributed=true`)."""
@@ -389,8 +397,12 @@ class _Loop:
         """Initialise every seed (`init_seeds`, placed by `seed_sharding`), then continue
         after a saved segment or evaluate step 0."""
         self.t0 = time.perf_counter()
-        place = seed_sharding(self.settings.seeds, devices, self.say, self.train.num_envs)
-        keys = self.settings.seed_keys(jax.random.key(self.settings.seed))
+        root, s = jax.random.key(self.settings.seed), self.settings  # sizes refused up front
+        like = jax.eval_shape(s.seed_keys, root) if init_inputs is None else init_inputs
+        episodes = max(s.eval_episodes, s.absolute_episodes)
+        check_run_fits(self.env, self.train, like, s.seeds, episodes, _held_by(devices))
+        place = seed_sharding(s.seeds, devices, self.say, self.train.num_envs)
+        keys = self.settings.seed_keys(root)
         inputs = keys if init_inputs is None else init_inputs
         # wait for init before dispatching anything that reads its result
         self.state = jax.block_until_ready(place(init_seeds(self.train, inputs)))

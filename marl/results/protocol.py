@@ -312,11 +312,21 @@ def parse(path: Path, data: Any, meta: dict[str, Any] | None) -> list[Record]:
     return records
 
 
-def _candidates(path: Path) -> list[Path]:
+def has_record(folder: str | Path) -> bool:
+    """Whether the run folder holds its `record.json` (or the compacted `record.json.gz`): a
+    run writes it last, when everything else is written, so a folder without it is incomplete
+    however its `meta.json` reads (the run died in its final write)."""
+    return stored(Path(folder) / RECORD).is_file()
+
+
+def _candidates(path: Path, skipped: list[Path] | None = None) -> list[Path]:
     if path.is_dir():
         found = {p.parent: p for p in path.rglob(RECORD + GZ)}
         found.update({p.parent: p for p in path.rglob(RECORD)})  # the plain one where both
-        if not found:
+        incomplete = sorted({p.parent for p in path.rglob(META)} - set(found))
+        if skipped is not None:  # run folders without their record: unfinished or incomplete
+            skipped.extend(incomplete)
+        if not found and not (incomplete and skipped is not None):
             raise RecordError(f"{path}: no {RECORD} under this directory")
         return [found[d] for d in sorted(found, key=lambda d: d / RECORD)]
     if not stored(path).exists():
@@ -333,15 +343,16 @@ def load(
 
     A `record.json` (or its compacted `record.json.gz`) next to a `meta.json` is a marl
     record; any other JSON in marl-eval's schema, gzipped or not, is read as external (no
-    sidecar). Unfinished and diverged runs (sidecar says so; `skip_reason`) and parts of a run
-    not merged yet (`marl.run.parts`) are skipped, their directories appended to `skipped` if
-    given. A file that cannot be read, or holds NaN, Infinity or a value past `VALUE_BOUND`,
-    is refused (RecordError naming file and field), or with `dropped` given, left out and its
-    error appended there.
+    sidecar). Unfinished and diverged runs (sidecar says so; `skip_reason`), run folders
+    without their record (`has_record`: unfinished, or incomplete where the final write failed)
+    and parts of a run not merged yet (`marl.run.parts`) are skipped, their directories
+    appended to `skipped` if given. A file that cannot be read, or holds NaN, Infinity or a
+    value past `VALUE_BOUND`, is refused (RecordError naming file and field), or with `dropped`
+    given, left out and its error appended there.
     """
     records: list[Record] = []
     for given in paths:
-        for path in _candidates(Path(given)):
+        for path in _candidates(Path(given), skipped):
             try:
                 records.extend(_load_file(path, skipped))
             except RecordError as e:
@@ -352,19 +363,11 @@ def load(
 
 
 def _load_file(path: Path, skipped: list[Path] | None) -> list[Record]:
-    try:
-        data = read_json(path)
-    except (OSError, EOFError, ValueError, zlib.error) as e:
-        raise RecordError(f"{path}: cannot read JSON: {e}") from None
+    data = _read_record(path)
     meta_path = path.parent / META if path.name in (RECORD, RECORD + GZ) else None
     meta = None
     if meta_path is not None and meta_path.exists():
-        try:
-            meta = json.loads(meta_path.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise RecordError(f"{meta_path}: cannot read JSON: {e}") from None
-        if not isinstance(meta, dict):
-            raise RecordError(f"{meta_path}: expected a JSON object")
+        meta = read_meta(path.parent)
         unfinished = not meta.get("finished", False) or meta.get("diverged")
         if unfinished or (meta.get("config") or {}).get("part"):
             if skipped is not None:  # unfinished, diverged, or a part (`marl merge`)
@@ -372,6 +375,27 @@ def _load_file(path: Path, skipped: list[Path] | None) -> list[Record]:
             return []
         _check_anchors(meta_path, meta)
     return parse(path, data, meta)
+
+
+def _read_record(path: Path) -> Any:
+    """The JSON of a record file, or a RecordError naming it (not UTF-8, not JSON, nested past
+    what a parser can follow)."""
+    try:
+        return read_json(path)
+    except (OSError, EOFError, ValueError, zlib.error) as e:
+        raise RecordError(f"{path}: cannot read JSON: {e}") from None
+    except RecursionError:
+        raise RecordError(f"{path}: cannot read JSON: nested too deeply") from None
+
+
+def read_meta(folder: str | Path) -> dict[str, Any]:
+    """A run folder's sidecar `meta.json` (RecordError naming it where it is not a JSON
+    object)."""
+    path = Path(folder) / META
+    meta = _read_record(path)
+    if not isinstance(meta, dict):
+        raise RecordError(f"{path}: expected a JSON object")
+    return meta
 
 
 def _check_anchors(path: Path, meta: dict[str, Any]) -> None:
@@ -389,16 +413,18 @@ def skip_reason(path: str | Path) -> str:
     """Why `load` skipped the run directory `path`: `a diverged run (non-finite parameters at
     step 2,048 in seed(s) 0)`, `a part of a run` or `an unfinished run`."""
     try:
-        meta = json.loads((Path(path) / META).read_text())
-    except (OSError, ValueError):
+        meta = read_meta(path)
+    except RecordError:
         return "an unreadable run"
-    diverged = meta.get("diverged") if isinstance(meta, dict) else None
+    diverged = meta.get("diverged")
     if isinstance(diverged, dict):
         seeds = ", ".join(map(str, diverged.get("seeds") or ()))
         step = diverged.get("step")
         at = f" at step {step:,}" if isinstance(step, int) else ""
         what = diverged.get("what", "values")
         return f"a diverged run (non-finite {what}{at} in seed(s) {seeds})"
+    if meta.get("finished") and not has_record(path):
+        return f"an incomplete run (its final write did not finish: no {RECORD})"
     if meta.get("finished") and (meta.get("config") or {}).get("part"):
         return "a part of a run (not merged)"
     return "an unfinished run"

@@ -29,7 +29,14 @@ import numpy as np
 import yaml
 
 from marl.results.files import read_json, read_text, stored
-from marl.results.protocol import META, RecordError, checked_values, skip_reason, split_env_id
+from marl.results.protocol import (
+    META,
+    RecordError,
+    checked_values,
+    has_record,
+    skip_reason,
+    split_env_id,
+)
 
 FINAL = "final.json"
 CONFIG = "config.yaml"
@@ -98,12 +105,15 @@ class FinishedRun:
 
 def read_run(path: str | Path) -> FinishedRun:
     """The finished run folder `path` (RecordError naming the folder where it is not one: no
-    `final.json`, or a sidecar that says it diverged or is unfinished)."""
+    `final.json`, a sidecar that says it diverged or is unfinished, or no `record.json`, the
+    run's last write, where a sidecar says it finished)."""
     path = Path(path)
     if not (path / FINAL).is_file():
         raise RecordError(f"{path}: no {FINAL} (not a finished run folder)")
     meta = _json(path / META) if (path / META).is_file() else None
     if meta is not None and (meta.get("diverged") or not meta.get("finished")):
+        raise RecordError(f"{path}: {skip_reason(path)}")
+    if meta is not None and not has_record(path):
         raise RecordError(f"{path}: {skip_reason(path)}")
     config_path = path / CONFIG
     text = config_path.read_text() if config_path.is_file() else ""
@@ -125,7 +135,7 @@ def evaluations(path: str | Path) -> list[tuple[int, dict[str, np.ndarray]]]:
     for k, line in enumerate(lines):
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             if k == len(lines) - 1:
                 break
             raise RecordError(f"{log}: line {k + 1} is not JSON") from None
@@ -144,6 +154,8 @@ def _json(path: Path) -> dict[str, Any]:
         data = read_json(path)
     except (OSError, EOFError, ValueError, zlib.error) as e:
         raise RecordError(f"{path}: cannot read JSON: {e}") from None
+    except RecursionError:
+        raise RecordError(f"{path}: cannot read JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise RecordError(f"{path}: expected a JSON object")
     return data

@@ -223,8 +223,9 @@ def resolve_cells(
 
 
 def state(run: RunConfig) -> tuple[str, dict[str, Any]]:
-    """("finished" | "unfinished" | "missing", the run's meta.json or {})."""
-    from marl.results.protocol import META
+    """("finished" | "unfinished" | "missing", the run's meta.json or {}); finished once the
+    run's last write, record.json, is there (`protocol.has_record`)."""
+    from marl.results.protocol import META, has_record, read_meta
 
     path = run.folder / META
     if not path.exists():
@@ -233,8 +234,9 @@ def state(run: RunConfig) -> tuple[str, dict[str, Any]]:
             seeds = ", ".join(f"{a}:{b}" for a, b in done)
             return f"missing (parts {seeds} of {run.settings.seeds})", {}
         return "missing", {}
-    meta = json.loads(path.read_text())
-    return ("finished" if meta.get("finished") else "unfinished"), meta
+    meta = read_meta(run.folder)
+    done = meta.get("finished") and has_record(run.folder)
+    return ("finished" if done else "unfinished"), meta
 
 
 def segments_done(run: RunConfig) -> int:

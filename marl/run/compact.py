@@ -36,7 +36,7 @@ from marl.results.files import (
     stored,
     write_json,
 )
-from marl.results.protocol import META, RECORD
+from marl.results.protocol import META, RECORD, has_record
 
 METRICS = "metrics.jsonl"
 CONFIG = "config.yaml"
@@ -75,11 +75,11 @@ def _map_leaves(fn: Callable[[Any], Any], tree: Any) -> Any:
 
 
 def finished(path: Path) -> bool:
-    """Whether the run folder holds a finished run (its meta.json says so; folders from before
-    meta.json existed: once final.json is written)."""
+    """Whether the run folder holds a finished run (its meta.json says so and its last write,
+    record.json, is there; folders from before meta.json existed: once final.json is written)."""
     meta = path / META
     if meta.is_file():
-        return bool(json.loads(meta.read_text()).get("finished"))
+        return bool(json.loads(meta.read_text()).get("finished")) and has_record(path)
     return (path / FINAL).is_file()
 
 

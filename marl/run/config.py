@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 __all__ = ["ConfigError", "RunConfig", "build", "compose", "group_options", "open_keys", "resolve"]
 
 ACTION_KINDS = ("discrete", "continuous")
+MAX_BUDGET = 10**12  # env steps per seed: weeks at millions of steps a second
+MAX_UPDATES = 2**31 - 1  # updates are counted in int32 (schedules, optimiser steps)
 
 
 @dataclass(frozen=True)
@@ -166,13 +168,15 @@ def check_finite(key: str, value: Any) -> None:
         raise ConfigError(f"{key} must be a finite number, got {value!r}")
 
 
-def _int(key: str, value: Any, minimum: int) -> int:
-    """An integer >= `minimum`; whole floats (2e6) are accepted and cast."""
+def _int(key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+    """An integer >= `minimum` (and <= `maximum`); whole floats (2e6) are accepted and cast."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ConfigError(f"{key} must be {kind}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{key} must be at most {maximum:.0e}, got {value:.3g}")
     return value
 
 
@@ -205,7 +209,7 @@ def _settings(data: dict[str, Any]) -> RunSettings:
         seeds=count,
         first_seed=first,
         seeds_of=None if count == seeds else seeds,
-        budget=_int("budget", data.get("budget"), 1),
+        budget=_int("budget", data.get("budget"), 1, MAX_BUDGET),
         eval_interval=None if interval is None else _int("protocol.eval_interval", interval, 1),
         eval_episodes=_int("protocol.eval_episodes", protocol.get("eval_episodes"), 1),
         seed=_int("seed", data.get("seed"), 0),
@@ -263,11 +267,19 @@ def _flag(key: str, value: Any) -> bool:
     return value
 
 
+def _printable(key: str, text: str) -> str:
+    """`text` if it holds no control character (a newline would break config.yaml's header and
+    every one-line listing that names the run)."""
+    if any(not c.isprintable() for c in text):
+        raise ConfigError(f"{key} must be printable (no newline or control character): {text!r}")
+    return text
+
+
 def _run_name(value: Any) -> str | None:
     if value is None:
         return None
-    name = str(value)
-    if not name or name in (".", "..") or "/" in name or "\\" in name:
+    name = _printable("name", str(value))
+    if not name or name in (".", "..") or "/" in name or "\\" in name or len(name) > 200:
         raise ConfigError(f"name must be one directory name (no '/'), got {name!r}")
     return name
 
@@ -275,7 +287,7 @@ def _run_name(value: Any) -> str | None:
 def _label(value: Any) -> str | None:
     if value is None:
         return None
-    label = str(value)
+    label = _printable("label", str(value))
     if not label.strip() or "," in label or "/" in label:
         raise ConfigError(f"label must be a non-empty name without ',' or '/', got {label!r}")
     return label
@@ -361,6 +373,11 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
     check_compatible(algo, make_train, env_id, env.spec)
     steps_per_update, train = _learner(algo, make_train, env, algo_cfg, settings)
     per_segment, num_segments = settings.schedule(steps_per_update)
+    if per_segment * num_segments > MAX_UPDATES:
+        raise ConfigError(
+            f"budget={settings.budget:.3g} takes {per_segment * num_segments:.3g} updates of "
+            f"{steps_per_update} steps, past the {MAX_UPDATES:,} a run counts; a smaller budget"
+        )
     out = Path(str(data.get("out") or "."))
     name, label = _run_name(data.get("name")), _label(data.get("label"))
     resume = _flag("resume", data.get("resume", False))
@@ -448,10 +465,19 @@ def _learner(
     """(env steps per update, the learner built for the run's total updates): a probe reads
     the update's size, which the schedule, hence the annealing, depends on."""
     try:
-        steps_per_update = int(probe_learner(make_train, env, dict(algo_cfg)).steps_per_update)
+        probe = probe_learner(make_train, env, dict(algo_cfg))
+        fields = ("init", "step", "params", "policy", "steps_per_update")
+        if not all(hasattr(probe, k) for k in fields):
+            raise ConfigError(
+                f"algo {algo}: its make_train returned {type(probe).__name__}, not a "
+                "marl.core.learner.Train (init, step, params, policy, steps_per_update)"
+            )
+        steps_per_update = int(probe.steps_per_update)
         total_updates = settings.total_updates(steps_per_update)
         return steps_per_update, make_train(env, dict(algo_cfg), total_updates)
     except (TypeError, ValueError, KeyError) as e:
+        if isinstance(e, ConfigError):
+            raise
         raise ConfigError(f"algo {algo}: {e}") from None
 
 

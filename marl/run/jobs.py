@@ -7,8 +7,8 @@ train_command(overrides) -> config.compose / resolve: checked once; the env, the
   -> train_run(run): rundir.claim, the run directory (or the unfinished one to resume)
      -> marl.learning.training.run: segments of jit(scan(vmap(step))), evaluations between,
         each written by RunDir.on_evaluation (record.json, metrics.jsonl, checkpoint)
-     -> RunDir.finish (record, sidecar with rundir.record_anchors, final.json)
      -> transfer.play_targets (transfer.json) where the protocol lists targets
+     -> RunDir.finish (final.json, sidecar with summary.record_anchors, record.json last)
 ```
 """
 
@@ -21,20 +21,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from marl.run.errors import ConfigError, UsageError
-from marl.run.runtime import DistributedError, join_distributed, wants_distributed
+from marl.run.runtime import (
+    DistributedError,
+    finish_distributed,
+    join_distributed,
+    wants_distributed,
+)
+from marl.run.supervisor import supervise, supervised
 
 if TYPE_CHECKING:  # imported where used: `train_command` joins a multi-host run first
     from marl.run.config import RunConfig
 
 
 def train_command(overrides: Sequence[str], dry_run: bool = False) -> int:
-    """`marl train OVERRIDES`: compose and check the config, join a multi-host run if asked,
-    train every seed and write the run directory; the exit code (130: interrupted)."""
+    """`marl train OVERRIDES`: compose and check the config, join a multi-host run if asked
+    (the work in a child process under `supervisor.supervise`, which ends it in one line when
+    JAX does), train every seed and write the run directory; the exit code (130: interrupted)."""
     for item in overrides:
         key, _, value = item.partition("=")
         if key == "vmap" or (key.lstrip("+") in ("env", "algo", "protocol") and "," in value):
             raise UsageError(f"{item}: one run takes one value; sweep values with marl sweep")
     try:
+        if wants_distributed(overrides) and not dry_run and not supervised():
+            return supervise([sys.executable, "-m", "marl.cli", "train", *overrides])
         if wants_distributed(overrides) and not dry_run:
             where = os.environ.get("JAX_COORDINATOR_ADDRESS", "the cluster's coordinator")
             print(f"distributed=true: joining the multi-host run at {where}", flush=True)
@@ -56,7 +65,9 @@ def train_command(overrides: Sequence[str], dry_run: bool = False) -> int:
         print(OmegaConf.to_yaml(OmegaConf.create(run.config)), end="")
         print(plan(run))
         return 0
-    return 0 if train_run(run) is not None else 130
+    done = train_run(run)
+    finish_distributed()  # a multi-host run's peers stop watching this process
+    return 0 if done is not None else 130
 
 
 def plan(run: RunConfig) -> str:
@@ -72,14 +83,17 @@ def plan(run: RunConfig) -> str:
 def train_run(run: RunConfig) -> Path | None:
     """Train a resolved run and write its directory, top to bottom: claim it (`rundir.claim`:
     new, resumed, or finished before), train into it (`marl.learning.training.run`, every
-    evaluation written as it comes), finish it (record, sidecar with the anchors, final.json),
-    play the transfer targets. Returns the directory (on hosts other than 0 of a multi-host
-    run, the folder host 0 writes it in), or None when interrupted."""
+    evaluation written as it comes), play the transfer targets, finish it (final.json, sidecar
+    with the anchors, and last record.json, which marks it complete). Returns the directory
+    (on hosts other than 0 of a multi-host run, the folder host 0 writes it in), or None when
+    interrupted. However it ends, the folder's lock is let go."""
     import jax
 
+    from marl.learning.checkpoint import CheckpointError
     from marl.learning.training import Diverged
     from marl.learning.training import run as run_training
-    from marl.run.rundir import claim, record_anchors
+    from marl.run.rundir import claim
+    from marl.run.summary import record_anchors
     from marl.run.transfer import play_targets
 
     if jax.process_index() > 0:  # a multi-host run: host 0 writes, the others only compute
@@ -102,25 +116,29 @@ def train_run(run: RunConfig) -> Path | None:
             checkpoints=run_dir.checkpoints,
             on_train_metrics=run_dir.on_train_metrics,
         )
+        anchors = record_anchors(run)  # the random and scripted policies' scores
+        if run.transfer:  # each seed's best evaluated parameters (final ones without them)
+            best = result.best_params if result.best_params is not None else result.params
+            play_targets(run, best, run_dir.path, log=_say)
+        final = run_dir.finish(result, anchors)  # its last write marks the run complete
     except KeyboardInterrupt:
-        run_dir.close()
         print(
             f"interrupted; the evaluations so far are in {run_dir.path}; the same command with "
             "resume=true continues after the last finished segment",
             file=sys.stderr,
         )
         return None
+    except CheckpointError as e:  # a truncated or corrupt segment to resume from
+        raise UsageError(str(e)) from None
     except Diverged as e:
         run_dir.diverge(e.step, e.seeds, e.what)
         raise UsageError(
             f"{run.env_id} {run.algo} diverged: {e}; stopped, {run_dir.path} marked diverged "
             "(try a smaller algo.lr)"
         ) from None
-    anchors = record_anchors(run)  # the random and scripted policies' scores
-    final = run_dir.finish(result, anchors)
-    if run.transfer:  # each seed's best evaluated parameters (final ones without them)
-        best = result.best_params if result.best_params is not None else result.params
-        play_targets(run, best, run_dir.path, log=_say)
+    finally:  # however it ends, the loggers closed and the folder let go
+        run_dir.close()
+        run_dir.release()
     print(f"wrote {run_dir.path}")
     print_final(final, run)
     return run_dir.path

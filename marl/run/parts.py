@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 
 from marl.results.files import atomic_write, read_bytes, read_json, read_text, stored, write_json
-from marl.results.protocol import META, RECORD
+from marl.results.protocol import META, RECORD, has_record
 from marl.run.compact import train_metrics
 from marl.run.errors import UsageError
 
@@ -76,7 +76,7 @@ def check_parts(dirs: list[Path]) -> tuple[list[Path], list[dict[str, Any]], int
         if not (d / META).is_file():
             raise UsageError(f"{d}: not a run directory (no {META})")
         meta = _read(d / META)
-        if not meta.get("finished"):
+        if not meta.get("finished") or not has_record(d):
             raise UsageError(f"{d}: unfinished; finish it first (resume=true)")
         if part_of(meta) is None:
             raise UsageError(f"{d}: a whole run, not a part (its config has no part=)")
@@ -242,14 +242,14 @@ def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
         if data is not None:
             atomic_write(dest / name, data)
     atomic_write(dest / METRICS, _metrics(dirs))
-    write_json(dest / RECORD, _record(dirs, metas), indent=None)
     header = (
         f"# resolved config of this run, merged by `marl merge` from its parts "
         f"{', '.join(d.name for d in dirs)}\n"
     )
     atomic_write(dest / CONFIG, header + yaml.safe_dump(config, sort_keys=False))
     write_json(dest / FINAL, final)
-    write_json(dest / META, meta)  # last: a run is finished once its meta says so
+    write_json(dest / META, meta)
+    write_json(dest / RECORD, _record(dirs, metas), indent=None)  # last: the run is complete
     if remove_parts:
         for d in dirs:
             shutil.rmtree(d)
@@ -268,6 +268,6 @@ def parts_done(parent: Path, name: str) -> list[tuple[int, int]]:
         meta = d / META
         if meta.is_file():
             m = json.loads(meta.read_text())
-            if m.get("finished") and part_of(m):
+            if m.get("finished") and part_of(m) and has_record(d):
                 out.append(part_of(m))
     return sorted(out)

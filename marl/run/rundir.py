@@ -3,8 +3,10 @@ scenario plus its non-default env keywords (`particle/spread[continuous_actions=
 
 ```
 config.yaml          the resolved config (`RunConfig.config`), written before training starts
-record.json          the run record in marl-eval's schema (`marl.results.protocol`): evaluations'
-                     per-episode values per seed, and at the end the absolute metric
+record.json          the run record in marl-eval's schema (`marl.results.protocol`): every
+                     evaluation's per-episode values per seed and the absolute metric; the run's
+                     last write, so a folder holds it only when the run is complete
+record.partial.json  while unfinished: the record so far (rewritten after each evaluation)
 meta.json            its sidecar: protocol, resolved config, anchors, versions, device, wall
                      time, steps per second, training metrics per segment; `finished`, or
                      `diverged` (step, seeds) where parameters or losses turned non-finite
@@ -16,6 +18,7 @@ best_params.msgpack  each seed's best evaluated parameters (those the absolute m
 metrics.jsonl        one line per evaluation: step, wall seconds, the evaluation's and the
                      segment's training metrics (per seed, means over episodes / updates)
 checkpoint/          while unfinished: the newest segment (`marl.learning.checkpoint`): resume=true
+.lock                while a process writes it: its OS lock, naming the holder (`marl.run.lock`)
 ```
 
 Claiming and resuming live here, all of it: `claim` takes a new directory (`name=`'s, which
@@ -26,18 +29,18 @@ when `PLANNED` keys agree (`config_differences`). Where a run's directories go, 
 `<out>/<family>/<task>/<algo>`, is derived once by `marl.run.config.resolve` (`RunConfig.task`,
 `RunConfig.parent`).
 
-Every file is written atomically (a temporary file in the same directory, then `os.replace`),
-so a reader never sees half a file; `record.json` is rewritten after each evaluation and
-`meta.json` says `"finished": false` until the run ends. A finished folder may be compacted
-(`marl.run.compact`, as committed ones are): its bulky files gzipped (`record.json.gz`, ...),
-which every reader takes as the plain files.
+One writer per folder: `claim` takes its OS lock (`marl.run.lock`; a second writer is refused
+in one line naming the holder) and removes the temporary files a killed writer left. Files are
+written atomically (a temporary file, then `os.replace`). `record.json` is written last, so its
+presence marks the run complete (`protocol.has_record`): a run that died in its final write
+never looks complete, to marl's readers or to a tool reading only `record.json`. A finished
+folder may be compacted (`marl.run.compact`): `record.json.gz`, ..., read as the plain files.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -47,10 +50,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from marl.learning.training import RunResult
-from marl.results.files import atomic_write, float_list, write_json
-from marl.results.protocol import META, RECORD, record_metric, run_record
+from marl.results.files import atomic_write, write_json
+from marl.results.protocol import (
+    META,
+    RECORD,
+    RecordError,
+    has_record,
+    read_meta,
+    record_metric,
+    run_record,
+)
 from marl.run.errors import UsageError
+from marl.run.lock import FolderBusy, FolderLock, busy, locked_by_another, remove_stale_temporaries
 from marl.run.provenance import provenance
+from marl.run.summary import final_record
+from marl.run.summary import floats as _floats
 
 if TYPE_CHECKING:
     from marl.learning.checkpoint import SegmentCheckpoints
@@ -59,6 +73,7 @@ if TYPE_CHECKING:
 STAMP = "%Y%m%d-%H%M%S"
 METRICS = "metrics.jsonl"  # one JSON line per evaluation
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
+PARTIAL = "record.partial.json"  # the record so far, while the run is unfinished
 
 
 def run_task(run: RunConfig) -> str:
@@ -99,8 +114,17 @@ def config_differences(before: Any, planned: Any) -> list[str]:
 
 
 def _read_meta(folder: Path) -> dict[str, Any] | None:
-    path = folder / META
-    return json.loads(path.read_text()) if path.exists() else None
+    """The folder's sidecar (None: none; unreadable: UsageError); finished without its record
+    (the final write failed) reads as unfinished: `resume=true` finishes it from its checkpoint."""
+    if not (folder / META).exists():
+        return None
+    try:
+        meta = read_meta(folder)
+    except RecordError as e:
+        raise UsageError(f"{e}; move the folder aside or remove it") from None
+    if meta.get("finished") and not has_record(folder):
+        return {**meta, "finished": False}
+    return meta
 
 
 def finished_run(run: RunConfig) -> Path | None:
@@ -135,7 +159,10 @@ def unfinished_run(run: RunConfig) -> Path | None:
         return run.folder
     found = []
     for meta_path in run.parent.glob(f"*/{META}"):
-        meta = json.loads(meta_path.read_text())
+        try:
+            meta = _read_meta(meta_path.parent) or {}
+        except UsageError:  # an unreadable folder is no run to continue
+            continue
         if not meta.get("finished") and not config_differences(meta.get("config"), planned):
             found.append((meta.get("created", ""), meta_path.parent))
     return max(found)[1] if found else None
@@ -152,7 +179,7 @@ def claim(run: RunConfig, now: datetime | None = None, resumable: bool = True) -
         return None
     try:
         previous = unfinished_run(run) if run.resume else None
-        run_dir = RunDir(run, now=now, path=previous)
+        run_dir = RunDir(run, now=now, path=previous)  # locked: one writer at a time
     except FileExistsError as e:
         hint = ", choose another name=" + (" or pass resume=true" if resumable else "")
         raise UsageError(
@@ -162,8 +189,28 @@ def claim(run: RunConfig, now: datetime | None = None, resumable: bool = True) -
         raise UsageError(f"cannot resume: {e}; choose another name=") from None
     except OSError as e:
         raise UsageError(f"cannot create the run directory under {run.out}: {e}") from None
-    run_dir.start(checkpoints=resumable)
+    if previous is not None and finished_run(run) is not None:  # its writer finished it meanwhile
+        run_dir.release()
+        return None
+    try:
+        run_dir.start(checkpoints=resumable)
+    except BaseException:
+        run_dir.release()
+        raise
     return run_dir
+
+
+def _lock(folder: Path) -> FolderLock:
+    """The folder's lock taken (a second writer: one line), a killed writer's temporaries gone."""
+    lock = FolderLock(folder)
+    try:
+        lock.acquire()
+    except FolderBusy:
+        raise UsageError(busy(folder)) from None
+    except OSError as e:
+        raise UsageError(f"cannot lock the run directory {folder}: {e}") from None
+    remove_stale_temporaries(folder)
+    return lock
 
 
 def relaunch(run: RunConfig, log: Callable[[str], None] = _say) -> RunConfig | None:
@@ -176,6 +223,8 @@ def relaunch(run: RunConfig, log: Callable[[str], None] = _say) -> RunConfig | N
     meta = None if run.folder is None else _read_meta(run.folder)
     if meta is None:
         return run
+    if locked_by_another(run.folder):  # another job trains into it now: never move it
+        raise UsageError(busy(run.folder))
     if not config_differences(meta.get("config"), run.config):
         return dataclasses.replace(run, resume=True)  # continues after its last segment
     aside = run.folder.with_name(f"{run.folder.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
@@ -203,21 +252,14 @@ def _claim(parent: Path, name: str | None, now: datetime) -> Path:
 
 
 # --- the directory being filled -----------------------------------------------------------------
-def _floats(x: Any) -> Any:
-    """JSON numbers nested as `x` is (NaN, a statistic with nothing to average, as null;
-    float32 at its shortest decimal, `float_list`)."""
-    x = np.asarray(x)
-    values = [None if math.isnan(v) else v for v in float_list(x)]
-    return np.array(values, dtype=object).reshape(x.shape).tolist()
-
-
 class RunDir:
     """A run directory being filled: config first, the curve as it grows, final files last."""
 
     def __init__(self, run: RunConfig, now: datetime | None = None, path: Path | None = None):
         """Claim a new directory for `run` (`mkdir`: `name=`'s, or a timestamp), or reopen the
         unfinished run at `path` (its config and creation time kept; its evaluations are
-        replayed through `on_evaluation`). Nothing is written before `start`."""
+        replayed through `on_evaluation`); either way its lock is taken (`release` lets go).
+        Nothing is written before `start`."""
         self.run = run
         self.resumed = path is not None
         self.checkpoints: SegmentCheckpoints | None = None  # `start`
@@ -229,18 +271,21 @@ class RunDir:
         self._rewrite: list[dict[str, Any]] | None = None  # metrics.jsonl less a cut line
         self._started = datetime.now()
         self._earlier_code: list[dict[str, Any]] = []  # a resumed run's code before this process
-        if path is None:
-            self.created = now or datetime.now()
-            self.path = _claim(run.parent, run.name, self.created)
-        else:
-            self._reopen(Path(path))
+        self.created = now or datetime.now()  # a reopened run's is read back
+        self.path = _claim(run.parent, run.name, self.created) if path is None else Path(path)
+        self.lock = _lock(self.path)
+        try:
+            if path is not None:
+                self._reopen(self.path)
+        except BaseException:
+            self.release()
+            raise
 
     def _reopen(self, path: Path) -> None:
         """Take up the unfinished run at `path`: its creation time, the code it ran on, the
         steps it logged and its clock (`time` in metrics.jsonl goes on from the last line
         logged before the interruption)."""
-        self.path = path
-        before = json.loads((path / META).read_text())
+        before = read_meta(path)
         created = before.get("created")
         self._earlier_code = [c for c in before.get("codes", [before.get("code")]) if c]
         self.created = datetime.fromisoformat(created) if created else datetime.now()
@@ -289,6 +334,11 @@ class RunDir:
         """Close the external loggers (the run finished, diverged or was interrupted)."""
         for logger in self.loggers:
             logger.close()
+        self.loggers = []
+
+    def release(self) -> None:
+        """Let go of the folder's lock (the run finished, diverged, or stopped)."""
+        self.lock.release()
 
     def _config_text(self) -> str:
         """config.yaml: the resolved config under a line naming the command."""
@@ -296,7 +346,8 @@ class RunDir:
 
         head = "# resolved config of this run"
         if self.run.command:
-            head += "; command: marl train " + " ".join(self.run.command)
+            words = (a if a.isprintable() else repr(a) for a in self.run.command)
+            head += "; command: marl train " + " ".join(words)  # one line, whatever they hold
         return f"{head}\n{OmegaConf.to_yaml(OmegaConf.create(self.run.config))}"
 
     def meta(
@@ -365,7 +416,7 @@ class RunDir:
         record = run_record(
             self.run.env_id, self.run.record_algo, self.steps, self.evaluations, task=self.run.task
         )
-        write_json(self.path / RECORD, record, indent=None)
+        write_json(self.path / PARTIAL, record, indent=None)
         if int(step) not in self._logged_steps():
             self._log(int(step), evals)
         self._train_metrics = {}
@@ -415,11 +466,13 @@ class RunDir:
         out["diverged"] = {"step": int(step), "seeds": [int(s) for s in seeds], "what": what}
         write_json(self.path / META, out)
         self.close()
+        self.release()
 
     def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
-        """Close the loggers (training is over), write the full record with the absolute
-        metric, the parameters, `final.json` and the sidecar (with the anchors,
-        `record_anchors`), then drop the checkpoint; returns the final summary."""
+        """Close the loggers (training is over), write the parameters, `final.json`, the
+        sidecar (with the anchors, `record_anchors`) and last the full record with the absolute
+        metric (its presence marks the run complete), then drop the checkpoint and the partial
+        record, and let go of the folder; returns the final summary."""
         from flax import serialization
 
         self.close()
@@ -430,7 +483,6 @@ class RunDir:
         record = run_record(
             run.env_id, run.record_algo, result.steps, result.evaluations, result.absolute, run.task
         )
-        write_json(self.path / RECORD, record, indent=None)
         if result.params is not None:
             atomic_write(self.path / "params.msgpack", serialization.to_bytes(result.params))
         if result.best_params is not None:
@@ -439,52 +491,9 @@ class RunDir:
             )
         write_json(self.path / "final.json", final)
         write_json(self.path / META, meta)
+        write_json(self.path / RECORD, record, indent=None)  # last: the run is complete
         if self.checkpoints is not None:  # a finished run keeps its record, not its segments
             self.checkpoints.clear()
+        (self.path / PARTIAL).unlink(missing_ok=True)
+        self.release()
         return final
-
-
-def record_anchors(run: RunConfig) -> dict[str, Any] | None:
-    """The random and scripted policies' scores a record keeps (return metric only)."""
-    if run.settings.metric != "return":
-        return None
-    from marl.baselines import anchor_scores
-
-    episodes = max(run.settings.absolute_episodes, run.settings.eval_episodes)
-    return {**anchor_scores(run.env, num_episodes=episodes), "episodes": episodes}
-
-
-def final_record(run: RunConfig, result: RunResult, made_with: dict[str, Any]) -> dict[str, Any]:
-    """Scores of the last evaluation and the absolute metric per seed and over seeds, timings,
-    and what it was made with (`provenance`: code, versions, device).
-
-    `return` is the team return (summed over agents and steps), averaged over the evaluation
-    episodes of each seed; `std` is the sample standard deviation over seeds (ddof=1).
-    """
-    last = result.evaluations[-1]
-    per_seed = {k: np.asarray(v).mean(axis=-1) for k, v in last.items()}
-    returns = per_seed["return"]
-    ddof = 1 if len(returns) > 1 else 0
-    extra: dict[str, Any] = {}
-    if result.absolute is not None:
-        absolute = {k: np.asarray(v).mean(axis=-1) for k, v in result.absolute.items()}
-        extra["absolute"] = {k: _floats(v) for k, v in absolute.items()}
-        extra["absolute_mean"] = float(np.mean(absolute[run.settings.metric]))
-        extra["absolute_std"] = float(np.std(absolute[run.settings.metric], ddof=ddof))
-    if result.best_step is not None:
-        extra["best_step"] = [int(s) for s in result.best_step]
-    return {
-        "env": run.env_id,
-        "algo": run.algo,
-        "seeds": run.settings.seeds,
-        "budget": run.settings.budget,
-        "env_steps": int(result.steps[-1]),
-        "return_mean": float(np.mean(returns)),
-        "return_std": float(np.std(returns, ddof=ddof)),
-        "final": {k: _floats(v) for k, v in per_seed.items()},
-        **extra,
-        "wall_time": float(result.wall_time),
-        "compile_time": float(result.compile_time),
-        "steps_per_second": float(result.steps_per_second),
-        **made_with,
-    }

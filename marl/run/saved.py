@@ -14,6 +14,7 @@ its config.yaml only if `allow` names it, from the command line), and an interpo
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,8 +80,10 @@ def run_config(path: str | Path, allow: Sequence[str] = ()) -> RunConfig:
         raise SavedRunError(f"{path} is not a run directory (no config.yaml)")
     try:
         data = yaml.safe_load(cfg_path.read_text())
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise SavedRunError(f"{cfg_path}: not YAML: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise SavedRunError(f"{cfg_path}: not YAML: nested too deeply") from None
     if not isinstance(data, dict):
         raise SavedRunError(f"{cfg_path}: expected a mapping, got {type(data).__name__}")
     data.pop("derived", None)
@@ -112,7 +115,11 @@ def load(path: str | Path, which: str = "best", allow: Sequence[str] = ()) -> Sa
     env, train = run.env, run.train  # built by `run_config`, under `allow`
     keys = jax.random.split(jax.random.key(0), run.settings.seeds)
     like = jax.eval_shape(lambda k: seed_params(train, init_seeds(train, k)), keys)
-    raw = serialization.msgpack_restore(read_bytes(params_path))
+    try:
+        raw = serialization.msgpack_restore(read_bytes(params_path))
+    except (ValueError, TypeError, EOFError, OSError, zlib.error, RecursionError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise SavedRunError(f"{params_path}: not a parameters file (truncated?): {first}") from None
     try:
         params = serialization.from_state_dict(like, raw)
     except (KeyError, ValueError, TypeError) as e:

@@ -243,7 +243,8 @@ def vmapped_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[Path]:
     (`marl.learning.hyper`) and write one run directory per combination (named
     `<name>-<key>_<value>`); returns the directories."""
     from marl.run.jobs import print_final
-    from marl.run.rundir import claim, finished_run, record_anchors
+    from marl.run.rundir import claim, finished_run
+    from marl.run.summary import record_anchors
 
     if run.logger is not None or run.transfer:
         raise UsageError(
@@ -262,16 +263,21 @@ def vmapped_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[Path]:
             "under another name= if this one was interrupted)"
         )
     train = _member_train(run, list(combos[0]))
-    dirs = [claim(r, resumable=False) for r in runs]
-    for r, d in zip(runs, dirs, strict=True):
-        print(f"{' '.join(r.command)}\nrun directory: {d.path}", flush=True)
-    result = _train_members(run, train, combos, dirs)
-    anchors = record_anchors(run)
-    for c, (r, d) in enumerate(zip(runs, dirs, strict=True)):
-        print(f"wrote {d.path}")
-        print_final(
-            d.finish(_member_result(result, c, run.settings.seeds, len(combos)), anchors), r
-        )
+    dirs: list[Any] = []
+    try:
+        for r in runs:
+            dirs.append(claim(r, resumable=False))
+            print(f"{' '.join(r.command)}\nrun directory: {dirs[-1].path}", flush=True)
+        result = _train_members(run, train, combos, dirs)
+        anchors = record_anchors(run)
+        for c, (r, d) in enumerate(zip(runs, dirs, strict=True)):
+            final = d.finish(_member_result(result, c, run.settings.seeds, len(combos)), anchors)
+            print(f"wrote {d.path}")
+            print_final(final, r)
+    finally:  # however it ends, every folder let go
+        for d in dirs:
+            d.close()
+            d.release()
     return [d.path for d in dirs]
 
 
