@@ -201,16 +201,16 @@ def test_bad_settings_fail_with_one_line():
 
 
 def test_nearest_claims_equal_one_hot_argmin_including_ties():
-    from marl.envs.cleanup.env import _nearest_claims, _squared_distances
+    from marl.envs.cleanup.ocean import nearest_claims, squared_distances
 
     for seed in range(5):
         k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
         pieces = jax.random.uniform(k1, (300, 2)) * 10
         vessels = jax.random.uniform(k2, (16, 2)) * 10
         vessels = vessels.at[3].set(vessels[7])  # two vessels on one spot: an exact tie
-        d2 = _squared_distances(pieces, vessels)
+        d2 = squared_distances(pieces, vessels)
         reach = (d2 < 4.0) & jax.random.bernoulli(k3, 0.9, d2.shape)
-        got = _nearest_claims(jnp.where(reach, d2, jnp.inf), reach)
+        got = nearest_claims(jnp.where(reach, d2, jnp.inf), reach)
         d = jnp.linalg.norm(pieces[:, None] - vessels[None], axis=-1)
         nearest = jnp.argmin(jnp.where(reach, d, jnp.inf), axis=1)
         want = jax.nn.one_hot(nearest, 16, dtype=bool) & reach.any(axis=1)[:, None]

@@ -18,7 +18,7 @@ from marl.core.learner import Policy
 from marl.core.registry import env_kwargs
 from marl.core.spaces import sample_actions
 from marl.core.testing import check_env
-from marl.envs.combat.env import KILL_REWARD, REWARD_SCALE, WIN_REWARD, mirror_moves
+from marl.envs.combat.env import mirror_moves
 from marl.envs.combat.observation import obs_size
 from marl.envs.combat.opponents import (
     heuristic_policy,
@@ -26,6 +26,7 @@ from marl.envs.combat.opponents import (
     self_play_policy,
     stop_policy,
 )
+from marl.envs.combat.reward import KILL_REWARD, REWARD_SCALE, WIN_REWARD
 from marl.envs.combat.units import FIRST_ATTACK, STATS, STOP
 from marl.run.config import group_options
 

@@ -9,12 +9,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
 from marl.core.spaces import Box, Discrete
 
 from . import ocean
+from .state import CleanupState
 
 Array = jax.Array
 
@@ -34,25 +34,6 @@ NEIGHBOUR_FEATURES = 7  # dx, dy, distance, heading cos/sin, in range, signal
 SIGNAL_FEATURES = 2  # mean signal of the vessels in range, their count / N
 TURNS = np.array([-1.0, 0.0, 1.0], np.float32)
 THROTTLES = np.array([-1.0, 0.0, 1.0], np.float32)
-
-
-class CleanupState(struct.PyTreeNode):
-    """One ocean: N vessels, P plastic slots, S sources."""
-
-    pos: Array  # [N, 2]
-    heading: Array  # [N] radians
-    speed: Array  # [N] distance per step
-    hold: Array  # [N] int32 pieces aboard (emptied at the port)
-    signal: Array  # [N] bool, emitted last step
-    catch: Array  # [N] int32 pieces collected this episode
-    collisions: Array  # [N] int32 steps in collision this episode
-    plastic: Array  # [P, 2]
-    alive: Array  # [P] bool
-    sources: Array  # [S, 2]
-    spawned: Array  # [] int32 pieces put into the sea this episode (initial patches included)
-    removed: Array  # [] int32 pieces that left the sea
-    delivered: Array  # [] int32 pieces unloaded at the port
-    t: Array  # [] int32
 
 
 class Cleanup(MultiAgentEnv[CleanupState]):
@@ -305,14 +286,14 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             removed_now = jnp.zeros((), jnp.int32)
             plastic = jnp.clip(plastic, 0.0, size)
         # collection: each piece within reach goes to the nearest vessel with room
-        d2 = _squared_distances(plastic, pos)  # [P, N]
+        d2 = ocean.squared_distances(plastic, pos)  # [P, N]
         room = (
             jnp.full(n, 2**30, jnp.int32)
             if self.hold_capacity <= 0
             else self.hold_capacity - state.hold
         )
         reach = (d2 < self.collect_radius**2) & alive[:, None] & (room > 0)[None, :]
-        claim = _nearest_claims(jnp.where(reach, d2, jnp.inf), reach).astype(jnp.int32)
+        claim = ocean.nearest_claims(jnp.where(reach, d2, jnp.inf), reach).astype(jnp.int32)
         if self.hold_capacity > 0:  # a hold fills up: pieces beyond its room stay afloat
             rank = jnp.cumsum(claim, axis=0) - claim  # pieces claimed before this one
             taken = claim * (rank < room[None, :])
@@ -481,25 +462,6 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             "collect_radius": self.collect_radius,
             "port": np.asarray(self.port) if self.hold_capacity > 0 else None,
         }
-
-
-def _squared_distances(a: Array, b: Array) -> Array:
-    """[A, B] squared distances between points a [A, 2] and b [B, 2] (per coordinate: XLA's
-    CPU backend reduces a trailing axis of 2 several times slower)."""
-    dx = a[:, 0:1] - b[None, :, 0]
-    dy = a[:, 1:2] - b[None, :, 1]
-    return dx * dx + dy * dy
-
-
-def _nearest_claims(masked: Array, reach: Array) -> Array:
-    """[P, N] bool: each row's smallest entry of `masked` among `reach` (the lowest index on
-    ties), none for a row without reach. The same as `one_hot(argmin)`, by min reductions
-    (argmin is several times slower on XLA's CPU backend)."""
-    n = masked.shape[1]
-    claim = reach & (masked == jnp.min(masked, axis=1, keepdims=True))
-    index = jnp.arange(n)
-    first = jnp.min(jnp.where(claim, index, n), axis=1, keepdims=True)
-    return claim & (index == first)
 
 
 def _check(ok: bool, message: str) -> None:

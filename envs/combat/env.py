@@ -28,25 +28,14 @@ from .observation import (
     _in_sight,
     _others,
 )
-from .scenarios import BattleGenerator
+from .reward import REWARDS, side_reward, unit_reward
+from .scenarios import BattleGenerator, team_types
 from .state import CombatState
-from .units import (
-    FIRST_ATTACK,
-    STATS,
-    STOP,
-    parse_composition,
-)
+from .units import FIRST_ATTACK, STATS, STOP
 
 OPPONENTS = ("heuristic", "self_play", "policy")
 EAST, WEST = 1, 3  # the move actions a side's mirrored view swaps
 
-REWARD_SCALE = 20.0  # SMAC reward_scale_rate: the most an episode can return
-KILL_REWARD = 10.0  # SMAC reward_death_value
-WIN_REWARD = 200.0  # SMAC reward_win
-REWARDS = ("smac", "magent")
-# MAgent's battle (python/magent/builtin/config/battle.py), each unit its own reward: step_reward,
-# attack_penalty (any attack), the attack-on-a-foe rule, kill_reward, dead_penalty
-MAGENT = {"step": -0.005, "attack": -0.1, "hit": 0.2, "kill": 5.0, "dead": -0.1}
 METRICS = ("won", "lost", "allies_alive", "enemies_killed", "damage_dealt")
 
 
@@ -67,20 +56,6 @@ def outcome_metrics(alive: jax.Array, num_allies: int) -> dict[str, jax.Array]:
 def mirror_moves(actions: jax.Array) -> jax.Array:
     """Swap east and west moves (an involution between a side's view and the world)."""
     return jnp.where((actions == EAST) | (actions == WEST), EAST + WEST - actions, actions)
-
-
-def _team(units: str | int | Sequence[str], race: str | None, side: str) -> tuple[int, ...]:
-    """The fixed types of a team (race None) or its size (a race draws the types)."""
-    if race is None:
-        if isinstance(units, int):
-            raise ValueError(
-                f"{side}={units} is a count: give a race (types drawn per episode) or a "
-                f"composition such as '{units}m'"
-            )
-        return parse_composition(units)
-    if not isinstance(units, int) or units < 1:
-        raise ValueError(f"with race={race!r}, {side} must be a unit count >= 1, got {units!r}")
-    return (0,) * units
 
 
 class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
@@ -219,8 +194,8 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; valid: {', '.join(REWARDS)}")
         self.reward_rule = reward
-        ally_types = _team(allies, race, "allies")
-        enemy_types = _team(allies if enemies is None else enemies, race, "enemies")
+        ally_types = team_types(allies, race, "allies")
+        enemy_types = team_types(allies if enemies is None else enemies, race, "enemies")
         n, m = len(ally_types), len(enemy_types)
         self.num_allies, self.num_enemies = n, m
         # the same armies (drawn per episode with `race`: the enemies mirror the allies' types)
@@ -383,40 +358,6 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         actions = jnp.clip(jnp.asarray(actions, jnp.int32), 0, FIRST_ATTACK + foes - 1)
         return mirror_moves(self._attack_targets(state, actions, "enemies")), carry
 
-    # --- dynamics -------------------------------------------------------------------------
-    def _side_reward(self, before: CombatState, after: CombatState, own: slice, foe: slice):
-        """[] SMAC's scaled reward of one side: damage dealt, kills, the win bonus."""
-        foe_max = jnp.sum(jnp.asarray(STATS.health)[after.unit_type[foe]])
-        damage = jnp.sum(before.health[foe] - after.health[foe])
-        kills = jnp.sum(before.alive[foe] & ~after.alive[foe])
-        # the bonus once, on the win: the foes were alive before, none is now, one of us is
-        won = jnp.any(before.alive[foe]) & ~jnp.any(after.alive[foe]) & jnp.any(after.alive[own])
-        raw = damage + KILL_REWARD * kills + WIN_REWARD * won
-        max_raw = foe_max + KILL_REWARD * after.unit_type[foe].shape[0] + WIN_REWARD
-        return raw * (REWARD_SCALE / max_raw)
-
-    def _unit_reward(
-        self,
-        before: CombatState,
-        after: CombatState,
-        actions: jax.Array,
-        shots: jax.Array,
-        kills: jax.Array,
-    ) -> jax.Array:
-        """[U] MAgent battle's reward of each unit (its `battle.py` config): -0.005 a step, -0.1
-        for an attack action, +0.2 when it fires at a foe, +5 a kill (shared by the sub-step's
-        shooters of that foe), -0.1 on death; 0 once dead."""
-        was_alive = before.alive
-        died = was_alive & ~after.alive
-        r = (
-            MAGENT["step"]
-            + MAGENT["attack"] * (actions >= FIRST_ATTACK)
-            + MAGENT["hit"] * jnp.minimum(shots, 1.0)
-            + MAGENT["kill"] * kills
-            + MAGENT["dead"] * died
-        )
-        return jnp.where(was_alive, r, 0.0).astype(jnp.float32)
-
     def _outcome(
         self,
         before: CombatState,
@@ -431,11 +372,11 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         allies, enemies = slice(0, n), slice(n, n + m)
         agents = n + m if self.opponent == "self_play" else n
         if self.reward_rule == "magent":
-            reward = self._unit_reward(before, after, actions, shots, kills)[:agents]
+            reward = unit_reward(before, after, actions, shots, kills)[:agents]
         else:
-            reward = jnp.full((n,), self._side_reward(before, after, allies, enemies), jnp.float32)
+            reward = jnp.full((n,), side_reward(before, after, allies, enemies), jnp.float32)
             if self.opponent == "self_play":
-                mirror = self._side_reward(before, after, enemies, allies)
+                mirror = side_reward(before, after, enemies, allies)
                 reward = jnp.concatenate([reward, jnp.full((m,), mirror, jnp.float32)])
         terminated = ~jnp.any(after.alive[:n]) | ~jnp.any(after.alive[n:])
         return reward, terminated
