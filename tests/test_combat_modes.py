@@ -3,19 +3,14 @@ the Hydra env configs of the combat family."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import yaml
 
 import marl
 from marl import cli
 from marl.core.learner import Policy
-from marl.core.registry import env_kwargs
 from marl.core.spaces import sample_actions
 from marl.core.testing import check_env
 from marl.envs.combat.env import mirror_moves
@@ -28,9 +23,6 @@ from marl.envs.combat.opponents import (
 )
 from marl.envs.combat.reward import KILL_REWARD, REWARD_SCALE, WIN_REWARD
 from marl.envs.combat.units import FIRST_ATTACK, STATS, STOP
-from marl.run.config import group_options
-
-CONF = str(Path(marl.__file__).parent / "conf")
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -398,19 +390,3 @@ def test_render_frame_marks_attacks_and_the_dead():
     FigureCanvasAgg(fig)
     draw_frame(fig.add_subplot(), frame, "t=0")
     fig.canvas.draw()
-
-
-# --- Hydra configs ------------------------------------------------------------------------
-def test_env_yaml_for_every_combat_id_documents_its_defaults():
-    combat = [o for o in group_options("env") if o.startswith("combat/")]
-    assert combat == marl.list_envs("combat")
-    for env_id in combat:
-        with open(f"{CONF}/env/{env_id}.yaml") as f:
-            text = f.read()
-        assert yaml.safe_load(text) == {"id": env_id, "kwargs": {}}
-        documented = {
-            m.group(1): yaml.safe_load(m.group(2))
-            for m in re.finditer(r"^#\s+(\w+): (\S+)\s+#", text, re.M)
-        }
-        assert documented == env_kwargs(env_id), env_id
-        assert max(len(line) for line in text.splitlines()) <= 100

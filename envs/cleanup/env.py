@@ -74,6 +74,19 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         neighbours: nearest vessels in the observation.
         episode_limit: the episode's length; observations and state carry t / limit, so
             reaching it terminates the episode (`EnvSpec.time_limit_terminal`).
+        current_speed: fastest water, per step.
+        current_direction: uniform: radians.
+        gyres: gyres: (nx, ny) cells.
+        epsilon: double_gyre: sway amplitude.
+        omega: double_gyre: rad per step.
+        patches: Gaussian patches at reset.
+        patch_std: their spread.
+        source_rate: chance per source per step of emitting a piece.
+        source_spread: spawn spread around a source.
+        port: where holds are emptied.
+        port_radius: port reach.
+        comm_range: signals heard within.
+        window: egocentric window cells (odd).
 
     Observation [N, 11 + window^2 + 7 neighbours + 2]: own x / size, y / size, heading cos and
     sin, speed / max, hold / capacity (0 if unlimited), local current / current_speed (2),

@@ -86,6 +86,7 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         time_in_state: append t / episode_limit to the state and end battles at the limit as
             terminated (`EnvSpec.time_limit_terminal`); default: no time in the state, and the
             limit truncates (SMAC's and pymarl's rule; learners bootstrap).
+        reward: "smac" (one team reward) or "magent" (each unit its own; see Reward below).
         name: the registry id.
 
     Dynamics (SMAX): each step is 8 sub-steps of 1/16 s. In a sub-step every living unit

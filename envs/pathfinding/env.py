@@ -100,6 +100,16 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
             terminated (`EnvSpec.time_limit_terminal`); default: no time in the state, and the
             limit truncates (learners bootstrap).
         episode_limit: steps before truncation.
+        density: random_grid: fraction of obstacle cells.
+        extra_connections: labyrinth: chance to open each extra wall.
+        room_size: rooms: wall spacing in cells.
+        extra_doors: rooms: chance of a second door per wall.
+        fill: caves: initial obstacle chance.
+        smoothing: caves: cellular-automaton rounds.
+        map_source: string: shipped map name, .map path or text.
+        diffdrive_fraction: mixed: share of differential-drive agents.
+        cell_capacity: grid: agents read per cell.
+        seed: seed of the map pool.
 
     Observation [N, 12 + 6 max_obs]: goal offset / (H, W) scale (2), goal direction (2), goal
     distance / max(H, W) (1), on goal (1), velocity / max_speed (2), heading cos and sin (2),
