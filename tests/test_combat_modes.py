@@ -13,7 +13,7 @@ from marl import cli
 from marl.core.learner import Policy
 from marl.core.spaces import sample_actions
 from marl.core.testing import check_env
-from marl.envs.combat.env import mirror_moves
+from marl.envs.combat.enemies import mirror_moves
 from marl.envs.combat.observation import obs_size
 from marl.envs.combat.opponents import (
     heuristic_policy,
@@ -390,3 +390,38 @@ def test_render_frame_marks_attacks_and_the_dead():
     FigureCanvasAgg(fig)
     draw_frame(fig.add_subplot(), frame, "t=0")
     fig.canvas.draw()
+
+
+# --- parts ------------------------------------------------------------------------------------
+def test_a_battle_composed_of_parts_plays_as_its_keywords():
+    """`Combat.from_parts` (generator, reward, opponent) builds the env the flat keywords
+    build: the same spec and the same rollout under the same keys."""
+    from marl.envs.combat import (
+        BattleGenerator,
+        Combat,
+        HeuristicOpponent,
+        MagentReward,
+        SelfPlayOpponent,
+    )
+
+    for keywords, parts in [
+        (
+            {"allies": "3m", "attack_mode": "weakest", "reward": "magent"},
+            {"reward": MagentReward(), "opponent": HeuristicOpponent("weakest")},
+        ),
+        ({"allies": "2s3z", "opponent": "self_play"}, {"opponent": SelfPlayOpponent()}),
+    ]:
+        flat = Combat(**keywords)
+        composed = Combat.from_parts(flat.generator, **parts)
+        assert composed.spec == flat.spec and composed.opponent == flat.opponent
+        assert isinstance(flat.reward, type(composed.reward))
+        assert isinstance(flat.generator, BattleGenerator)
+        key = jax.random.key(3)
+        (s1, t1), (s2, t2) = flat.reset(key), composed.reset(key)
+        for k in jax.random.split(key, 5):
+            actions = jax.random.randint(k, (flat.spec.num_agents,), 0, flat.spec.action_dim)
+            (s1, t1), (s2, t2) = flat.step(k, s1, actions), composed.step(k, s2, actions)
+            np.testing.assert_array_equal(t1.obs, t2.obs)
+            np.testing.assert_array_equal(t1.reward, t2.reward)
+    with pytest.raises(ValueError, match="unknown attack_mode 'nope'"):
+        HeuristicOpponent("nope")

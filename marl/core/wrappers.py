@@ -353,4 +353,4 @@ def env_hook(env: MultiAgentEnv, name: str) -> str | None:
     """The import path the bare env's class gives for the hook `name` (`viewer_module`,
     `reference_policy`), looked up through any wrappers; None when it sets none."""
     inner = env.unwrapped if isinstance(env, Wrapper) else env
-    return getattr(type(inner), name)
+    return getattr(inner, name)  # the class's, or one an env composed of parts was given
