@@ -229,7 +229,7 @@ def _spread(spec: EnvSpec, gains: Gains, clearance: float | None = None) -> Poli
         params: Any, obs: Array, avail: Array, carry: Any, start: Array, key: Array, greedy: Any
     ) -> tuple[Array, Any]:
         idx = jnp.arange(n)
-        plan = jnp.where(start, jax.vmap(lambda o, i: _spread_row(o, i, n, m))(obs, idx), carry)
+        plan = jnp.where(start, spread_assignments(obs, m), carry)
         d = jax.vmap(delta)(obs, idx, plan)
         return move(d, obs[:, :2], gains, discrete), plan
 

@@ -38,10 +38,15 @@ def test_the_facts_are_the_built_envs(env_id):
 
 @pytest.fixture
 def no_building(monkeypatch):
-    """Every way to build an env or import a learner failing."""
+    """Every way to build an env or import a learner failing; the built-ins unresolved (as
+    in a fresh process, whatever earlier tests of this one resolved)."""
 
     def refuse(*args, **kwargs):
         raise AssertionError(f"marl list built or imported {args}")
+
+    for group, table in (("marl.envs", "_ENVS"), ("marl.algorithms", "_ALGORITHMS")):
+        fresh = {ep.name: ep.value for ep in registry._BUILTINS if ep.group == group}
+        monkeypatch.setattr(registry, table, {**getattr(registry, table), **fresh})
 
     monkeypatch.setattr(registry, "make", refuse)
     monkeypatch.setattr(registry, "load_attr", refuse)

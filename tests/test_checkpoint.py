@@ -18,7 +18,8 @@ import pytest
 import marl
 from marl import cli
 from marl.learning import checkpoint
-from marl.learning.training import RunSettings, run
+from marl.learning.runner import run
+from marl.learning.training import RunSettings
 
 KILL_AFTER = 3  # segments
 
@@ -67,7 +68,7 @@ def assert_same_tree(a, b):
 
 
 class TickClock:
-    """Stands in for `time` in marl.learning.training: each perf_counter() call adds 1 second."""
+    """Stands in for `time` in marl.learning.runner: each perf_counter() call adds 1 second."""
 
     def __init__(self):
         self.now = 0.0
@@ -82,9 +83,9 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch)
     """A replay learner: buffer, typed keys, target network and the best parameters so far;
     with a clock ticking 1 s per reading, each segment trains 1 s, so both runs report
     steps[-1] x 2 seeds / 6 s (the resumed one counts the killed run's 3 s)."""
-    from marl.learning import training
+    from marl.learning import runner
 
-    monkeypatch.setattr(training, "time", TickClock())
+    monkeypatch.setattr(runner, "time", TickClock())
     env = marl.make("particle/simple")
     cfg = {
         "num_envs": 2,

@@ -201,16 +201,16 @@ def test_bad_settings_fail_with_one_line():
 
 
 def test_nearest_claims_equal_one_hot_argmin_including_ties():
-    from marl.envs.cleanup.env import _nearest_claims, _squared_distances
+    from marl.envs.cleanup.ocean import nearest_claims, squared_distances
 
     for seed in range(5):
         k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
         pieces = jax.random.uniform(k1, (300, 2)) * 10
         vessels = jax.random.uniform(k2, (16, 2)) * 10
         vessels = vessels.at[3].set(vessels[7])  # two vessels on one spot: an exact tie
-        d2 = _squared_distances(pieces, vessels)
+        d2 = squared_distances(pieces, vessels)
         reach = (d2 < 4.0) & jax.random.bernoulli(k3, 0.9, d2.shape)
-        got = _nearest_claims(jnp.where(reach, d2, jnp.inf), reach)
+        got = nearest_claims(jnp.where(reach, d2, jnp.inf), reach)
         d = jnp.linalg.norm(pieces[:, None] - vessels[None], axis=-1)
         nearest = jnp.argmin(jnp.where(reach, d, jnp.inf), axis=1)
         want = jax.nn.one_hot(nearest, 16, dtype=bool) & reach.any(axis=1)[:, None]
@@ -341,3 +341,37 @@ def test_the_time_limit_terminates_cleanup_whose_inputs_carry_the_time():
     for t in range(3):
         state, ts = env.step(jax.random.key(t), state, jnp.zeros((4,), jnp.int32))
     assert bool(ts.terminated) and not bool(ts.truncated)
+
+
+def test_an_ocean_composed_of_parts_plays_as_its_keywords():
+    """`Cleanup.from_parts` (generator, current, drift, fleet, reward, observer) builds the
+    env the flat keywords build: the same spec and the same rollout under the same keys."""
+    from marl.envs.cleanup import (
+        Cleanup,
+        CleanupReward,
+        Current,
+        Fleet,
+        Observer,
+        OceanGenerator,
+    )
+
+    flat = Cleanup(num_vessels=3, current="double_gyre", capacity=64, initial_plastic=16,
+                   hold_capacity=4, alpha=0.5, window=3, neighbours=2)  # fmt: skip
+    composed = Cleanup.from_parts(
+        OceanGenerator(capacity=64, initial_plastic=16),
+        Current("double_gyre"),
+        fleet=Fleet(hold_capacity=4),
+        reward=CleanupReward(alpha=0.5),
+        observer=Observer(window=3, neighbours=2),
+        num_vessels=3,
+    )
+    assert composed.spec == flat.spec
+    key = jax.random.key(2)
+    (s1, t1), (s2, t2) = flat.reset(key), composed.reset(key)
+    for k in jax.random.split(key, 4):
+        actions = jax.random.randint(k, (3,), 0, flat.spec.action_dim)
+        (s1, t1), (s2, t2) = flat.step(k, s1, actions), composed.step(k, s2, actions)
+        np.testing.assert_array_equal(t1.obs, t2.obs)
+        np.testing.assert_array_equal(t1.reward, t2.reward)
+    with pytest.raises(ValueError, match="alpha must be in"):
+        CleanupReward(alpha=2.0)

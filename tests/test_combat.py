@@ -18,7 +18,8 @@ import marl
 from marl.core.spaces import sample_actions
 from marl.core.testing import check_env
 from marl.envs.combat import heuristic_actions, initial_memory, parse_composition
-from marl.envs.combat.env import KILL_REWARD, REWARD_SCALE, SUBSTEP_TIME, SUBSTEPS, WIN_REWARD
+from marl.envs.combat.dynamics import SUBSTEP_TIME, SUBSTEPS
+from marl.envs.combat.reward import KILL_REWARD, REWARD_SCALE, WIN_REWARD
 from marl.envs.combat.scenarios import draw_unit_types, start_positions
 from marl.envs.combat.units import FIRST_ATTACK, MOVE_VECTORS, STATS, STOP, UNIT_NAMES, unit_type
 

@@ -3,22 +3,17 @@ the Hydra env configs of the combat family."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import yaml
 
 import marl
 from marl import cli
 from marl.core.learner import Policy
-from marl.core.registry import env_kwargs
 from marl.core.spaces import sample_actions
 from marl.core.testing import check_env
-from marl.envs.combat.env import KILL_REWARD, REWARD_SCALE, WIN_REWARD, mirror_moves
+from marl.envs.combat.enemies import mirror_moves
 from marl.envs.combat.observation import obs_size
 from marl.envs.combat.opponents import (
     heuristic_policy,
@@ -26,10 +21,8 @@ from marl.envs.combat.opponents import (
     self_play_policy,
     stop_policy,
 )
+from marl.envs.combat.reward import KILL_REWARD, REWARD_SCALE, WIN_REWARD
 from marl.envs.combat.units import FIRST_ATTACK, STATS, STOP
-from marl.run.config import group_options
-
-CONF = str(Path(marl.__file__).parent / "conf")
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -399,17 +392,36 @@ def test_render_frame_marks_attacks_and_the_dead():
     fig.canvas.draw()
 
 
-# --- Hydra configs ------------------------------------------------------------------------
-def test_env_yaml_for_every_combat_id_documents_its_defaults():
-    combat = [o for o in group_options("env") if o.startswith("combat/")]
-    assert combat == marl.list_envs("combat")
-    for env_id in combat:
-        with open(f"{CONF}/env/{env_id}.yaml") as f:
-            text = f.read()
-        assert yaml.safe_load(text) == {"id": env_id, "kwargs": {}}
-        documented = {
-            m.group(1): yaml.safe_load(m.group(2))
-            for m in re.finditer(r"^#\s+(\w+): (\S+)\s+#", text, re.M)
-        }
-        assert documented == env_kwargs(env_id), env_id
-        assert max(len(line) for line in text.splitlines()) <= 100
+# --- parts ------------------------------------------------------------------------------------
+def test_a_battle_composed_of_parts_plays_as_its_keywords():
+    """`Combat.from_parts` (generator, reward, opponent) builds the env the flat keywords
+    build: the same spec and the same rollout under the same keys."""
+    from marl.envs.combat import (
+        BattleGenerator,
+        Combat,
+        HeuristicOpponent,
+        MagentReward,
+        SelfPlayOpponent,
+    )
+
+    for keywords, parts in [
+        (
+            {"allies": "3m", "attack_mode": "weakest", "reward": "magent"},
+            {"reward": MagentReward(), "opponent": HeuristicOpponent("weakest")},
+        ),
+        ({"allies": "2s3z", "opponent": "self_play"}, {"opponent": SelfPlayOpponent()}),
+    ]:
+        flat = Combat(**keywords)
+        composed = Combat.from_parts(flat.generator, **parts)
+        assert composed.spec == flat.spec and composed.opponent == flat.opponent
+        assert isinstance(flat.reward, type(composed.reward))
+        assert isinstance(flat.generator, BattleGenerator)
+        key = jax.random.key(3)
+        (s1, t1), (s2, t2) = flat.reset(key), composed.reset(key)
+        for k in jax.random.split(key, 5):
+            actions = jax.random.randint(k, (flat.spec.num_agents,), 0, flat.spec.action_dim)
+            (s1, t1), (s2, t2) = flat.step(k, s1, actions), composed.step(k, s2, actions)
+            np.testing.assert_array_equal(t1.obs, t2.obs)
+            np.testing.assert_array_equal(t1.reward, t2.reward)
+    with pytest.raises(ValueError, match="unknown attack_mode 'nope'"):
+        HeuristicOpponent("nope")

@@ -62,7 +62,7 @@ def test_every_python_example_compiles():
 @pytest.fixture
 def guess_env():
     """The add-an-environment page's example, run; the registry restored afterwards."""
-    (block, _viewer) = code_blocks(page("guides/add-env.md"), "python")
+    (block, _parts, _viewer) = code_blocks(page("guides/add-env.md"), "python")
     namespace: dict = {"__name__": "docs_example"}
     try:
         exec(compile(block, "add-env.md", "exec"), namespace)
@@ -76,6 +76,22 @@ def test_the_add_an_environment_example_passes_check_env(guess_env):
     assert env.spec.name == "mine/guess" and env.spec.num_agents == 3
 
 
+def test_the_parts_example_composes_a_battle_that_passes_check_env():
+    """The page's battle composed of parts registers, builds and keeps the contract."""
+    from marl.core.testing import check_env
+
+    (_, block, _) = code_blocks(page("guides/add-env.md"), "python")
+    namespace: dict = {"__name__": "docs_example"}
+    try:
+        exec(compile(block, "add-env.md:parts", "exec"), namespace)
+        env = marl.make("mine/protoss5")
+        assert env.spec.name == "mine/protoss5" and env.spec.num_agents == 10
+        assert env.contest and env.reward.name == "magent"
+        check_env(env, num_episodes=1)
+    finally:
+        marl.core.registry._ENVS.pop("mine/protoss5", None)
+
+
 def test_the_viewer_example_clears_its_axes_and_draws_a_gif(guess_env, tmp_path, monkeypatch):
     """The viewer contract: `render_frame(state)` gives host values; `draw_frame` clears its
     axes, so a frame drawn over the last one is the frame drawn alone (no stale frames)."""
@@ -85,7 +101,7 @@ def test_the_viewer_example_clears_its_axes_and_draws_a_gif(guess_env, tmp_path,
 
     from marl.run.render import render_episode, save_gif
 
-    (_, block) = code_blocks(page("guides/add-env.md"), "python")
+    (_, _, block) = code_blocks(page("guides/add-env.md"), "python")
     viewer = types.ModuleType("my_pkg.guess_viewer")
     exec(compile(block, "add-env.md:viewer", "exec"), guess_env)
     viewer.draw_frame = guess_env["draw_frame"]

@@ -11,7 +11,8 @@ import marl
 from marl.algorithms import happo
 from marl.algorithms.ppo import Networks, collect, make_optimizer
 from marl.core.wrappers import training_env
-from marl.learning.training import RunSettings, run
+from marl.learning.runner import run
+from marl.learning.training import RunSettings
 
 Array = jax.Array
 

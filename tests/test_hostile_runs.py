@@ -282,7 +282,7 @@ def test_impossible_sizes_are_one_line(tiny, capsys, monkeypatch):
     args = ["train", *TINY, f"out={out}", "name=episodes", "protocol.eval_episodes=1e10"]
     assert cli.main(args) == 1
     assert "out of memory (MemoryError: evaluating 10000000000 episodes" in _one_error(capsys)
-    import marl.learning.training as training
+    import marl.learning.runner as training
 
     def exhausted(*args, **kwargs):
         from jax.errors import JaxRuntimeError
@@ -387,7 +387,7 @@ def test_a_state_larger_than_the_devices_memory_is_refused_from_its_shapes():
 
 def test_a_collective_that_loses_its_peer_is_one_line(tiny, capsys, monkeypatch):
     """What the survivor of a multi-host run meets mid-segment when a peer's process dies."""
-    import marl.learning.training as training
+    import marl.learning.runner as training
 
     def reset(*args, **kwargs):
         from jax.errors import JaxRuntimeError

@@ -12,7 +12,8 @@ from marl.algorithms import replay
 from marl.algorithms.meanfield import boltzmann_probs, mean_action, mean_field_value
 from marl.algorithms.mfq import MFQConfig, Transition, make_train, make_train_il
 from marl.core.learner import SEED_AXIS
-from marl.learning.training import RunSettings, run
+from marl.learning.runner import run
+from marl.learning.training import RunSettings
 
 
 def test_mean_action_averages_living_neighbours_by_hand():

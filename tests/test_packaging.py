@@ -77,7 +77,11 @@ def test_wheel_installs_nothing_generic_at_top_level(wheel):
 def test_wheel_ships_configs_and_console_script(wheel):
     zf = zipfile.ZipFile(wheel)
     entry = next(n for n in zf.namelist() if n.endswith("entry_points.txt"))
-    assert "marl = marl.cli:main" in zf.read(entry).decode()
+    text = zf.read(entry).decode()
+    assert "marl = marl.cli:main" in text
+    # the built-in envs and learners: the registry reads them from here, as a plugin's
+    assert "[marl.envs]" in text and "combat/3m = marl.envs.combat:make_3m" in text
+    assert "[marl.algorithms]" in text and "qmix = marl.algorithms.qmix:make_train" in text
 
 
 def test_wheel_ships_the_site_assets(wheel):

@@ -426,3 +426,40 @@ def test_keep_out_moves_centres_out_of_walls_and_stops_motion_into_them():
     same_pos, same_vel = keep_out(pos, vel, clearance, lo, jnp.zeros((3, 1), bool), 1.0)
     np.testing.assert_allclose(same_pos, pos)
     np.testing.assert_allclose(same_vel, vel)
+
+
+# --- parts ------------------------------------------------------------------------------------
+def test_a_task_composed_of_parts_plays_as_its_keywords():
+    """`Pathfinding.from_parts` (map generator, dynamics, reward, observer) builds the env the
+    flat keywords build: the same spec and the same rollout under the same keys."""
+    from marl.envs.pathfinding import (
+        Dynamics,
+        Labyrinth,
+        Observer,
+        Pathfinding,
+        PathfindingReward,
+    )
+
+    keywords = {"map": "labyrinth", "height": 11, "width": 11, "extra_connections": 0.3,
+                "num_maps": 4, "num_agents": 4, "dynamics": "mixed", "discrete_actions": True,
+                "shaping": 0.5, "max_obs": 3, "episode_limit": 16}  # fmt: skip
+    flat = Pathfinding(**keywords)
+    composed = Pathfinding.from_parts(
+        Labyrinth(height=11, width=11, num_maps=4, extra_connections=0.3),
+        Dynamics(kind="mixed"),
+        PathfindingReward(shaping=0.5),
+        Observer(max_obs=3),
+        num_agents=4,
+        discrete_actions=True,
+        episode_limit=16,
+    )
+    assert composed.spec == flat.spec and composed.generator == flat.generator
+    key = jax.random.key(1)
+    (s1, t1), (s2, t2) = flat.reset(key), composed.reset(key)
+    for k in jax.random.split(key, 4):
+        actions = jax.random.randint(k, (4,), 0, 5)
+        (s1, t1), (s2, t2) = flat.step(k, s1, actions), composed.step(k, s2, actions)
+        np.testing.assert_array_equal(t1.obs, t2.obs)
+        np.testing.assert_array_equal(t1.reward, t2.reward)
+    with pytest.raises(ValueError, match="unknown dynamics 'wheels'"):
+        Dynamics(kind="wheels")

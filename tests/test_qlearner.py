@@ -11,7 +11,8 @@ import marl
 from marl.algorithms import packing, qlearner, replay
 from marl.algorithms.mixers import QMixer, VDNMixer
 from marl.core.learner import SEED_AXIS, seed_max
-from marl.learning.training import RunSettings, run
+from marl.learning.runner import run
+from marl.learning.training import RunSettings
 
 TINY = {
     "num_envs": 4,

@@ -78,3 +78,27 @@ def test_keyword_kinds_follow_the_default_and_keyword_only_parameters_are_valid(
     with pytest.raises(RegistryError, match="map_size must be a number"):
         marl.make("combat/3m", map_size=True)
     assert marl.make("combat/3m", map_size=32, episode_limit=5).spec.episode_limit == 5
+
+
+def test_builtins_are_entry_points_of_marls_own_distribution():
+    """Built-in envs and learners are `marl-suite`'s entry points, registered as a plugin's
+    are; the registry (marl.core) names no module of the layers above it."""
+    import ast
+    import inspect
+    from importlib import metadata
+
+    from marl.core import registry
+
+    eps = metadata.distribution(registry.DISTRIBUTION).entry_points
+    envs = {ep.name: ep.value for ep in eps if ep.group == registry.ENV_ENTRY_POINTS}
+    algos = {ep.name: ep.value for ep in eps if ep.group == registry.ALGORITHM_ENTRY_POINTS}
+    assert {"combat/3m", "pathfinding/random_grid", "cleanup/comm", "swarm/vicsek"} <= set(envs)
+    assert {"ippo", "mappo", "iql", "vdn", "qmix"} <= set(algos)
+    assert set(envs) <= set(marl.list_envs()) and set(algos) <= set(marl.list_algorithms())
+    names = [
+        node.value
+        for node in ast.walk(ast.parse(inspect.getsource(registry)))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    above = ("marl.envs.", "marl.algorithms.", "marl.baselines.")
+    assert not [n for n in names if n.startswith(above)], "a string table naming higher layers"

@@ -120,7 +120,8 @@ def test_the_runner_saves_and_evaluates_each_seeds_learner_on_both_sides():
     """The runner holds a stack of seeds; mirroring must act on each seed's parameter sets, not
     on the seed axis (it once copied seed 0's parameters over seed 1's and left every other
     seed's opponent in place, so seeds 0 and 1 evaluated alike)."""
-    from marl.learning.training import RunSettings, run
+    from marl.learning.runner import run
+    from marl.learning.training import RunSettings
 
     env = marl.make("combat/3m", opponent="self_play")
     cfg = {"num_envs": 2, "rollout_length": 4, "batch_size": 4, "self_play": "mirror"}

@@ -13,7 +13,8 @@ SCRIPT = textwrap.dedent(
     import numpy as np
 
     import marl
-    from marl.learning.training import RunSettings, run
+    from marl.learning.runner import run
+    from marl.learning.training import RunSettings
 
     assert jax.device_count() == 2, jax.devices()
     env = marl.make("particle/simple")
@@ -61,7 +62,8 @@ ENVS_SCRIPT = textwrap.dedent(
     import numpy as np
 
     import marl
-    from marl.learning.training import RunSettings, run
+    from marl.learning.runner import run
+    from marl.learning.training import RunSettings
 
     assert jax.device_count() == 2, jax.devices()
     env = marl.make("particle/spread")

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import yaml
 from flax import serialization
+from omegaconf import OmegaConf
 
 import marl
 from marl import cli
@@ -35,6 +36,7 @@ TINY = [
 ]
 PPO_FIELDS = {f.name for f in dataclasses.fields(PPOConfig)}
 CONF = str(Path(marl.__file__).parent / "conf")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def read_conf(relative: str) -> str:
@@ -79,15 +81,27 @@ def test_overrides_reach_env_learner_and_settings():
         run.algo = "mappo"  # derived values live in a frozen object
 
 
+def commented(algo: str) -> tuple[dict, list[str]]:
+    """Learner `algo`'s keys with the learner it inherits merged in (as Hydra composes them),
+    and every key line of the files it reads (each must carry a comment)."""
+    from marl.conf import algo_bases, algo_values
+
+    lines = [
+        line
+        for name in algo_bases(algo)
+        for line in read_conf(f"algo/{name}.yaml").splitlines()
+        if line and not line.startswith(("#", "defaults:", "  - "))
+    ]
+    return dict(algo_values(algo)), lines
+
+
 @pytest.mark.parametrize("algo", ["ippo", "mappo", "happo"])
 def test_algo_yaml_sets_every_ppo_field_with_a_comment(algo):
-    text = read_conf(f"algo/{algo}.yaml")
-    data = yaml.safe_load(text)
+    data, lines = commented(algo)
     assert data["name"] == algo
     assert set(data) - {"name"} == PPO_FIELDS
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
+    for line in lines:
+        assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
 
 
 @pytest.mark.parametrize("algo", ["iql", "vdn", "qmix"])
@@ -95,14 +109,12 @@ def test_value_based_yaml_sets_every_field_with_a_comment(algo):
     from marl.algorithms.qlearner import QConfig
     from marl.algorithms.qmix import MIXER_KEYS
 
-    text = read_conf(f"algo/{algo}.yaml")
-    data = yaml.safe_load(text)
+    data, lines = commented(algo)
     assert data.pop("name") == algo
     fields = {f.name for f in dataclasses.fields(QConfig)}
     assert set(data) == fields | (set(MIXER_KEYS) if algo == "qmix" else set())
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
+    for line in lines:
+        assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
 
 
 @pytest.mark.parametrize("algo", ["mfq", "mfac", "il", "decpomfc"])
@@ -113,13 +125,40 @@ def test_mean_field_yaml_sets_every_field_with_a_comment(algo):
 
     config = {"mfq": MFQConfig, "mfac": MFACConfig, "il": MFQConfig, "decpomfc": DecPOMFCConfig}
     config = config[algo]
-    text = read_conf(f"algo/{algo}.yaml")
-    data = yaml.safe_load(text)
+    data, lines = commented(algo)
     assert data.pop("name") == algo
     assert set(data) == {f.name for f in dataclasses.fields(config)}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
+    for line in lines:
+        assert re.search(r"\S\s+#\s+\S", line), f"{algo}.yaml: no comment on {line!r}"
+
+
+@pytest.mark.parametrize(
+    ("variant", "base", "own"),
+    [
+        ("mappo", "ippo", {"critic"}),
+        ("happo", "mappo", {"critic", "parameter_sharing", "agent_id", "critic_agent_id"}),
+        ("vdn", "iql", {"td_lambda"}),
+        ("il", "mfq", {"mean_action"}),
+    ],
+)
+def test_learner_variants_inherit_their_base_and_set_only_what_differs(variant, base, own):
+    """A variant's file names its base in Hydra's defaults list and sets its name and the keys
+    it changes; `marl train algo=<variant>` composes the same keys as the file reader."""
+    data = yaml.safe_load(read_conf(f"algo/{variant}.yaml"))
+    assert data.pop("defaults") == [base, "_self_"]
+    assert set(data) == {"name", *own}
+    composed = compose([f"algo={variant}"])["algo"]
+    assert OmegaConf.to_container(composed) == commented(variant)[0]
+
+
+def test_resolved_configs_are_those_saved_before_the_yaml_moved():
+    """Env nodes generated from the registry and learner variants by inheritance compose the
+    configs the shipped yaml files composed (tests/data/resolved_configs.json, saved before
+    the change), keys in the same order."""
+    saved = json.loads((ROOT / "tests" / "data" / "resolved_configs.json").read_text())
+    for command, config in saved.items():
+        got = OmegaConf.to_container(compose(command.split()), resolve=True)
+        assert json.dumps(got) == json.dumps(config), command
 
 
 def test_real_value_based_learners_refuse_continuous_actions_and_mixed_teams(capsys, tmp_path):
@@ -132,14 +171,14 @@ def test_real_value_based_learners_refuse_continuous_actions_and_mixed_teams(cap
 
 def test_mappo_defaults_are_the_documented_mpe_settings():
     """JaxMARL's MPE MAPPO rollout and learning rate, MAPPO's MPE network width and epochs."""
-    m = yaml.safe_load(read_conf("algo/mappo.yaml"))
+    m = commented("mappo")[0]
     assert (m["lr"], m["num_envs"], m["rollout_length"]) == (2e-3, 16, 128)
     assert (m["epochs"], m["num_minibatches"], m["clip_eps"], m["ent_coef"]) == (10, 2, 0.2, 0.01)
     assert m["hidden"] == [64, 64]
     assert m["recurrent"] is False
-    i = yaml.safe_load(read_conf("algo/ippo.yaml"))
+    i = commented("ippo")[0]
     assert {k: v for k, v in i.items() if m[k] != v} == {"name": "ippo", "critic": "local"}
-    h = yaml.safe_load(read_conf("algo/happo.yaml"))
+    h = commented("happo")[0]
     assert (h["lr"], h["epochs"], h["num_minibatches"], h["ent_coef"]) == (2e-3, 10, 2, 0.01)
     assert (h["huber_delta"], h["max_grad_norm"], h["parameter_sharing"]) == (None, 0.5, "none")
 
@@ -215,18 +254,34 @@ def test_resolve_derives_and_builds_once_and_replace_keeps_the_config_true(tmp_p
     assert renamed.env is run.env and renamed.train is run.train  # nothing built again
 
 
-def test_env_yaml_for_every_particle_scenario_documents_its_defaults():
-    particle = [o for o in group_options("env") if o.startswith("particle/")]
-    assert particle == list_envs("particle")
-    assert set(group_options("env")) == set(list_envs())  # every registered id has a yaml
-    for env_id in list_envs("particle"):
-        text = read_conf(f"env/{env_id}.yaml")
-        assert yaml.safe_load(text) == {"id": env_id, "kwargs": {}}
-        documented = {
-            m.group(1): yaml.safe_load(m.group(2))
-            for m in re.finditer(r"^#\s+(\w+): (\S+)\s+#", text, re.M)
+def test_every_registered_env_has_a_generated_node_and_no_yaml():
+    """Env nodes are generated from the registry (`{id, kwargs: {}}`): no env yaml ships, and
+    `env=ID env.kwargs.x=...` composes for every id."""
+    assert group_options("env") == []
+    for env_id in list_envs():
+        assert OmegaConf.to_container(compose([f"env={env_id}"])["env"]) == {
+            "id": env_id,
+            "kwargs": {},
         }
-        assert documented == env_kwargs(env_id), env_id
+    env = compose(["env=combat/3m", "env.kwargs.opponent=self_play"])["env"]
+    assert env["kwargs"] == {"opponent": "self_play"}
+
+
+def test_every_built_in_keyword_is_documented_and_shown_by_train_help(capsys):
+    """Each constructor keyword of a built-in env (but `name`) has a note in its class
+    docstring's `Constructor:` section, and `marl train env=ID --help` lists it with the
+    constructor's default."""
+    from marl.run.catalog import keyword_notes
+
+    for env_id in list_envs():
+        notes = keyword_notes(registry.env_factory(env_id))
+        missing = sorted(set(env_kwargs(env_id)) - set(notes) - {"name"})
+        assert not missing, f"{env_id}: no Constructor note for {missing}"
+    with pytest.raises(SystemExit):
+        cli.main(["train", "env=cleanup/comm", "--help"])
+    out = capsys.readouterr().out
+    assert "env.kwargs.gyres=[2,2]" in out and "env.kwargs.communication=true" in out
+    assert "env.kwargs.current_speed=0.05" in out and "fastest water, per step" in out
 
 
 def test_every_top_level_and_protocol_key_has_a_comment():
@@ -433,24 +488,6 @@ def test_run_is_deterministic(runs):
     assert config["label"] == "ippo-twin" and config["algo"]["name"] == "ippo"
     final = [json.loads((d / "final.json").read_text()) for d in (first, second)]
     assert final[0]["final"] == final[1]["final"]
-
-
-@pytest.mark.parametrize("family", ["pathfinding", "cleanup"])
-def test_env_yaml_documents_every_constructor_default(family):
-    ids = [o for o in group_options("env") if o.startswith(f"{family}/")]
-    assert ids == list_envs(family)
-    for env_id in ids:
-        text = read_conf(f"env/{env_id}.yaml")
-        assert yaml.safe_load(text) == {"id": env_id, "kwargs": {}}
-        documented = {
-            m.group(1): yaml.safe_load(m.group(2))
-            for m in re.finditer(r"^#\s+(\w+): (\S+)\s+#", text, re.M)
-        }
-        defaults = {
-            k: list(v) if isinstance(v, tuple) else v for k, v in env_kwargs(env_id).items()
-        }
-        assert documented == defaults, env_id
-        assert max(len(line) for line in text.splitlines()) <= 100
 
 
 def test_protocol_fallbacks_and_run_names_that_leave_the_parent_are_refused():

@@ -12,7 +12,8 @@ import pytest
 
 import marl
 from marl.core.learner import UnscheduledWarning
-from marl.learning.training import RunSettings, learner_for, run, segment_means
+from marl.learning.runner import run
+from marl.learning.training import RunSettings, learner_for, segment_means
 
 TINY = {
     "num_envs": 4,

@@ -2,6 +2,10 @@
 Collaborate in a Competitive Multi-Agent Setup to Clean the Ocean from Macroplastics" and
 HIVEX's ocean plastic collection).
 
+An ocean is composed of parts (`Cleanup.from_parts`, `parts.py`): an `OceanGenerator` (the
+start), a `Current`, the plastic's `Drift`, the vessels' `Fleet`, a `CleanupReward`, an
+`Observer` and a viewer (`viewer.py`).
+
 Each registered id is `Cleanup` with a scenario's keywords bound (`SCENARIOS`); every keyword
 can still be overridden, and `cleanup/custom` is `Cleanup` itself.
 """
@@ -10,6 +14,7 @@ from functools import partial
 
 from .env import METRICS, Cleanup, CleanupState
 from .ocean import CURRENTS, current_at, density, gini, spawn
+from .parts import CleanupReward, Current, Drift, Fleet, Observer, OceanGenerator
 
 # The family's behaviour version: bump it in the same commit as any change to what an env of
 # this family returns for given keys and actions (records name it; the leaderboard refuses to
@@ -61,7 +66,13 @@ __all__ = [
     "METRICS",
     "SCENARIOS",
     "Cleanup",
+    "CleanupReward",
     "CleanupState",
+    "Current",
+    "Drift",
+    "Fleet",
+    "OceanGenerator",
+    "Observer",
     "current_at",
     "density",
     "gini",

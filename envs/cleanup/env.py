@@ -9,12 +9,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
 from marl.core.spaces import Box, Discrete
 
 from . import ocean
+from .observation import NEIGHBOUR_FEATURES, OWN_FEATURES, SIGNAL_FEATURES, CleanupView
+from .parts import CleanupReward, Current, Drift, Fleet, Observer, OceanGenerator
+from .state import CleanupState
 
 Array = jax.Array
 
@@ -29,33 +31,11 @@ METRICS = (
     "collisions_per_vessel",
     "delivered",
 )
-OWN_FEATURES = 11  # x, y, heading cos/sin, speed, hold, current (2), port offset (2), t
-NEIGHBOUR_FEATURES = 7  # dx, dy, distance, heading cos/sin, in range, signal
-SIGNAL_FEATURES = 2  # mean signal of the vessels in range, their count / N
 TURNS = np.array([-1.0, 0.0, 1.0], np.float32)
 THROTTLES = np.array([-1.0, 0.0, 1.0], np.float32)
 
 
-class CleanupState(struct.PyTreeNode):
-    """One ocean: N vessels, P plastic slots, S sources."""
-
-    pos: Array  # [N, 2]
-    heading: Array  # [N] radians
-    speed: Array  # [N] distance per step
-    hold: Array  # [N] int32 pieces aboard (emptied at the port)
-    signal: Array  # [N] bool, emitted last step
-    catch: Array  # [N] int32 pieces collected this episode
-    collisions: Array  # [N] int32 steps in collision this episode
-    plastic: Array  # [P, 2]
-    alive: Array  # [P] bool
-    sources: Array  # [S, 2]
-    spawned: Array  # [] int32 pieces put into the sea this episode (initial patches included)
-    removed: Array  # [] int32 pieces that left the sea
-    delivered: Array  # [] int32 pieces unloaded at the port
-    t: Array  # [] int32
-
-
-class Cleanup(MultiAgentEnv[CleanupState]):
+class Cleanup(CleanupView, MultiAgentEnv[CleanupState]):
     """Vessels (agents) sail a square sea `[0, size]^2` collecting plastic that sources emit and
     currents carry. Lengths are in sea units; speeds per step.
 
@@ -93,6 +73,19 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         neighbours: nearest vessels in the observation.
         episode_limit: the episode's length; observations and state carry t / limit, so
             reaching it terminates the episode (`EnvSpec.time_limit_terminal`).
+        current_speed: fastest water, per step.
+        current_direction: uniform: radians.
+        gyres: gyres: (nx, ny) cells.
+        epsilon: double_gyre: sway amplitude.
+        omega: double_gyre: rad per step.
+        patches: Gaussian patches at reset.
+        patch_std: their spread.
+        source_rate: chance per source per step of emitting a piece.
+        source_spread: spawn spread around a source.
+        port: where holds are emptied.
+        port_radius: port reach.
+        comm_range: signals heard within.
+        window: egocentric window cells (odd).
 
     Observation [N, 11 + window^2 + 7 neighbours + 2]: own x / size, y / size, heading cos and
     sin, speed / max, hold / capacity (0 if unlimited), local current / current_speed (2),
@@ -161,34 +154,91 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         _check(window % 2 == 1 and window >= 1, f"window must be odd, got {window}")
         _check(capacity >= 1 and initial_plastic <= capacity, "initial_plastic must fit capacity")
         _check(0.0 <= source_rate <= 1.0, "source_rate is a probability per step")
+        f = float
+        self._setup(
+            OceanGenerator(f(size), int(capacity), int(initial_plastic), int(patches),
+                           f(patch_std), int(num_sources)),
+            Current(current, f(current_speed), f(current_direction), tuple(gyres), f(epsilon),
+                    f(omega)),
+            Drift(f(source_rate), f(source_spread), f(diffusion), bool(remove_at_boundary)),
+            Fleet(f(max_speed), f(accel), f(max_turn), bool(drift_vessels), f(collect_radius),
+                  int(hold_capacity), tuple(port), f(port_radius), f(vessel_radius)),
+            CleanupReward(f(alpha), f(collision_penalty)),
+            Observer(int(grid), int(window), int(neighbours), bool(communication), f(comm_range)),
+            num_vessels, discrete_actions, episode_limit, name,
+        )  # fmt: skip
+
+    @classmethod
+    def from_parts(
+        cls,
+        generator: OceanGenerator | None = None,
+        current: Current | None = None,
+        drift: Drift | None = None,
+        fleet: Fleet | None = None,
+        reward: CleanupReward | None = None,
+        observer: Observer | None = None,
+        *,
+        num_vessels: int = 4,
+        discrete_actions: bool = True,
+        episode_limit: int = 200,
+        viewer: str | None = None,
+        name: str = "cleanup/custom",
+    ) -> Cleanup:
+        """An ocean composed of parts (`parts.py`: `OceanGenerator`, `Current`, `Drift`,
+        `Fleet`, `CleanupReward`, `Observer`; defaults for those left out) and a viewer (a
+        viewer module's path; default `viewer_module`); the keyword constructor builds the
+        same parts from its flat keywords."""
+        _check(num_vessels >= 1, "num_vessels must be >= 1")
+        env = cls.__new__(cls)
+        env._setup(
+            generator or OceanGenerator(), current or Current(), drift or Drift(),
+            fleet or Fleet(), reward or CleanupReward(), observer or Observer(),
+            num_vessels, discrete_actions, episode_limit, name,
+        )  # fmt: skip
+        if viewer is not None:
+            env.viewer_module = viewer
+        return env
+
+    def _setup(
+        self,
+        generator: OceanGenerator,
+        current: Current,
+        drift: Drift,
+        fleet: Fleet,
+        reward: CleanupReward,
+        observer: Observer,
+        num_vessels: int,
+        discrete_actions: bool,
+        episode_limit: int,
+        name: str,
+    ) -> None:
+        """Every attribute of the env, from its parts."""
+        self.generator, self.drift, self.fleet = generator, drift, fleet
+        self.reward, self.observer = reward, observer
         self.n = int(num_vessels)
-        self.size = float(size)
-        self.current = dict(
-            kind=current,
-            size=self.size,
-            speed=float(current_speed),
-            direction=float(current_direction),
-            gyres=tuple(int(g) for g in gyres),
-            epsilon=float(epsilon),
-            omega=float(omega),
-        )
-        self.capacity, self.initial_plastic = int(capacity), int(initial_plastic)
-        self.patches, self.patch_std = int(patches), float(patch_std)
-        self.num_sources, self.source_rate = int(num_sources), float(source_rate)
-        self.source_spread, self.diffusion = float(source_spread), float(diffusion)
-        self.remove_at_boundary = bool(remove_at_boundary)
-        self.max_speed, self.accel, self.max_turn = float(max_speed), float(accel), float(max_turn)
-        self.drift_vessels = bool(drift_vessels)
-        self.collect_radius = float(collect_radius)
-        self.hold_capacity = int(hold_capacity)
-        self.port, self.port_radius = jnp.asarray(port, jnp.float32), float(port_radius)
-        self.vessel_radius, self.collision_penalty = float(vessel_radius), float(collision_penalty)
-        self.communication, self.comm_range = bool(communication), float(comm_range)
-        self.alpha = float(alpha)
+        self.size = float(generator.size)
+        self.current = current.fields(self.size)  # `ocean.current_at`'s keywords
+        self.capacity, self.initial_plastic = generator.capacity, generator.initial_plastic
+        self.patches, self.patch_std = generator.patches, generator.patch_std
+        self.num_sources, self.source_rate = generator.num_sources, float(drift.source_rate)
+        self.source_spread, self.diffusion = float(drift.source_spread), float(drift.diffusion)
+        self.remove_at_boundary = bool(drift.remove_at_boundary)
+        self.max_speed, self.accel = float(fleet.max_speed), float(fleet.accel)
+        self.max_turn, self.drift_vessels = float(fleet.max_turn), bool(fleet.drift_vessels)
+        self.collect_radius = float(fleet.collect_radius)
+        self.hold_capacity = int(fleet.hold_capacity)
+        self.port = jnp.asarray(fleet.port, jnp.float32)
+        self.port_radius = float(fleet.port_radius)
+        self.vessel_radius = float(fleet.vessel_radius)
+        self.collision_penalty = float(reward.collision_penalty)
+        self.communication = bool(observer.communication)
+        self.comm_range = float(observer.comm_range)
+        self.alpha = float(reward.alpha)
         self.discrete = bool(discrete_actions)
-        self.grid, self.window = int(grid), int(window)
-        self.neighbour_slots, self.k = int(neighbours), min(int(neighbours), self.n - 1)
-        self.spec = self._make_spec(name, int(episode_limit), int(neighbours))
+        self.grid, self.window = int(observer.grid), int(observer.window)
+        self.neighbour_slots = int(observer.neighbours)
+        self.k = min(self.neighbour_slots, self.n - 1)
+        self.spec = self._make_spec(name, int(episode_limit), self.neighbour_slots)
 
     def _make_spec(self, name: str, episode_limit: int, neighbours: int) -> EnvSpec:
         n = self.n
@@ -217,46 +267,9 @@ class Cleanup(MultiAgentEnv[CleanupState]):
 
     # --- reset ---------------------------------------------------------------------------------
 
-    def _coast_points(self, key: Array, count: int) -> Array:
-        """`count` random points on the coast (the sea's boundary)."""
-        k_side, k_along = jax.random.split(key)
-        side = jax.random.randint(k_side, (count,), 0, 4)
-        along = jax.random.uniform(k_along, (count,)) * self.size
-        edge = jnp.where(side % 2 == 0, 0.0, self.size)
-        return jnp.where(
-            (side < 2)[:, None],
-            jnp.stack([along, edge], -1),  # bottom (0) / top (1)
-            jnp.stack([edge, along], -1),  # left (2) / right (3)
-        )
-
     def reset(self, key: Array) -> tuple[CleanupState, TimeStep]:
-        k_pos, k_head, k_src, k_patch, k_pieces, k_which = jax.random.split(key, 6)
-        n, p = self.n, self.capacity
-        margin = 0.1 * self.size
-        pos = jax.random.uniform(k_pos, (n, 2), minval=margin, maxval=self.size - margin)
-        centres = jax.random.uniform(k_patch, (max(self.patches, 1), 2), minval=margin,
-                                     maxval=self.size - margin)  # fmt: skip
-        which = jax.random.randint(k_which, (p,), 0, max(self.patches, 1))
-        pieces = centres[which] + self.patch_std * jax.random.normal(k_pieces, (p, 2))
-        pieces = ocean.into_sea(pieces, self.size)
-        alive = jnp.arange(p) < self.initial_plastic
-        state = CleanupState(
-            pos=pos,
-            heading=jax.random.uniform(k_head, (n,), minval=-jnp.pi, maxval=jnp.pi),
-            speed=jnp.zeros(n),
-            hold=jnp.zeros(n, jnp.int32),
-            signal=jnp.zeros(n, bool),
-            catch=jnp.zeros(n, jnp.int32),
-            collisions=jnp.zeros(n, jnp.int32),
-            plastic=jnp.where(alive[:, None], pieces, 0.0),
-            alive=alive,
-            sources=self._coast_points(k_src, self.num_sources),
-            spawned=jnp.asarray(self.initial_plastic, jnp.int32),
-            removed=jnp.zeros((), jnp.int32),
-            delivered=jnp.zeros((), jnp.int32),
-            t=jnp.zeros((), jnp.int32),
-        )
-        return state, self._timestep(state, jnp.zeros(n), state.t)
+        state = self.generator(key, self.n)
+        return state, self._timestep(state, jnp.zeros(self.n), state.t)
 
     # --- step ----------------------------------------------------------------------------------
 
@@ -305,14 +318,14 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             removed_now = jnp.zeros((), jnp.int32)
             plastic = jnp.clip(plastic, 0.0, size)
         # collection: each piece within reach goes to the nearest vessel with room
-        d2 = _squared_distances(plastic, pos)  # [P, N]
+        d2 = ocean.squared_distances(plastic, pos)  # [P, N]
         room = (
             jnp.full(n, 2**30, jnp.int32)
             if self.hold_capacity <= 0
             else self.hold_capacity - state.hold
         )
         reach = (d2 < self.collect_radius**2) & alive[:, None] & (room > 0)[None, :]
-        claim = _nearest_claims(jnp.where(reach, d2, jnp.inf), reach).astype(jnp.int32)
+        claim = ocean.nearest_claims(jnp.where(reach, d2, jnp.inf), reach).astype(jnp.int32)
         if self.hold_capacity > 0:  # a hold fills up: pieces beyond its room stay afloat
             rank = jnp.cumsum(claim, axis=0) - claim  # pieces claimed before this one
             taken = claim * (rank < room[None, :])
@@ -330,9 +343,7 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         # collisions between vessels
         gap = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1) + jnp.eye(n) * 1e9
         collided = jnp.any(gap < 2 * self.vessel_radius, axis=1)
-        own = got.astype(jnp.float32)
-        reward = (1.0 - self.alpha) * own + self.alpha * jnp.sum(own) / n
-        reward = reward - self.collision_penalty * collided
+        reward = self.reward(got, collided)
         state = state.replace(
             pos=pos,
             heading=heading,
@@ -349,113 +360,6 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         )
         ts = self._timestep(state, reward.astype(jnp.float32), t + 1)
         return state, ts
-
-    # --- observation ---------------------------------------------------------------------------
-
-    def _timestep(self, state: CleanupState, reward: Array, steps: Array) -> TimeStep:
-        n = self.n
-        collected = jnp.sum(state.catch)
-        floating = jnp.sum(state.alive)
-        catch = state.catch.astype(jnp.float32)
-        metrics = {
-            "collected_fraction": collected / jnp.maximum(state.spawned, 1),
-            "collected": collected,
-            "spawned": state.spawned,
-            "floating": floating,
-            "removed": state.removed,
-            "catch_per_vessel": jnp.mean(catch),
-            "gini": ocean.gini(catch),
-            "collisions_per_vessel": jnp.mean(state.collisions.astype(jnp.float32)),
-            "delivered": state.delivered,
-        }
-        grid = ocean.density(state.plastic, state.alive, self.size, self.grid)
-        return TimeStep(
-            obs=self._observe(state, grid, steps),
-            state=self._global_state(state, grid, steps),
-            avail_actions=jnp.ones((n, self.spec.action_dim), bool),
-            reward=reward,
-            terminated=jnp.zeros((), bool),
-            truncated=jnp.zeros((), bool),
-            alive=jnp.ones(n, bool),
-            metrics={k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()},
-        )
-
-    def _observe(self, state: CleanupState, grid: Array, steps: Array) -> Array:
-        n, size, w = self.n, self.size, self.window
-        pos = state.pos
-        hold = (state.hold / self.hold_capacity if self.hold_capacity > 0 else jnp.zeros(n)).astype(
-            jnp.float32
-        )
-        speed_scale = max(self.current["speed"], 1e-6)
-        own = jnp.concatenate(
-            [
-                pos / size,
-                jnp.cos(state.heading)[:, None],
-                jnp.sin(state.heading)[:, None],
-                (state.speed / self.max_speed)[:, None],
-                hold[:, None],
-                self._water(pos, steps) / speed_scale,
-                (self.port - pos) / size,
-                jnp.broadcast_to(steps / self.spec.episode_limit, (n, 1)),
-            ],
-            axis=-1,
-        )
-        # egocentric window of the density grid (zero outside the sea)
-        h = w // 2
-        padded = jnp.pad(grid, h)
-        cell = jnp.clip(jnp.floor(pos / size * self.grid).astype(jnp.int32), 0, self.grid - 1)
-        window = jax.vmap(lambda c: jax.lax.dynamic_slice(padded, (c[1], c[0]), (w, w)))(cell)
-        window = window.reshape(n, -1) / 4.0
-        # nearest vessels and the signals in range
-        rel = pos[None, :, :] - pos[:, None, :]  # [N, N, 2] other - self
-        dist = jnp.linalg.norm(rel, axis=-1) + jnp.eye(n) * 1e9
-        in_range = dist < self.comm_range
-        heard = in_range & state.signal[None, :] & self.communication
-        k = self.k
-        blocks = [own, window]
-        if k > 0:
-            _, idx = jax.lax.top_k(-dist, k)
-            take = jnp.arange(n)[:, None]
-            nb = jnp.concatenate(
-                [
-                    rel[take, idx] / size,
-                    (dist[take, idx] / size)[..., None],
-                    jnp.cos(state.heading)[idx][..., None],
-                    jnp.sin(state.heading)[idx][..., None],
-                    in_range[take, idx][..., None],
-                    heard[take, idx][..., None],
-                ],
-                axis=-1,
-            )
-            blocks.append(nb.reshape(n, -1))
-        if self.neighbour_slots > k:  # fewer vessels than slots: the rest stay zero
-            blocks.append(jnp.zeros((n, NEIGHBOUR_FEATURES * (self.neighbour_slots - k))))
-        count = jnp.sum(in_range, axis=1)
-        blocks.append(
-            jnp.stack([jnp.sum(heard, axis=1) / jnp.maximum(count, 1), count / n], axis=-1)
-        )
-        return jnp.concatenate([b.astype(jnp.float32) for b in blocks], axis=-1)
-
-    def _global_state(self, state: CleanupState, grid: Array, steps: Array) -> Array:
-        hold = state.hold / self.hold_capacity if self.hold_capacity > 0 else 0.0 * state.speed
-        vessels = jnp.concatenate(
-            [
-                state.pos / self.size,
-                jnp.cos(state.heading)[:, None],
-                jnp.sin(state.heading)[:, None],
-                (state.speed / self.max_speed)[:, None],
-                jnp.asarray(hold, jnp.float32)[:, None],
-            ],
-            axis=-1,
-        )
-        tail = jnp.stack(
-            [
-                steps / self.spec.episode_limit,
-                jnp.sum(state.alive) / self.capacity,
-                jnp.sum(state.catch) / self.capacity,
-            ]
-        )
-        return jnp.concatenate([vessels.ravel(), grid.ravel() / 4.0, tail]).astype(jnp.float32)
 
     def neighbourhood(self, state: CleanupState) -> Array:
         """Vessels within communication range of each other."""
@@ -481,25 +385,6 @@ class Cleanup(MultiAgentEnv[CleanupState]):
             "collect_radius": self.collect_radius,
             "port": np.asarray(self.port) if self.hold_capacity > 0 else None,
         }
-
-
-def _squared_distances(a: Array, b: Array) -> Array:
-    """[A, B] squared distances between points a [A, 2] and b [B, 2] (per coordinate: XLA's
-    CPU backend reduces a trailing axis of 2 several times slower)."""
-    dx = a[:, 0:1] - b[None, :, 0]
-    dy = a[:, 1:2] - b[None, :, 1]
-    return dx * dx + dy * dy
-
-
-def _nearest_claims(masked: Array, reach: Array) -> Array:
-    """[P, N] bool: each row's smallest entry of `masked` among `reach` (the lowest index on
-    ties), none for a row without reach. The same as `one_hot(argmin)`, by min reductions
-    (argmin is several times slower on XLA's CPU backend)."""
-    n = masked.shape[1]
-    claim = reach & (masked == jnp.min(masked, axis=1, keepdims=True))
-    index = jnp.arange(n)
-    first = jnp.min(jnp.where(claim, index, n), axis=1, keepdims=True)
-    return claim & (index == first)
 
 
 def _check(ok: bool, message: str) -> None:

@@ -12,7 +12,8 @@ Currents are divergence-free fields from stream functions `psi(x, y, t)` (`u = d
 
 Plastic lives in `capacity` slots with an alive mask (static shapes). Sources (river mouths)
 emit pieces at a rate; pieces drift with the current plus diffusion; pieces leaving the sea
-are removed (counted) or held at the shore.
+are removed (counted) or held at the shore. Vessels collect pieces in reach, each piece going
+to the nearest vessel (`squared_distances`, `nearest_claims`).
 """
 
 from __future__ import annotations
@@ -104,3 +105,22 @@ def gini(x: Array) -> Array:
     total = jnp.sum(x)
     diffs = jnp.sum(jnp.abs(x[:, None] - x[None, :]))
     return jnp.where(total > 0, diffs / (2.0 * n * jnp.maximum(total, 1e-9)), 0.0)
+
+
+def squared_distances(a: Array, b: Array) -> Array:
+    """[A, B] squared distances between points a [A, 2] and b [B, 2] (per coordinate: XLA's
+    CPU backend reduces a trailing axis of 2 several times slower)."""
+    dx = a[:, 0:1] - b[None, :, 0]
+    dy = a[:, 1:2] - b[None, :, 1]
+    return dx * dx + dy * dy
+
+
+def nearest_claims(masked: Array, reach: Array) -> Array:
+    """[P, N] bool: each row's smallest entry of `masked` among `reach` (the lowest index on
+    ties), none for a row without reach. The same as `one_hot(argmin)`, by min reductions
+    (argmin is several times slower on XLA's CPU backend)."""
+    n = masked.shape[1]
+    claim = reach & (masked == jnp.min(masked, axis=1, keepdims=True))
+    index = jnp.arange(n)
+    first = jnp.min(jnp.where(claim, index, n), axis=1, keepdims=True)
+    return claim & (index == first)

@@ -1,5 +1,9 @@
 """Combat family: SMAX-style unit battles (SMAC maps and SMACv2-style generated battles).
 
+A battle is composed of parts (`Combat.from_parts`): a scenario generator (`BattleGenerator`:
+the armies, their start, the map), a reward (`SmacReward`, `MagentReward`), an opponent
+(`HeuristicOpponent`, `SelfPlayOpponent`, `PolicyOpponent`) and a viewer (`viewer.py`).
+
 Each registered id is `Combat` with a map's keywords bound (`scenarios.scenario_kwargs`);
 every keyword can still be overridden, e.g. `marl.make("combat/3m", allies="64m",
 enemies="64m")`, and `combat/custom` is `Combat` itself.
@@ -7,8 +11,10 @@ enemies="64m")`, and `combat/custom` is `Combat` itself.
 
 from functools import partial
 
+from .enemies import HeuristicOpponent, PolicyOpponent, SelfPlayOpponent
 from .env import Combat, CombatState
 from .heuristic import ATTACK_MODES, HeuristicMemory, heuristic_actions, initial_memory
+from .reward import MagentReward, SmacReward
 from .scenarios import LARGE_MAPS, SMAC_MAPS, SMACV2_MAPS, BattleGenerator, scenario_kwargs
 from .units import STATS, UNIT_NAMES, UnitStats, parse_composition
 
@@ -56,6 +62,11 @@ __all__ = [
     "Combat",
     "CombatState",
     "HeuristicMemory",
+    "HeuristicOpponent",
+    "MagentReward",
+    "PolicyOpponent",
+    "SelfPlayOpponent",
+    "SmacReward",
     "UnitStats",
     "heuristic_actions",
     "initial_memory",

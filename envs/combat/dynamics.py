@@ -19,7 +19,7 @@ SUBSTEP_TIME = 1.0 / 16  # SMAX time_per_step (seconds)
 
 class CombatDynamics:
     """The simulation half of `Combat` (a mixin: reads `map_size`, `_target_offset` and
-    `reward_rule`)."""
+    the reward part's `per_unit`)."""
 
     def _separate(self, pos: jax.Array, unit_type: jax.Array, alive: jax.Array) -> jax.Array:
         """Push overlapping living units apart (SMAX): each moves half the pair's overlap.
@@ -66,7 +66,7 @@ class CombatDynamics:
         """
         unit_type = state.unit_type
         u = unit_type.shape[0]
-        per_unit = self.reward_rule == "magent"
+        per_unit = self.reward.per_unit
         step = jnp.asarray(STATS.velocity)[unit_type][:, None] * SUBSTEP_TIME
         reach = jnp.asarray(STATS.attack_range)[unit_type]
         damage = jnp.asarray(STATS.damage)[unit_type]

@@ -15,7 +15,12 @@ from marl.core.learner import Policy
 from marl.core.spaces import Discrete
 
 from .dynamics import SUBSTEP_TIME, SUBSTEPS, CombatDynamics
-from .heuristic import ATTACK_MODES, heuristic_actions, initial_memory
+from .enemies import (
+    CombatOpponent,
+    HeuristicOpponent,
+    opponent_part,
+)
+from .heuristic import ATTACK_MODES, initial_memory
 from .observation import (
     ACTION_FEATURES,
     ALLY_FEATURES,
@@ -28,25 +33,11 @@ from .observation import (
     _in_sight,
     _others,
 )
-from .scenarios import BattleGenerator
+from .reward import REWARD_PARTS, REWARDS, CombatReward, SmacReward
+from .scenarios import BattleGenerator, team_types
 from .state import CombatState
-from .units import (
-    FIRST_ATTACK,
-    STATS,
-    STOP,
-    parse_composition,
-)
+from .units import FIRST_ATTACK, STATS, STOP
 
-OPPONENTS = ("heuristic", "self_play", "policy")
-EAST, WEST = 1, 3  # the move actions a side's mirrored view swaps
-
-REWARD_SCALE = 20.0  # SMAC reward_scale_rate: the most an episode can return
-KILL_REWARD = 10.0  # SMAC reward_death_value
-WIN_REWARD = 200.0  # SMAC reward_win
-REWARDS = ("smac", "magent")
-# MAgent's battle (python/magent/builtin/config/battle.py), each unit its own reward: step_reward,
-# attack_penalty (any attack), the attack-on-a-foe rule, kill_reward, dead_penalty
-MAGENT = {"step": -0.005, "attack": -0.1, "hit": 0.2, "kill": 5.0, "dead": -0.1}
 METRICS = ("won", "lost", "allies_alive", "enemies_killed", "damage_dealt")
 
 
@@ -62,25 +53,6 @@ def outcome_metrics(alive: jax.Array, num_allies: int) -> dict[str, jax.Array]:
         "enemies_killed": jnp.mean(~alive[num_allies:]),
     }
     return {k: v.astype(jnp.float32) for k, v in values.items()}
-
-
-def mirror_moves(actions: jax.Array) -> jax.Array:
-    """Swap east and west moves (an involution between a side's view and the world)."""
-    return jnp.where((actions == EAST) | (actions == WEST), EAST + WEST - actions, actions)
-
-
-def _team(units: str | int | Sequence[str], race: str | None, side: str) -> tuple[int, ...]:
-    """The fixed types of a team (race None) or its size (a race draws the types)."""
-    if race is None:
-        if isinstance(units, int):
-            raise ValueError(
-                f"{side}={units} is a count: give a race (types drawn per episode) or a "
-                f"composition such as '{units}m'"
-            )
-        return parse_composition(units)
-    if not isinstance(units, int) or units < 1:
-        raise ValueError(f"with race={race!r}, {side} must be a unit count >= 1, got {units!r}")
-    return (0,) * units
 
 
 class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
@@ -111,6 +83,7 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         time_in_state: append t / episode_limit to the state and end battles at the limit as
             terminated (`EnvSpec.time_limit_terminal`); default: no time in the state, and the
             limit truncates (SMAC's and pymarl's rule; learners bootstrap).
+        reward: "smac" (one team reward) or "magent" (each unit its own; see Reward below).
         name: the registry id.
 
     Dynamics (SMAX): each step is 8 sub-steps of 1/16 s. In a sub-step every living unit
@@ -215,33 +188,94 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
             raise ValueError(f"map_size must be > 0, got {map_size}")
         if nearest is not None and int(nearest) < 1:
             raise ValueError(f"nearest must be None or >= 1, got {nearest}")
-        _check_opponent(opponent, enemy_policy, enemy_shoots)
+        enemies_part = opponent_part(
+            opponent, attack_mode, enemy_shoots, enemy_policy, enemy_params, enemy_greedy
+        )
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; valid: {', '.join(REWARDS)}")
-        self.reward_rule = reward
-        ally_types = _team(allies, race, "allies")
-        enemy_types = _team(allies if enemies is None else enemies, race, "enemies")
-        n, m = len(ally_types), len(enemy_types)
-        self.num_allies, self.num_enemies = n, m
-        # the same armies (drawn per episode with `race`: the enemies mirror the allies' types)
-        self._same_armies = n == m and (race is not None or list(ally_types) == list(enemy_types))
-        self.nearest = None if nearest is None else int(nearest)
-        self.see_enemy_actions = bool(see_enemy_actions)
-        self.time_in_state = bool(time_in_state)
-        self.attack_mode = attack_mode
-        self.enemy_shoots = bool(enemy_shoots)
-        self.map_size = float(map_size)
-        self.opponent = opponent
-        self.enemy_policy, self.enemy_params = enemy_policy, enemy_params
-        self.enemy_greedy = bool(enemy_greedy)
-        self.generator = BattleGenerator(
-            num_allies=n,
-            num_enemies=m,
+        ally_types = team_types(allies, race, "allies")
+        enemy_types = team_types(allies if enemies is None else enemies, race, "enemies")
+        generator = BattleGenerator(
+            num_allies=len(ally_types),
+            num_enemies=len(enemy_types),
             unit_types=None if race is not None else ally_types + enemy_types,
             race=race,
             start_positions=start_positions,
-            map_size=self.map_size,
+            map_size=float(map_size),
         )
+        self._setup(
+            generator,
+            REWARD_PARTS[reward](),
+            enemies_part,
+            nearest=nearest,
+            see_enemy_actions=see_enemy_actions,
+            time_in_state=time_in_state,
+            episode_limit=episode_limit,
+            name=name,
+        )
+        self.attack_mode = attack_mode  # what `opponents.mirror_env` gives the mirrored map
+
+    @classmethod
+    def from_parts(
+        cls,
+        generator: BattleGenerator,
+        reward: CombatReward | None = None,
+        opponent: CombatOpponent | None = None,
+        *,
+        nearest: int | None = None,
+        see_enemy_actions: bool = False,
+        time_in_state: bool = False,
+        episode_limit: int = 60,
+        viewer: str | None = None,
+        name: str = "combat/custom",
+    ) -> Combat:
+        """A battle composed of parts: `generator` (a `BattleGenerator`: the armies, their start
+        and the map), `reward` (`SmacReward()`, the default, or `MagentReward()`), `opponent`
+        (`HeuristicOpponent()`, the default, `SelfPlayOpponent()` or `PolicyOpponent(policy,
+        params)`) and `viewer` (a viewer module's path; default `viewer_module`); the
+        observation options and the limit as in the keyword constructor. `Combat(**keywords)`
+        builds the same parts from its flat keywords."""
+        if nearest is not None and int(nearest) < 1:
+            raise ValueError(f"nearest must be None or >= 1, got {nearest}")
+        env = cls.__new__(cls)
+        env._setup(
+            generator,
+            SmacReward() if reward is None else reward,
+            HeuristicOpponent() if opponent is None else opponent,
+            nearest=nearest,
+            see_enemy_actions=see_enemy_actions,
+            time_in_state=time_in_state,
+            episode_limit=episode_limit,
+            name=name,
+        )
+        env.attack_mode = getattr(env.enemies, "attack_mode", "closest")
+        if viewer is not None:
+            env.viewer_module = viewer
+        return env
+
+    def _setup(
+        self,
+        generator: BattleGenerator,
+        reward: CombatReward,
+        enemies: CombatOpponent,
+        nearest: int | None,
+        see_enemy_actions: bool,
+        time_in_state: bool,
+        episode_limit: int,
+        name: str,
+    ) -> None:
+        """Every attribute of the env, from its parts."""
+        self.generator, self.reward, self.enemies = generator, reward, enemies
+        self.opponent = enemies.kind  # "heuristic", "self_play" or "policy"
+        n, m = generator.num_allies, generator.num_enemies
+        self.num_allies, self.num_enemies = n, m
+        types = generator.unit_types
+        # the same armies (drawn per episode with `race`: the enemies mirror the allies' types)
+        self._same_armies = n == m and (types is None or list(types[:n]) == list(types[n:]))
+        self.nearest = None if nearest is None else int(nearest)
+        self.see_enemy_actions = bool(see_enemy_actions)
+        self.time_in_state = bool(time_in_state)
+        self.map_size = float(generator.map_size)
         self._others = (_others(n), _others(m))  # each side's teammates of each unit
         # whom attack action 5 + k of unit u hits: enemy N + k for allies, ally k for enemies
         self._target_offset = np.array([n] * n + [0] * m, np.int32)
@@ -285,7 +319,7 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
                 lower_is_better=("lost",),
                 headline_metric="won",
                 state_bounded=True,
-                shared_reward=self.reward_rule == "smac",  # SMAC's team reward
+                shared_reward=self.reward.shared,  # SMAC's team reward
                 **timing,
             )
         obs_sizes = (self.obs_width("allies"),) * n + (self.obs_width("enemies"),) * m
@@ -325,7 +359,7 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
             last_action=jnp.full((u,), STOP, jnp.int32),
             enemy_memory=initial_memory(pos[self.num_allies :], self.map_size),
             t=jnp.zeros((), jnp.int32),
-            enemy_carry=self.enemy_policy.initial_carry() if self.opponent == "policy" else None,
+            enemy_carry=self.enemies.initial_carry(),
         )
         return state, self.observe(state)
 
@@ -337,25 +371,8 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         agent_actions = jnp.clip(actions.astype(jnp.int32), 0, self.spec.action_dim - 1)
         sizes = jnp.asarray(self.spec.action_sizes)
         agent_actions = jnp.where(agent_actions < sizes, agent_actions, STOP)  # padding: stop
-        memory, carry = state.enemy_memory, state.enemy_carry
         ally_actions = self._attack_targets(state, agent_actions[:n], "allies")
-        if self.opponent == "self_play":
-            enemy_actions = mirror_moves(self._attack_targets(state, agent_actions[n:], "enemies"))
-        elif self.opponent == "policy":
-            enemy_actions, carry = self._policy_actions(key_enemy, state)
-        else:
-            enemy_actions, memory = heuristic_actions(
-                key_enemy,
-                state.enemy_memory,
-                state.pos[n:],
-                state.unit_type[n:],
-                state.alive[n:],
-                state.pos[:n],
-                state.health[:n],
-                state.alive[:n],
-                self.attack_mode,
-                self.enemy_shoots,
-            )
+        enemy_actions, memory, carry = self.enemies.act(self, key_enemy, state, agent_actions)
         all_actions = jnp.concatenate([ally_actions, enemy_actions])
         pos, health, cooldown, shots, kills = self.simulate(key_world, state, all_actions)
         after = state.replace(
@@ -370,53 +387,6 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         ts = self._timestep(after, state.t + 1, reward, terminated)
         return after, ts
 
-    def _policy_actions(self, key: jax.Array, state: CombatState) -> tuple[jax.Array, Any]:
-        """The enemy policy's world-frame actions [M] from the enemies' view, and its carry."""
-        obs, avail = self.view(state, "enemies")
-        start = state.t == 0
-        policy = self.enemy_policy
-        extra = {"neighbours": self.enemy_neighbourhood(state)} if policy.neighbourhood else {}
-        actions, carry = policy.act(
-            self.enemy_params, obs, avail, state.enemy_carry, start, key, self.enemy_greedy, **extra
-        )
-        foes = self.slots("enemies")[1]
-        actions = jnp.clip(jnp.asarray(actions, jnp.int32), 0, FIRST_ATTACK + foes - 1)
-        return mirror_moves(self._attack_targets(state, actions, "enemies")), carry
-
-    # --- dynamics -------------------------------------------------------------------------
-    def _side_reward(self, before: CombatState, after: CombatState, own: slice, foe: slice):
-        """[] SMAC's scaled reward of one side: damage dealt, kills, the win bonus."""
-        foe_max = jnp.sum(jnp.asarray(STATS.health)[after.unit_type[foe]])
-        damage = jnp.sum(before.health[foe] - after.health[foe])
-        kills = jnp.sum(before.alive[foe] & ~after.alive[foe])
-        # the bonus once, on the win: the foes were alive before, none is now, one of us is
-        won = jnp.any(before.alive[foe]) & ~jnp.any(after.alive[foe]) & jnp.any(after.alive[own])
-        raw = damage + KILL_REWARD * kills + WIN_REWARD * won
-        max_raw = foe_max + KILL_REWARD * after.unit_type[foe].shape[0] + WIN_REWARD
-        return raw * (REWARD_SCALE / max_raw)
-
-    def _unit_reward(
-        self,
-        before: CombatState,
-        after: CombatState,
-        actions: jax.Array,
-        shots: jax.Array,
-        kills: jax.Array,
-    ) -> jax.Array:
-        """[U] MAgent battle's reward of each unit (its `battle.py` config): -0.005 a step, -0.1
-        for an attack action, +0.2 when it fires at a foe, +5 a kill (shared by the sub-step's
-        shooters of that foe), -0.1 on death; 0 once dead."""
-        was_alive = before.alive
-        died = was_alive & ~after.alive
-        r = (
-            MAGENT["step"]
-            + MAGENT["attack"] * (actions >= FIRST_ATTACK)
-            + MAGENT["hit"] * jnp.minimum(shots, 1.0)
-            + MAGENT["kill"] * kills
-            + MAGENT["dead"] * died
-        )
-        return jnp.where(was_alive, r, 0.0).astype(jnp.float32)
-
     def _outcome(
         self,
         before: CombatState,
@@ -425,18 +395,11 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
         shots: jax.Array,
         kills: jax.Array,
     ) -> tuple[jax.Array, jax.Array]:
-        """The agents' rewards [num_agents] of the transition (under `reward_rule`) and whether
+        """The agents' rewards [num_agents] of the transition (the reward part's) and whether
         the battle is over."""
-        n, m = self.num_allies, self.num_enemies
-        allies, enemies = slice(0, n), slice(n, n + m)
-        agents = n + m if self.opponent == "self_play" else n
-        if self.reward_rule == "magent":
-            reward = self._unit_reward(before, after, actions, shots, kills)[:agents]
-        else:
-            reward = jnp.full((n,), self._side_reward(before, after, allies, enemies), jnp.float32)
-            if self.opponent == "self_play":
-                mirror = self._side_reward(before, after, enemies, allies)
-                reward = jnp.concatenate([reward, jnp.full((m,), mirror, jnp.float32)])
+        n = self.num_allies
+        self_play = self.opponent == "self_play"
+        reward = self.reward(before, after, actions, shots, kills, n, self_play)
         terminated = ~jnp.any(after.alive[:n]) | ~jnp.any(after.alive[n:])
         return reward, terminated
 
@@ -519,20 +482,3 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
             "target": np.where(attacking & near, target, -1),
             "map_size": self.map_size,
         }
-
-
-def _check_opponent(opponent: str, enemy_policy: Policy | None, enemy_shoots: bool) -> None:
-    """Reject inconsistent opponent keywords with one line naming the valid choices."""
-    if opponent not in OPPONENTS:
-        raise ValueError(f"unknown opponent {opponent!r}; valid: {', '.join(OPPONENTS)}")
-    if opponent == "policy" and enemy_policy is None:
-        raise ValueError("opponent='policy' needs enemy_policy (a marl.core.learner.Policy)")
-    if opponent != "policy" and enemy_policy is not None:
-        raise ValueError(f"enemy_policy is only used with opponent='policy', not {opponent!r}")
-    if enemy_policy is not None and not (
-        callable(getattr(enemy_policy, "act", None))
-        and callable(getattr(enemy_policy, "initial_carry", None))
-    ):
-        raise TypeError(f"enemy_policy must be a marl.core.learner.Policy, got {enemy_policy!r}")
-    if opponent != "heuristic" and not enemy_shoots:
-        raise ValueError("enemy_shoots=False only applies to opponent='heuristic'")

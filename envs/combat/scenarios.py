@@ -18,13 +18,14 @@ Positions are clipped into the map `[0, W] x [0, H]`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .units import race_weights
+from .units import parse_composition, race_weights
 
 START_MODES = ("lines", "reflect", "surround", "smacv2")
 START_NOISE = 2.0  # SMAX: each unit starts within U(-2, 2) per axis of its team's point
@@ -106,6 +107,21 @@ def scenario_kwargs(map_name: str) -> dict:
         return dict(LARGE_MAPS[map_name])
     valid = ", ".join([*SMAC_MAPS, *SMACV2_MAPS, *LARGE_MAPS])
     raise ValueError(f"unknown map {map_name!r}; valid: {valid}")
+
+
+def team_types(units: str | int | Sequence[str], race: str | None, side: str) -> tuple[int, ...]:
+    """The fixed types of a team (race None) or, with a race (types drawn per episode), one
+    placeholder type per unit."""
+    if race is None:
+        if isinstance(units, int):
+            raise ValueError(
+                f"{side}={units} is a count: give a race (types drawn per episode) or a "
+                f"composition such as '{units}m'"
+            )
+        return parse_composition(units)
+    if not isinstance(units, int) or units < 1:
+        raise ValueError(f"with race={race!r}, {side} must be a unit count >= 1, got {units!r}")
+    return (0,) * units
 
 
 def line_positions(key: jax.Array, n: int, m: int, map_size: float) -> jax.Array:

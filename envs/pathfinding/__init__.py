@@ -1,5 +1,9 @@
 """Pathfinding family: continuous multi-agent routing on grid maps (after CAMAR and POGEMA).
 
+A task is composed of parts (`Pathfinding.from_parts`): a map generator (`RandomGrid`,
+`Labyrinth`, `Rooms`, `Caves`, `StringMap`), the agents' `Dynamics`, a `PathfindingReward`, an
+`Observer` and a viewer (`viewer.py`).
+
 Each registered id is `Pathfinding` with a map family's keywords bound (`SCENARIOS`); every
 keyword can still be overridden, e.g. `marl.make("pathfinding/random_grid", num_agents=8,
 density=0.15)`, and `pathfinding/custom` is `Pathfinding` itself.
@@ -7,9 +11,13 @@ density=0.15)`, and `pathfinding/custom` is `Pathfinding` itself.
 
 from functools import partial
 
+from .dynamics import Dynamics
 from .env import DYNAMICS, MAPS, METRICS, Pathfinding, PathfindingState
+from .generator import Caves, Labyrinth, MapGenerator, RandomGrid, Rooms, StringMap
 from .maps import MAPS_DIR, largest_component, load_map, parse_map
+from .observation import Observer
 from .planning import distance_field
+from .reward import PathfindingReward
 
 # The family's behaviour version: bump it in the same commit as any change to what an env of
 # this family returns for given keys and actions (records name it; the leaderboard refuses to
@@ -85,8 +93,17 @@ __all__ = [
     "MAPS_DIR",
     "METRICS",
     "SCENARIOS",
+    "Caves",
+    "Dynamics",
+    "Labyrinth",
+    "MapGenerator",
+    "Observer",
     "Pathfinding",
+    "PathfindingReward",
     "PathfindingState",
+    "RandomGrid",
+    "Rooms",
+    "StringMap",
     "distance_field",
     "largest_component",
     "load_map",

@@ -14,14 +14,15 @@ from marl.core.spaces import Box, Discrete
 
 from . import maps as mapgen
 from . import world
-from .observation import OBJECT_FEATURES, OWN_FEATURES, PathfindingView
+from .dynamics import DYNAMICS, HOLONOMIC_ACTIONS, Dynamics
+from .generator import MAPS, MapGenerator, map_generator
+from .observation import NEIGHBOURS, OBJECT_FEATURES, OWN_FEATURES, Observer, PathfindingView
 from .planning import UNREACHABLE, distance_field, field_at
+from .reward import PathfindingReward
 from .state import PathfindingState
 
 Array = jax.Array
 
-MAPS = ("random_grid", "labyrinth", "rooms", "caves", "string")
-DYNAMICS = ("holonomic", "diffdrive", "mixed")
 METRICS = (
     "success_rate",
     "on_goal",
@@ -32,28 +33,6 @@ METRICS = (
     "coordination",
     "goals_reached",
 )
-# discrete actions: holonomic (ux, uy) and differential drive (linear, angular) commands
-HOLONOMIC_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
-DIFFDRIVE_ACTIONS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
-
-
-_POOLS: dict[tuple, tuple[Array, Array, np.ndarray]] = {}
-
-
-def _map_pool(generate, recipe: tuple, num_maps: int, seed: int) -> tuple[Array, Array, np.ndarray]:
-    """The pool of `num_maps` maps from `seed` (obstacles, largest free component, free-cell
-    counts) for `recipe` (map kind and its parameters), generated once per process: building
-    the same env again (a sweep, an evaluation env, a transfer target) neither retraces nor
-    recompiles."""
-    key = (*recipe, num_maps, seed)
-    if key not in _POOLS:
-        if len(_POOLS) >= 16:
-            _POOLS.pop(next(iter(_POOLS)))
-        keys = jax.random.split(jax.random.key(seed), num_maps)
-        pool = np.asarray(jax.jit(jax.vmap(generate))(keys))
-        free = mapgen.largest_components(pool)
-        _POOLS[key] = (jnp.asarray(pool), jnp.asarray(free), free.sum(axis=(1, 2)))
-    return _POOLS[key]
 
 
 class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
@@ -100,6 +79,16 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
             terminated (`EnvSpec.time_limit_terminal`); default: no time in the state, and the
             limit truncates (learners bootstrap).
         episode_limit: steps before truncation.
+        density: random_grid: fraction of obstacle cells.
+        extra_connections: labyrinth: chance to open each extra wall.
+        room_size: rooms: wall spacing in cells.
+        extra_doors: rooms: chance of a second door per wall.
+        fill: caves: initial obstacle chance.
+        smoothing: caves: cellular-automaton rounds.
+        map_source: string: shipped map name, .map path or text.
+        diffdrive_fraction: mixed: share of differential-drive agents.
+        cell_capacity: grid: agents read per cell.
+        seed: seed of the map pool.
 
     Observation [N, 12 + 6 max_obs]: goal offset / (H, W) scale (2), goal direction (2), goal
     distance / max(H, W) (1), on goal (1), velocity / max_speed (2), heading cos and sin (2),
@@ -168,62 +157,130 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
     ):
         _check(map in MAPS, f"unknown map {map!r}; valid: {', '.join(MAPS)}")
         _check(dynamics in DYNAMICS, f"unknown dynamics {dynamics!r}; valid: {', '.join(DYNAMICS)}")
-        _check(neighbours in ("auto", "dense", "grid"), "neighbours must be auto, dense or grid")
-        lo, hi = (agent_radius, agent_radius) if np.isscalar(agent_radius) else agent_radius
-        _check(0 < lo <= hi <= 0.5, f"agent_radius must be in (0, 0.5], got {agent_radius}")
-        _check(num_agents >= 1, "num_agents must be >= 1")
-        _check(obs_window >= 1 and max_obs >= 1, "obs_window and max_obs must be >= 1")
-        _check(
-            max_speed * dt < lo,
-            f"max_speed * dt = {max_speed * dt:.3f} must stay below the agent radius {lo} "
-            "(otherwise agents could pass through one another within a sub-step)",
+        _check(neighbours in NEIGHBOURS, "neighbours must be auto, dense or grid")
+        _check_agents(agent_radius, num_agents, obs_window, max_obs, max_speed * dt)
+        generator = map_generator(
+            map, height, width, density, extra_connections, room_size, extra_doors, fill,
+            smoothing, map_source, num_maps, seed,
+        )  # fmt: skip
+        motion = Dynamics(
+            kind=dynamics,
+            diffdrive_fraction=float(diffdrive_fraction),
+            dt=float(dt),
+            substeps=int(substeps),
+            accel=float(accel),
+            damping=float(damping),
+            max_speed=float(max_speed),
+            max_turn=float(max_turn),
+            contact_stiffness=float(contact_stiffness),
+            contact_margin=float(contact_margin),
         )
-        self.map_name = map
-        if map == "string":
-            _check(map_source is not None, "map 'string' needs map_source (name, file or text)")
-            grid = mapgen.load_map(map_source)
-            height, width = grid.shape
-            generate = mapgen.fixed(grid)
-            num_maps = 1
-            recipe: tuple = (map, grid.shape, grid.tobytes())
-        else:
-            recipe = (map, height, width, density, extra_connections, room_size, extra_doors)
-            recipe += (fill, smoothing)
-            generate = {
-                "random_grid": lambda: mapgen.random_grid(height, width, density),
-                "labyrinth": lambda: mapgen.labyrinth(height, width, extra_connections),
-                "rooms": lambda: mapgen.rooms(height, width, room_size, 1, extra_doors),
-                "caves": lambda: mapgen.caves(height, width, fill, smoothing),
-            }[map]()
-        self.height, self.width = int(height), int(width)
-        self.generate = generate
-        self.num_maps = num_maps
-        self.pad = obs_window
+        reward = PathfindingReward(
+            on_goal=float(on_goal_reward),
+            all_on_goal=float(all_on_goal_reward),
+            collision=float(collision_penalty),
+            shaping=float(shaping),
+            geodesic=bool(geodesic_shaping),
+        )
+        observer = Observer(
+            window=int(obs_window),
+            max_obs=int(max_obs),
+            neighbours=neighbours,
+            cell_capacity=int(cell_capacity),
+            state_map=bool(state_map),
+            time_in_state=bool(time_in_state),
+        )
+        self._setup(
+            generator, motion, reward, observer, num_agents, agent_radius, goal_radius,
+            discrete_actions, lifelong, episode_limit, name,
+        )  # fmt: skip
+
+    @classmethod
+    def from_parts(
+        cls,
+        generator: MapGenerator,
+        dynamics: Dynamics | None = None,
+        reward: PathfindingReward | None = None,
+        observer: Observer | None = None,
+        *,
+        num_agents: int = 32,
+        agent_radius: float | tuple[float, float] = 0.3,
+        goal_radius: float = 0.25,
+        discrete_actions: bool = False,
+        lifelong: bool = False,
+        episode_limit: int = 128,
+        viewer: str | None = None,
+        name: str = "pathfinding/custom",
+    ) -> Pathfinding:
+        """Routing composed of parts: `generator` (the maps: `RandomGrid`, `Labyrinth`,
+        `Rooms`, `Caves`, `StringMap`), `dynamics` (`Dynamics`), `reward`
+        (`PathfindingReward`), `observer` (`Observer`) and `viewer` (a viewer module's path;
+        default `viewer_module`), defaults for the parts left out; the agents and the limit as
+        in the keyword constructor, which builds the same parts from its flat keywords."""
+        dynamics = Dynamics() if dynamics is None else dynamics
+        observer = Observer() if observer is None else observer
+        window = observer.window
+        _check_agents(
+            agent_radius, num_agents, window, observer.max_obs, dynamics.max_speed * dynamics.dt
+        )
+        env = cls.__new__(cls)
+        env._setup(
+            generator, dynamics, PathfindingReward() if reward is None else reward, observer,
+            num_agents, agent_radius, goal_radius, discrete_actions, lifelong, episode_limit, name,
+        )  # fmt: skip
+        if viewer is not None:
+            env.viewer_module = viewer
+        return env
+
+    def _setup(
+        self,
+        generator: MapGenerator,
+        dynamics: Dynamics,
+        reward: PathfindingReward,
+        observer: Observer,
+        num_agents: int,
+        agent_radius: float | tuple[float, float],
+        goal_radius: float,
+        discrete_actions: bool,
+        lifelong: bool,
+        episode_limit: int,
+        name: str,
+    ) -> None:
+        """Every attribute of the env, from its parts."""
+        self.generator, self.motion, self.reward, self.observer = (
+            generator, dynamics, reward, observer,
+        )  # fmt: skip
+        lo, hi = (agent_radius, agent_radius) if np.isscalar(agent_radius) else agent_radius
+        self.map_name = generator.name
+        self.height, self.width = int(generator.height), int(generator.width)
+        self.generate = generator.maps()
+        self.num_maps = generator.num_maps
+        self.pad = observer.window
         n = int(num_agents)
         self.num_agents = n
         self.radius_range = (float(lo), float(hi))
         self.goal_radius = float(goal_radius)
         self.discrete = bool(discrete_actions)
-        self.dt, self.substeps = float(dt), int(substeps)
-        self.accel, self.damping, self.max_speed = float(accel), float(damping), float(max_speed)
-        self.max_turn = float(max_turn)
-        self.stiffness, self.margin = float(contact_stiffness), float(contact_margin)
+        self.dt, self.substeps = float(dynamics.dt), int(dynamics.substeps)
+        self.accel, self.damping = float(dynamics.accel), float(dynamics.damping)
+        self.max_speed, self.max_turn = float(dynamics.max_speed), float(dynamics.max_turn)
+        self.stiffness = float(dynamics.contact_stiffness)
+        self.margin = float(dynamics.contact_margin)
         self.guard = 0.5  # centres keep at least half a radius from obstacle cells
-        self.window, self.max_obs = int(obs_window), int(max_obs)
-        self.dense = neighbours == "dense" or (neighbours == "auto" and n <= 64)
-        self.capacity = int(cell_capacity)
-        self.rewards = (float(on_goal_reward), float(all_on_goal_reward), float(collision_penalty))
-        self.shaping = float(shaping)
-        self.geodesic = bool(geodesic_shaping)
+        self.window, self.max_obs = int(observer.window), int(observer.max_obs)
+        self.dense = observer.neighbours == "dense" or (observer.neighbours == "auto" and n <= 64)
+        self.capacity = int(observer.cell_capacity)
+        self.rewards = (float(reward.on_goal), float(reward.all_on_goal), float(reward.collision))
+        self.shaping = float(reward.shaping)
+        self.geodesic = bool(reward.geodesic)
         self.lifelong = bool(lifelong)
-        self.state_map = bool(state_map)
-        self.time_in_state = bool(time_in_state)
-        n_dd = {"holonomic": 0, "diffdrive": n, "mixed": int(round(diffdrive_fraction * n))}
-        self.diffdrive = np.arange(n) < n_dd[dynamics]
-        self.dynamics = dynamics
+        self.state_map = bool(observer.state_map)
+        self.time_in_state = bool(observer.time_in_state)
+        self.diffdrive = dynamics.diffdrive(n)
+        self.dynamics = dynamics.kind
 
-        if num_maps is not None:
-            pool, free, counts = _map_pool(generate, recipe, int(num_maps), int(seed))
+        if self.num_maps is not None:
+            pool, free, counts = generator.pool()
             _check(
                 counts.min() >= 2 * n,
                 f"{name}: a generated map has only {counts.min()} reachable free cells for {n} "
@@ -313,16 +370,6 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
 
     # --- step ----------------------------------------------------------------------------------
 
-    def _commands(self, actions: Array) -> Array:
-        if self.discrete:
-            table = jnp.where(
-                jnp.asarray(self.diffdrive)[:, None, None],
-                jnp.asarray(DIFFDRIVE_ACTIONS)[None],
-                jnp.asarray(HOLONOMIC_ACTIONS)[None],
-            )
-            return table[jnp.arange(self.num_agents), actions]
-        return jnp.clip(actions, -1.0, 1.0)
-
     def _neighbours(self, pos: Array, w: int) -> tuple[Array, Array]:
         if self.dense:
             return world.all_candidates(self.num_agents)
@@ -341,19 +388,8 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
             pos, radius, idx, valid, self.stiffness, self.margin
         )
         force = f_obs + f_agents
+        vel, heading = self.motion.velocity(vel, state.heading, u, force, self.diffdrive)
         dt = self.dt
-        # holonomic: damped, force-driven, speed-limited (CAMAR's HolonomicDynamic)
-        v_h = (1.0 - self.damping) * vel + (self.accel * u + force) * dt
-        speed = jnp.linalg.norm(v_h, axis=-1, keepdims=True)
-        v_h = v_h * jnp.minimum(1.0, self.max_speed / jnp.maximum(speed, 1e-9))
-        # differential drive: commanded speeds along the heading, contacts push (CAMAR's)
-        heading = state.heading + jnp.where(self.diffdrive, self.max_turn * u[:, 1] * dt, 0.0)
-        heading = jnp.remainder(heading + jnp.pi, 2 * jnp.pi) - jnp.pi
-        along = jnp.stack([jnp.cos(heading), jnp.sin(heading)], axis=-1)
-        v_d = self.max_speed * u[:, :1] * along + force * dt
-        vel = jnp.where(jnp.asarray(self.diffdrive)[:, None], v_d, v_h)
-        speed = jnp.linalg.norm(vel, axis=-1, keepdims=True)
-        vel = vel * jnp.minimum(1.0, self.max_speed / jnp.maximum(speed, 1e-9))
         pos, vel = world.keep_out(pos + vel * dt, vel, self.guard * radius, lo, occupied, 1.0)
         state = state.replace(pos=pos, vel=vel, heading=heading)
         return state, touch_obs | touch_agents
@@ -361,7 +397,7 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
     def step_env(
         self, key: Array, state: PathfindingState, actions: Array
     ) -> tuple[PathfindingState, TimeStep]:
-        u = self._commands(actions)
+        u = self.motion.commands(actions, self.discrete, self.diffdrive)
         before = self._goal_distance(state)
         touched = jnp.zeros(self.num_agents, bool)
         for _ in range(self.substeps):
@@ -380,10 +416,7 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
         )
         progress = before - self._goal_distance(state)
         all_on = jnp.all(on_goal)
-        r_goal, r_all, r_coll = self.rewards
-        reward = (
-            r_goal * on_goal + r_all * all_on - r_coll * touched + self.shaping * progress
-        ).astype(jnp.float32)
+        reward = self.reward(on_goal, all_on, touched, progress)
         if self.lifelong:
             state = self._new_goals(key, state, on_goal)
             terminated = jnp.zeros((), bool)
@@ -420,38 +453,6 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
             )
         return state
 
-    # --- observation ---------------------------------------------------------------------------
-
-    def _timestep(
-        self, state: PathfindingState, reward: Array, terminated: Array, steps: Array | None = None
-    ) -> TimeStep:
-        n = self.num_agents
-        steps = state.t if steps is None else steps
-        limit = self.spec.episode_limit
-        reached = state.goals_reached > 0
-        arrival = jnp.where(state.arrival >= 0, state.arrival, limit)
-        contact = state.collisions.astype(jnp.float32)
-        metrics = {
-            "success_rate": jnp.mean(reached),
-            "on_goal": jnp.mean(state.on_goal),
-            "all_on_goal": jnp.all(state.on_goal),
-            "flowtime": jnp.sum(arrival),
-            "makespan": jnp.max(arrival),
-            "collisions_per_agent": jnp.mean(contact),
-            "coordination": 1.0 - jnp.mean(contact / jnp.maximum(steps, 1)),
-            "goals_reached": jnp.mean(state.goals_reached),
-        }
-        return TimeStep(
-            obs=self._observe(state),
-            state=self._global_state(state, steps),
-            avail_actions=jnp.ones((n, self.spec.action_dim), bool),
-            reward=reward,
-            terminated=terminated,
-            truncated=jnp.zeros((), bool),
-            alive=jnp.ones(n, bool),
-            metrics={k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()},
-        )
-
     def neighbourhood(self, state: PathfindingState) -> Array:
         """Agents within the observation window (`obs_window` cells) of each other."""
         d = jnp.linalg.norm(state.pos[:, None] - state.pos[None], axis=-1)
@@ -471,6 +472,26 @@ class Pathfinding(PathfindingView, MultiAgentEnv[PathfindingState]):
             "diffdrive": self.diffdrive,
             "on_goal": np.asarray(state.on_goal),
         }
+
+
+def _check_agents(
+    agent_radius: float | tuple[float, float],
+    num_agents: int,
+    obs_window: int,
+    max_obs: int,
+    substep_distance: float,
+) -> None:
+    """The agents' keywords in one line each: radii in (0, 0.5], at least one agent and one
+    observed object, a sub-step's move (`max_speed * dt`) shorter than the smallest radius."""
+    lo, hi = (agent_radius, agent_radius) if np.isscalar(agent_radius) else agent_radius
+    _check(0 < lo <= hi <= 0.5, f"agent_radius must be in (0, 0.5], got {agent_radius}")
+    _check(num_agents >= 1, "num_agents must be >= 1")
+    _check(obs_window >= 1 and max_obs >= 1, "obs_window and max_obs must be >= 1")
+    _check(
+        substep_distance < lo,
+        f"max_speed * dt = {substep_distance:.3f} must stay below the agent radius {lo} "
+        "(otherwise agents could pass through one another within a sub-step)",
+    )
 
 
 def _check(ok: bool, message: str) -> None:

@@ -4,8 +4,12 @@ global state; the `Pathfinding` env mixes it in."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jax
 import jax.numpy as jnp
+
+from marl.core.env import TimeStep
 
 from . import world
 from .state import PathfindingState
@@ -14,6 +18,30 @@ Array = jax.Array
 
 OBJECT_FEATURES = 6  # dx, dy, gap, radius, is_agent, present
 OWN_FEATURES = 12
+NEIGHBOURS = ("auto", "dense", "grid")
+
+
+@dataclass(frozen=True)
+class Observer:
+    """What agents observe (the observation part of `Pathfinding`): obstacles and agents
+    within `window` cells (a block of `(2 window + 1)^2` cells around the agent's own), the
+    `max_obs` nearest; other agents found by `neighbours` ("dense": every other agent, "grid":
+    a cell list reading `cell_capacity` agents per cell, "auto": grid above 64 agents). The
+    global state appends the obstacle grid with `state_map` and t / limit with
+    `time_in_state` (the limit then terminates)."""
+
+    window: int = 2
+    max_obs: int = 6
+    neighbours: str = "auto"
+    cell_capacity: int = 4
+    state_map: bool = True
+    time_in_state: bool = False
+
+    def __post_init__(self) -> None:
+        if self.neighbours not in NEIGHBOURS:
+            raise ValueError("neighbours must be auto, dense or grid")
+        if self.window < 1 or self.max_obs < 1:
+            raise ValueError("obs_window and max_obs must be >= 1")
 
 
 class PathfindingView:
@@ -97,3 +125,33 @@ class PathfindingView:
             p = self.pad
             parts.append(state.obstacles[p:-p, p:-p].ravel())
         return jnp.concatenate([x.astype(jnp.float32) for x in parts])
+
+    def _timestep(
+        self, state: PathfindingState, reward: Array, terminated: Array, steps: Array | None = None
+    ) -> TimeStep:
+        n = self.num_agents
+        steps = state.t if steps is None else steps
+        limit = self.spec.episode_limit
+        reached = state.goals_reached > 0
+        arrival = jnp.where(state.arrival >= 0, state.arrival, limit)
+        contact = state.collisions.astype(jnp.float32)
+        metrics = {
+            "success_rate": jnp.mean(reached),
+            "on_goal": jnp.mean(state.on_goal),
+            "all_on_goal": jnp.all(state.on_goal),
+            "flowtime": jnp.sum(arrival),
+            "makespan": jnp.max(arrival),
+            "collisions_per_agent": jnp.mean(contact),
+            "coordination": 1.0 - jnp.mean(contact / jnp.maximum(steps, 1)),
+            "goals_reached": jnp.mean(state.goals_reached),
+        }
+        return TimeStep(
+            obs=self._observe(state),
+            state=self._global_state(state, steps),
+            avail_actions=jnp.ones((n, self.spec.action_dim), bool),
+            reward=reward,
+            terminated=terminated,
+            truncated=jnp.zeros((), bool),
+            alive=jnp.ones(n, bool),
+            metrics={k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()},
+        )

@@ -251,7 +251,13 @@ class Vicsek(_Angles):
     per step, plus Gaussian noise of std `noise`. It sees the headings in its window, relative
     to its own. Reward: the polarisation |mean (cos h, sin h)|, the alignment order parameter
     (1: all move alike), minus the action cost. The classic Vicsek rule (turn to the window's
-    mean heading) is the reference policy."""
+    mean heading) is the reference policy.
+
+    Constructor:
+        speed: distance moved per step (unit torus).
+        max_turn: turn per step at control 1, radians.
+        noise: std of the Gaussian noise per step.
+    """
 
     order_name = "polarisation"
 
@@ -301,7 +307,16 @@ class Kuramoto(_Angles):
     oscillators). It sees its own natural frequency / omega_std and the phases in its window,
     relative to its own. Reward: the synchrony r = |mean e^{i phase}|, Kuramoto's order
     parameter, minus the action cost. Uncontrolled, coupling 0.5 stays below the critical
-    coupling (about 1.6 for omega_std 1), so the swarm does not synchronise by itself."""
+    coupling (about 1.6 for omega_std 1), so the swarm does not synchronise by itself.
+
+    Constructor:
+        omega_std: std of the natural frequencies.
+        coupling: local Kuramoto coupling.
+        max_control: frequency change at control 1.
+        dt: time step.
+        noise: std of the Gaussian noise per step.
+        diffusion: std of the oscillators' random walk.
+    """
 
     order_name = "synchrony"
     own_features = 1
@@ -371,7 +386,12 @@ class Aggregation(Swarm):
     and should gather. An agent sees the density of the cells in its window, nothing else (no
     place on a torus is special). Reward: the cohesion, the mean fraction of the swarm within
     an agent's window (`window`), 1 when the whole swarm fits in one window, minus the action
-    cost. Reference policy: move toward the window's centre of mass."""
+    cost. Reference policy: move toward the window's centre of mass.
+
+    Constructor:
+        speed: distance moved per step (unit torus).
+        noise: std of the Gaussian noise per step.
+    """
 
     order_name = "cohesion"
     control_dim = 2

@@ -80,9 +80,3 @@ def embedding(
     k = jnp.exp(-0.5 * (d / side) ** 2)  # [N, cells, 2], bandwidth one cell
     k = k / jnp.sum(k, axis=1, keepdims=True)  # each agent's weight sums to 1 over the grid
     return jnp.einsum("nx,ny,nf->xyf", k[..., 0], k[..., 1], values) * scale
-
-
-def torus_delta(a: Array, b: Array, size: float) -> Array:
-    """b - a on a torus of side `size`, each coordinate in [-size/2, size/2)."""
-    d = b - a
-    return d - size * jnp.round(d / size)

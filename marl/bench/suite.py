@@ -171,7 +171,7 @@ def _policy_rollout(env: MultiAgentEnv, policy: Any, params: Any, num_envs: int,
 
 def training_program(train: Any, seeds: int, updates: int) -> tuple[Callable[[Any], Any], Any]:
     """(function, initial state): `updates` updates of `seeds` seeds vmapped over the seed axis,
-    as `marl.learning.training` runs them, and the initialised training state (seeds from key 0)."""
+    as `marl.learning.runner` runs them, and the initialised training state (seeds from key 0)."""
     keys = jax.random.split(jax.random.key(0), seeds)
     return training.updates(train, updates), training.init_seeds(train, keys)
 

@@ -8,7 +8,7 @@ params = train.params(state)            # what acting needs
 policy = train.policy                   # Policy: acts from params, for one environment
 ```
 
-Each of the four acts on ONE seed's state. The runner (`marl.learning.training`) vmaps
+Each of the four acts on ONE seed's state. The runner (`marl.learning.runner`) vmaps
 `init`/`step` over seeds and scans `step` over updates, and reads a stack of seeds' parameters
 with `seed_params` (vmapped `params`: a learner's `params` may index its own axes, as mirror
 self-play's does, so it is never applied to a stacked state directly). The evaluator knows a
@@ -38,7 +38,7 @@ SEED_AXIS = "seeds"  # the vmap axis name of the seeds in `train.step`
 
 def seed_max(x: Array) -> Array:
     """`x`'s maximum over the seeds when `train.step` is vmapped over `SEED_AXIS` (as in
-    `marl.learning.training`), `x` itself otherwise (one seed, or a vmap without the axis name).
+    `marl.learning.runner`), `x` itself otherwise (one seed, or a vmap without the axis name).
 
     The result is the same for every seed, so a `lax.switch` on it stays a real branch under
     vmap rather than becoming a select that runs every branch.

@@ -1,7 +1,9 @@
 """Registry of environments and learners: `make`, `register`, `list_envs`, `algorithm`.
 
-Ids are `family/scenario`. Built-in entries are import paths resolved on first use, so importing
-`marl` stays cheap and one broken family never hides the others. Three ways in for your own:
+Ids are `family/scenario`. Built-in envs and learners are entry points of marl's own
+distribution (`marl-suite`'s pyproject.toml), read as a plugin's are: import paths resolved on
+first use, so importing `marl` stays cheap and one broken family never hides the others. Three
+ways in for your own:
 
 - `register("mine/race", Race)` / `register_algorithm("mine", make_train)` in your process;
 - an import path as the id, `make("my_pkg.race:Race")` or `marl train env=my_pkg.race:Race`
@@ -25,6 +27,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,75 +37,43 @@ if TYPE_CHECKING:  # the registry itself never imports JAX (`marl list` stays fa
 
 EnvFactory = Callable[..., "MultiAgentEnv"]
 
-_P = "marl.envs.particle.scenarios"
-_ENVS: dict[str, str | EnvFactory] = {
-    "particle/simple": f"{_P}.simple:Simple",
-    "particle/spread": f"{_P}.spread:Spread",
-    "particle/spread50": f"{_P}.spread:make_spread50",
-    "particle/adversary": f"{_P}.adversary:Adversary",
-    "particle/tag": f"{_P}.tag:Tag",
-    "particle/push": f"{_P}.push:Push",
-    "particle/reference": f"{_P}.reference:Reference",
-    "particle/speaker_listener": f"{_P}.speaker_listener:SpeakerListener",
-    "particle/crypto": f"{_P}.crypto:Crypto",
-    "particle/world_comm": f"{_P}.world_comm:WorldComm",
-    "combat/custom": "marl.envs.combat:Combat",
-    "combat/3m": "marl.envs.combat:make_3m",
-    "combat/8m": "marl.envs.combat:make_8m",
-    "combat/25m": "marl.envs.combat:make_25m",
-    "combat/5m_vs_6m": "marl.envs.combat:make_5m_vs_6m",
-    "combat/8m_vs_9m": "marl.envs.combat:make_8m_vs_9m",
-    "combat/10m_vs_11m": "marl.envs.combat:make_10m_vs_11m",
-    "combat/27m_vs_30m": "marl.envs.combat:make_27m_vs_30m",
-    "combat/2s3z": "marl.envs.combat:make_2s3z",
-    "combat/3s5z": "marl.envs.combat:make_3s5z",
-    "combat/3s5z_vs_3s6z": "marl.envs.combat:make_3s5z_vs_3s6z",
-    "combat/3s_vs_5z": "marl.envs.combat:make_3s_vs_5z",
-    "combat/6h_vs_8z": "marl.envs.combat:make_6h_vs_8z",
-    "combat/smacv2_5_units": "marl.envs.combat:make_smacv2_5_units",
-    "combat/smacv2_10_units": "marl.envs.combat:make_smacv2_10_units",
-    "combat/smacv2_20_units": "marl.envs.combat:make_smacv2_20_units",
-    "combat/smacv2_10_vs_11": "marl.envs.combat:make_smacv2_10_vs_11",
-    "combat/smacv2_20_vs_23": "marl.envs.combat:make_smacv2_20_vs_23",
-    "combat/64m_vs_64m": "marl.envs.combat:make_64m_vs_64m",
-    "combat/battle64": "marl.envs.combat:make_battle64",
-    "pathfinding/custom": "marl.envs.pathfinding:Pathfinding",
-    "pathfinding/random_grid": "marl.envs.pathfinding:make_random_grid",
-    "pathfinding/random_grid128": "marl.envs.pathfinding:make_random_grid128",
-    "pathfinding/labyrinth": "marl.envs.pathfinding:make_labyrinth",
-    "pathfinding/rooms": "marl.envs.pathfinding:make_rooms",
-    "pathfinding/caves": "marl.envs.pathfinding:make_caves",
-    "pathfinding/string": "marl.envs.pathfinding:make_string",
-    "cleanup/custom": "marl.envs.cleanup:Cleanup",
-    "cleanup/comm": "marl.envs.cleanup:make_comm",
-    "cleanup/nocomm": "marl.envs.cleanup:make_nocomm",
-    "cleanup/fleet16": "marl.envs.cleanup:make_fleet16",
-    "cleanup/fleet128": "marl.envs.cleanup:make_fleet128",
-    "swarm/aggregation": "marl.envs.swarm:Aggregation",
-    "swarm/vicsek": "marl.envs.swarm:Vicsek",
-    "swarm/kuramoto": "marl.envs.swarm:Kuramoto",
-    "jaxmarl/smax": "marl.envs.jaxmarl_smax:JaxMARLSMAX",
-}
-
-
-_A = "marl.algorithms"
-_ALGORITHMS: dict[str, str | Callable[..., Any]] = {
-    "ippo": f"{_A}.ippo:make_train",
-    "mappo": f"{_A}.mappo:make_train",
-    "happo": f"{_A}.happo:make_train",
-    "iql": f"{_A}.iql:make_train",
-    "vdn": f"{_A}.vdn:make_train",
-    "qmix": f"{_A}.qmix:make_train",
-    "mfq": f"{_A}.mfq:make_train",
-    "il": f"{_A}.mfq:make_train_il",
-    "mfac": f"{_A}.mfac:make_train",
-    "decpomfc": f"{_A}.decpomfc:make_train",
-    "teams": f"{_A}.teams:make_train",
-}
-
-
+DISTRIBUTION = "marl-suite"  # marl's own distribution: its entry points are the built-ins
 ENV_ENTRY_POINTS = "marl.envs"  # entry-point group: name = env id, value = "module:attr"
 ALGORITHM_ENTRY_POINTS = "marl.algorithms"  # name = learner name, value = its make_train
+
+
+def _builtins() -> list[metadata.EntryPoint]:
+    """marl's own entry points (pyproject.toml's `[project.entry-points."marl.envs"]` and
+    `"marl.algorithms"`): the built-in ids, read at import (one distribution's metadata, no
+    JAX); none, with a warning, where marl runs from a source tree never installed."""
+    try:
+        found = metadata.distribution(DISTRIBUTION)
+        points = list(found.entry_points)
+        if not any(ep.group == ENV_ENTRY_POINTS for ep in points):
+            warnings.warn(
+                f"the metadata of {DISTRIBUTION} found first ({getattr(found, '_path', '?')}) "
+                "names no built-in environments: stale, from an install older than its entry "
+                "points or a leftover *.egg-info in the working directory; reinstall "
+                "(pip install -e .)",
+                stacklevel=2,
+            )
+        return points
+    except metadata.PackageNotFoundError:
+        warnings.warn(
+            f"the distribution {DISTRIBUTION} is not installed: no built-in environments or "
+            "learners (pip install -e .)",
+            stacklevel=2,
+        )
+        return []
+
+
+_BUILTINS = _builtins()
+_ENVS: dict[str, str | EnvFactory] = {
+    ep.name: ep.value for ep in _BUILTINS if ep.group == ENV_ENTRY_POINTS
+}
+_ALGORITHMS: dict[str, str | Callable[..., Any]] = {
+    ep.name: ep.value for ep in _BUILTINS if ep.group == ALGORITHM_ENTRY_POINTS
+}
 _plugins_loaded = False
 # import paths the user allowed while files are read (None: not reading files, all allowed)
 _ALLOWED: ContextVar[frozenset[str] | None] = ContextVar("marl_allowed_imports", default=None)
@@ -140,15 +111,14 @@ def _check_allowed(name: str, what: str) -> None:
 
 def load_plugins() -> None:
     """Register the entry points of installed packages (once per process); the built-in ids
-    win over a plugin's of the same name, and a malformed one is skipped with a warning."""
+    (marl's own entry points, read at import) win over a plugin's of the same name, and a
+    malformed one is skipped with a warning."""
     global _plugins_loaded
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from importlib.metadata import entry_points
-
     for group, table in ((ENV_ENTRY_POINTS, _ENVS), (ALGORITHM_ENTRY_POINTS, _ALGORITHMS)):
-        for ep in entry_points(group=group):
+        for ep in metadata.entry_points(group=group):
             bad = group == ENV_ENTRY_POINTS and (
                 ep.name.count("/") != 1 or not all(ep.name.split("/"))
             )

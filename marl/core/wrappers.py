@@ -169,7 +169,7 @@ class AutoReset(Wrapper):
 
         Envs started together with fixed-length episodes (every particle task) all end on the
         same step, so most steps skip the reset. The branch is a real one only when the
-        predicate is the same for the whole program: under `marl.learning.training`'s vmap over
+        predicate is the same for the whole program: under `marl.learning.runner`'s vmap over
         seeds it is reduced over the seed axis (`seed_max`); elsewhere, an outer vmap turns it
         into a select of both branches (still equal to `vmap(step)`).
         """
@@ -353,4 +353,4 @@ def env_hook(env: MultiAgentEnv, name: str) -> str | None:
     """The import path the bare env's class gives for the hook `name` (`viewer_module`,
     `reference_policy`), looked up through any wrappers; None when it sets none."""
     inner = env.unwrapped if isinstance(env, Wrapper) else env
-    return getattr(type(inner), name)
+    return getattr(inner, name)  # the class's, or one an env composed of parts was given

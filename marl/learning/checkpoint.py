@@ -1,6 +1,6 @@
 """Segment checkpoints: a killed run resumes at its last finished segment (orbax-checkpoint).
 
-`marl.learning.training.run` saves, after every segment's evaluation, the training state of
+`marl.learning.runner.run` saves, after every segment's evaluation, the training state of
 every seed, each seed's best evaluated parameters and the run's history (evaluation steps and
 results, training metrics, best scores, training time) into `<run dir>/checkpoint/<segment>/`,
 keeping only the newest. Saving is synchronous: it finishes before the next segment donates the

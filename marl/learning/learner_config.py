@@ -4,36 +4,27 @@ A learner's defaults are its shipped `marl/conf/algo/<name>.yaml`, which `marl t
 and which explains each value; `defaults_from(name)` makes that file the config dataclass's
 field defaults, so `PPOConfig()`, `marl.algorithm("mappo")(env)` and `marl train algo=mappo`
 build the same learner with nothing to keep in sync. Learners sharing one dataclass (IPPO,
-MAPPO and HAPPO on `PPOConfig`) read their own file with `shipped(name)`.
+MAPPO and HAPPO on `PPOConfig`) read their own file with `shipped(name)`; a variant's file
+sets only what differs from the learner it inherits (`defaults: [ippo, _self_]`).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
-from importlib import resources
 from typing import Any, TypeVar
 
-import yaml
-
+from marl.conf import algo_values
 from marl.core.learner import check_config, config_from_dict, traced
 from marl.learning.networks import ACTIVATIONS
 
 C = TypeVar("C")
 
 
-@functools.cache
-def _read(algo: str) -> dict[str, Any]:
-    path = resources.files("marl.conf").joinpath("algo", f"{algo}.yaml")
-    data = yaml.safe_load(path.read_text())
-    data.pop("name", None)
-    return data
-
-
 def shipped(algo: str) -> dict[str, Any]:
-    """Learner `algo`'s shipped defaults (`marl/conf/algo/<algo>.yaml` without its name; lists
-    as tuples)."""
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in _read(algo).items()}
+    """Learner `algo`'s shipped defaults (`marl/conf/algo/<algo>.yaml` with the learner it
+    inherits merged in, `marl.conf.algo_values`, without its name; lists as tuples)."""
+    values = {k: v for k, v in algo_values(algo).items() if k != "name"}
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
 
 
 def defaults_from(algo: str) -> Callable[[type[C]], type[C]]:

@@ -7,7 +7,7 @@ here in `marl train`, in JaxMARL's vmapped IPPO, and reported by others). Runnin
 single-threaded avoids it at a small cost in speed. The flag only concerns the CPU backend;
 GPU and TPU runs are unaffected. Set `MARL_XLA_CPU_MULTI_THREAD=1` to keep XLA's default.
 
-A program of your own that calls `marl.learning.training.run` should call `configure_xla()`
+A program of your own that calls `marl.learning.runner.run` should call `configure_xla()`
 before anything starts JAX; the runner warns once when it finds the CPU backend without it.
 """
 

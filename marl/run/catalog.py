@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import inspect
 import re
 import sys
 import textwrap
@@ -20,7 +21,8 @@ from typing import Any
 from marl.core import registry
 
 _COMMENTED_KEY = re.compile(r"^(\w+):\s*(.*?)\s+#\s*(.*)$")
-_ENV_KEYWORD = re.compile(r"^#\s+(\w+):\s*(.*?)\s+#\s*(.*)$")  # an env yaml's keyword comment
+_NOTES = re.compile(r"^Constructor\b[^:]*:\s*$")  # a docstring's section of keyword notes
+_NOTE = re.compile(r"^(\s+)(\w+(?:,\s*\w+)*):\s+(.*)$")  # `name: text` or `a, b: text`
 
 # (agents, action space, episode limit) of every built-in id at its default keywords
 BUILTIN_FACTS: dict[str, tuple[int, str, int]] = {
@@ -180,12 +182,72 @@ def _commented_keys(relative: str) -> list[tuple[str, str, str]]:
     ]
 
 
-def _env_keywords(env_id: str) -> list[tuple[str, str, str]]:
-    """`(keyword, default, comment)` listed in the comments of an env's shipped yaml."""
-    path = _config("conf_dir")() / "env" / f"{env_id}.yaml"
-    if not path.is_file():
+def _algo_lines(algo: str) -> list[tuple[str, str, str]]:
+    """A shipped learner's commented keys, those it inherits included (none without a yaml)."""
+    from marl.conf import algo_lines
+
+    if not (_config("conf_dir")() / "algo" / f"{algo}.yaml").is_file():
         return []
-    return [m.groups() for line in path.read_text().splitlines() if (m := _ENV_KEYWORD.match(line))]
+    return algo_lines(algo)
+
+
+def _notes_of(doc: str) -> dict[str, str]:
+    notes: dict[str, str] = {}
+    current: list[str] = []
+    indent, inside = None, False
+    for line in doc.splitlines():
+        if _NOTES.match(line):
+            inside, indent, current = True, None, []
+            continue
+        if not inside:
+            continue
+        if not line.strip() or (indent is not None and len(line) - len(line.lstrip()) < indent):
+            inside = False
+            continue
+        m = _NOTE.match(line)
+        if m and (indent is None or len(m.group(1)) == indent):
+            indent = len(m.group(1))
+            current = [n.strip() for n in m.group(2).split(",")]
+            for n in current:
+                notes[n] = m.group(3).strip()
+        elif current:
+            for n in current:
+                notes[n] += " " + line.strip()
+    return notes
+
+
+def keyword_notes(factory: Any) -> dict[str, str]:
+    """Each constructor keyword's note from the `Constructor:` sections of an env class's
+    docstring and its bases' (a map's `functools.partial`: its class's), the class's own
+    winning: `keyword: text` entries (or `a, b: text`), continuation lines joined."""
+    target = getattr(factory, "func", factory)
+    owners = inspect.getmro(target) if inspect.isclass(target) else (target,)
+    notes: dict[str, str] = {}
+    for owner in reversed(owners):
+        notes.update(_notes_of(inspect.cleandoc(owner.__doc__ or "")))
+    return notes
+
+
+def _as_yaml(value: Any) -> str:
+    """A default as one writes it on the command line (`null`, `true`, `[2,2]`)."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ",".join(_as_yaml(v) for v in value) + "]"
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return str(value)
+
+
+def _env_keywords(env_id: str) -> list[tuple[str, str, str]]:
+    """`(keyword, default, note)` of every constructor keyword of `env_id`: defaults from its
+    signature, notes (the first sentence) from its class docstring's `Constructor:` section;
+    none where it cannot be imported."""
+    try:
+        defaults = registry.env_kwargs(env_id)
+        notes = keyword_notes(registry.env_factory(env_id))
+    except Exception:  # the help stands without them
+        return []
+    first = {k: re.split(r"(?<=[^.])\.(?:\s|$)", v, maxsplit=1)[0] for k, v in notes.items()}
+    return [(k, _as_yaml(v), first.get(k, "")) for k, v in defaults.items()]
 
 
 def _wrap(items: Sequence[str], indent: int, width: int = 100) -> str:
@@ -263,9 +325,12 @@ def describe(overrides: Sequence[str] = ()) -> str:
         out.append(_row("  env.kwargs.KEYWORD=VALUE", "a constructor keyword of the env", pad))
     algo = picked["algo"]
     out.append("")
-    algo_keys = [k for k in _commented_keys(f"algo/{algo}.yaml") if k[0] != "name"]
+    algo_keys = [k for k in _algo_lines(algo) if k[0] != "name"]
     if algo_keys:
-        out.append(f"learner keys (algo={algo}; marl/conf/algo/{algo}.yaml):")
+        from marl.conf import algo_bases
+
+        files = " on ".join(f"{name}.yaml" for name in reversed(algo_bases(algo)))
+        out.append(f"learner keys (algo={algo}; marl/conf/algo/{files}):")
         for key, value, comment in algo_keys:
             out.append(_row(f"  algo.{key}={value}", comment, pad))
     else:

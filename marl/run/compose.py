@@ -4,7 +4,9 @@ The tree lives in `marl/conf/` (installed with the package): `config.yaml` holds
 list (env, algo, protocol) and the top-level keys. Keys under `env.kwargs` and `algo` are open:
 an override of a key not in the yaml is passed on (`++`), so the registry and the learner, which
 know the valid names, reject it with one line naming them (`marl.run.config.resolve`).
-Registered envs and learners without a yaml of their own get a node of their defaults.
+Env nodes are generated: every registered env id (built-in or plugin) gets `{id, kwargs: {}}`
+in Hydra's ConfigStore (`store_registered`), its keywords the constructor's defaults; learners
+without a yaml of their own get `{name}`.
 """
 
 from __future__ import annotations
@@ -46,8 +48,10 @@ def group_options(group: str) -> list[str]:
     return sorted(found)
 
 
-def _store_unshipped() -> None:
-    """Registered envs and learners without a yaml get a minimal config node (their defaults)."""
+def store_registered() -> None:
+    """Every registered env id gets its config node `env/<family>/<scenario>` (`{id, kwargs:
+    {}}`: the constructor's defaults), and every registered learner without a yaml its `{name}`
+    (Hydra's ConfigStore; a shipped file of the same name would win)."""
     from hydra.core.config_store import ConfigStore
 
     from marl.core.registry import list_algorithms, list_envs
@@ -130,7 +134,7 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
 
     overrides = [str(o) for o in overrides]
     _check_choices(overrides)
-    _store_unshipped()
+    store_registered()
     try:
         return _compose(open_keys(overrides))
     except (HydraException, OmegaConfBaseException) as e:

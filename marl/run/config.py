@@ -4,7 +4,7 @@
 ```python
 cfg = compose(["env=particle/spread", "algo=mappo", "budget=2e6", "algo.lr=1e-3"])
 run = resolve(cfg)   # validated: env, keywords, learner, keys, budget; nothing compiled
-run.env, run.train   # the environment and the learner, ready for `training.run`
+run.env, run.train   # the environment and the learner, ready for `runner.run`
 run.task, run.parent # its task name and the folder its run directories go in
 run.targets          # the transfer targets' environments and learners
 ```

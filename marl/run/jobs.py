@@ -5,7 +5,7 @@ into a study for reports. The CLI and `python -m marl.app` parse; this module ru
 train_command(overrides) -> config.compose / resolve: checked once; the env, the learner and
                             the transfer targets built once (RunConfig)
   -> train_run(run): rundir.claim, the run directory (or the unfinished one to resume)
-     -> marl.learning.training.run: segments of jit(scan(vmap(step))), evaluations between,
+     -> marl.learning.runner.run: segments of jit(scan(vmap(step))), evaluations between,
         each written by RunDir.on_evaluation (record.json, metrics.jsonl, checkpoint)
      -> transfer.play_targets (transfer.json) where the protocol lists targets
      -> RunDir.finish (final.json, sidecar with summary.record_anchors, record.json last)
@@ -82,7 +82,7 @@ def plan(run: RunConfig) -> str:
 
 def train_run(run: RunConfig) -> Path | None:
     """Train a resolved run and write its directory, top to bottom: claim it (`rundir.claim`:
-    new, resumed, or finished before), train into it (`marl.learning.training.run`, every
+    new, resumed, or finished before), train into it (`marl.learning.runner.run`, every
     evaluation written as it comes), play the transfer targets, finish it (final.json, sidecar
     with the anchors, and last record.json, which marks it complete). Returns the directory
     (on hosts other than 0 of a multi-host run, the folder host 0 writes it in), or None when
@@ -90,8 +90,8 @@ def train_run(run: RunConfig) -> Path | None:
     import jax
 
     from marl.learning.checkpoint import CheckpointError
+    from marl.learning.runner import run as run_training
     from marl.learning.training import Diverged
-    from marl.learning.training import run as run_training
     from marl.run.rundir import claim
     from marl.run.summary import record_anchors
     from marl.run.transfer import play_targets

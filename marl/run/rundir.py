@@ -407,7 +407,7 @@ class RunDir:
         self._train_metrics = {k: np.asarray(v) for k, v in metrics.items()}
 
     def on_evaluation(self, step: int, evals: dict[str, np.ndarray]) -> None:
-        """Add one evaluation to `record.json` and `metrics.jsonl` (pass as `training.run`'s
+        """Add one evaluation to `record.json` and `metrics.jsonl` (pass as `runner.run`'s
         hook). A resumed run replays its saved evaluations: lines already logged stay as they
         are (the run is deterministic, so a line logged after the last checkpoint is the line
         the resumed run would write)."""

@@ -315,12 +315,12 @@ def _member_train(run: RunConfig, names: list[str]) -> Train:
 def _train_members(
     run: RunConfig, train: Train, combos: list[dict[str, float]], dirs: Sequence[RunDir]
 ) -> RunResult:
-    """`training.run` of every combination x seed as one program, each evaluation and
+    """`runner.run` of every combination x seed as one program, each evaluation and
     segment's metrics written into its combination's directory."""
     import jax
 
     from marl.learning import hyper
-    from marl.learning.training import run as run_training
+    from marl.learning.runner import run as run_training
 
     seeds, count = run.settings.seeds, len(combos)
     inputs = hyper.member_inputs(run.settings.seed_keys(jax.random.key(run.settings.seed)), combos)

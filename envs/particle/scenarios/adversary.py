@@ -22,6 +22,11 @@ class Adversary(ParticleEnv):
     Reward: adversary `-d(adversary, goal)`; good agents (shared)
     `-min_good d(good, goal) + d(adversary, goal)`.
     Metrics: `good_distance` (nearest good agent to the goal), `adversary_distance`.
+
+    Constructor:
+        num_good: good agents (and landmarks); one adversary.
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
     """
 
     def __init__(

@@ -22,6 +22,10 @@ class Crypto(ParticleEnv):
     Reward: eve `-|c_eve - goal|^2`; bob and alice `|c_eve - goal|^2 - |c_bob - goal|^2`, a
     term counting only when that listener said something non-zero.
     Metrics: `bob_error`, `eve_error` (squared error of their last words).
+
+    Constructor:
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
     """
 
     def __init__(

@@ -22,6 +22,10 @@ class Push(ParticleEnv):
     Actions: Discrete(5) or Box([0, 1], (5,)). Agents collide (size 0.05).
     Reward: agent_0 `-d(agent, goal)`; adversary `d(agent, goal) - d(adversary, goal)`.
     Metrics: `agent_distance`, `adversary_distance` (to the goal).
+
+    Constructor:
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
     """
 
     def __init__(

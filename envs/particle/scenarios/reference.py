@@ -22,6 +22,11 @@ class Reference(ParticleEnv):
     Actions: Discrete(50) = move + 5 * word, or Box([0, 1], (15,)) = 5 move dims + 10 word dims.
     Reward: `local_ratio * r_i + (1 - local_ratio) * mean(r)` with `r_i = -d(other agent,
     landmark i names)`. Metric `distance`: mean over agents of that distance.
+
+    Constructor:
+        local_ratio: weight of the own reward (1 - it: the mean reward).
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
     """
 
     def __init__(

@@ -15,6 +15,10 @@ class Simple(ParticleEnv):
     Observation [4]: self velocity (2), landmark relative position (2).
     Actions: Discrete(5) moves, or Box([0, 1], (5,)) continuous.
     Reward: -|p_agent - p_landmark|^2. Metric `distance`: |p_agent - p_landmark|.
+
+    Constructor:
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
     """
 
     def __init__(

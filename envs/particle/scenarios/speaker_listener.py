@@ -22,6 +22,10 @@ class SpeakerListener(ParticleEnv):
     Actions: speaker Discrete(3) / Box(3,); listener Discrete(5) / Box(5,); padded to 5 with
     the speaker's extra actions masked out in `avail_actions`.
     Reward (shared): `-d(listener, goal)^2`. Metric `distance`: `d(listener, goal)`.
+
+    Constructor:
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
     """
 
     def __init__(

@@ -28,6 +28,14 @@ class Spread(ParticleEnv):
 
     `arena` is the half-width of the square where entities start (mpe2: 1). `particle/spread50`
     grows it with sqrt(N) so 50 agents start as sparse as mpe2's 3 do.
+
+    Constructor:
+        num_agents: agents.
+        num_landmarks: landmarks (null: as many as agents).
+        local_ratio: weight of the own collision penalty (1 - it: shared cover).
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
+        arena: entities start in [-arena, arena]^2.
     """
 
     def __init__(

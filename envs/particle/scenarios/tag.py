@@ -39,6 +39,13 @@ class Tag(ParticleEnv):
     `bound` penalty summed over both axes.
     Metrics: `catches` (number of colliding (good, adversary) pairs).
     Groups: `adversary`, `good`.
+
+    Constructor:
+        num_good: good agents (prey).
+        num_adversaries: adversaries (predators).
+        num_obstacles: obstacles.
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
     """
 
     def __init__(

@@ -49,6 +49,15 @@ class WorldComm(ParticleEnv):
     (good agent, food) pairs).
     Groups: `leader` (agent 0: its own action space and role), `adversary` (the other
     adversaries; omitted when A = 1), `good`.
+
+    Constructor:
+        num_good: good agents (prey).
+        num_adversaries: adversaries (predators), the first one the leader.
+        num_obstacles: obstacles.
+        num_food: food landmarks.
+        num_forests: forests (agents inside are hidden from those outside).
+        continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
+        episode_limit: steps until the episode is truncated.
     """
 
     def __init__(
