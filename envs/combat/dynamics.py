@@ -46,7 +46,7 @@ class CombatDynamics:
 
             # sum_j d_ij overlap_ij as a contraction: XLA's CPU backend (jaxlib 0.10) ran the
             # multiply-then-reduce form ~18x slower at 128 units x 8 envs, half of a battle64
-            # learner's update (scripts/xla_cpu_flags.py)
+            # learner's update (results/bench.md, notes)
             def pair_sum(d: jax.Array) -> jax.Array:
                 return jnp.einsum("ij...,ij...->i...", d, overlap)
 

@@ -92,7 +92,7 @@ class CommonReward(Wrapper):
     (pathfinding: each its progress, goal and collisions). What HAPPO, VDN and QMIX train on
     anyway (they learn one team value of the mean reward), given to any learner, so that the
     cost of the shared signal can be measured apart from the learner
-    (`scripts/common_reward.py`). The spec says `shared_reward=True`."""
+    (results/fidelity.md, CommonReward). The spec says `shared_reward=True`."""
 
     def __init__(self, env: MultiAgentEnv):
         if not env.spec.cooperative:
