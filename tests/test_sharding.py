@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import jax
@@ -61,17 +63,21 @@ ENVS_SCRIPT = textwrap.dedent(
     import jax
     import numpy as np
 
+    import sys
+
     import marl
     from marl.learning.runner import run
     from marl.learning.training import RunSettings
 
     assert jax.device_count() == 2, jax.devices()
     env = marl.make("particle/spread")
-    for algo, cfg in (
-        ("ippo", {"num_envs": 8, "rollout_length": 16, "num_minibatches": 2, "epochs": 2}),
-        ("iql", {"num_envs": 8, "rollout_length": 5, "buffer_size": 16, "batch_size": 4,
-                 "recurrent": False, "hidden": [16]}),
-    ):
+    configs = {
+        "ippo": {"num_envs": 8, "rollout_length": 16, "num_minibatches": 2, "epochs": 2},
+        "iql": {"num_envs": 8, "rollout_length": 5, "buffer_size": 16, "batch_size": 4,
+                "recurrent": False, "hidden": [16]},
+    }
+    for algo in sys.argv[1:]:
+        cfg = configs[algo]
         train = marl.algorithm(algo)(env, cfg)
         assert train.num_envs == 8
         settings = RunSettings(seeds=1, budget=train.steps_per_update * 6, num_evaluations=2,
@@ -93,11 +99,18 @@ ENVS_SCRIPT = textwrap.dedent(
 )
 
 
-def test_one_seeds_envs_split_over_two_devices_train_as_on_one():
+@pytest.mark.parametrize(
+    "algo", ["ippo", pytest.param("iql", marks=pytest.mark.slow)]
+)  # a replay learner's buffer beside the split envs: under -m slow (CI's time)
+def test_one_seeds_envs_split_over_two_devices_train_as_on_one(algo):
     env = dict(os.environ)
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
     done = subprocess.run(
-        [sys.executable, "-c", ENVS_SCRIPT], env=env, capture_output=True, text=True, timeout=900
+        [sys.executable, "-c", ENVS_SCRIPT, algo],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "envs split ok" in done.stdout
