@@ -5,9 +5,7 @@ equals the same cells run in-process, and resumes after the launcher is killed."
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import json
 import os
 import signal
@@ -18,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
+from test_benchmark import _cli
 
 pytest.importorskip("submitit")
 
-from marl import cli  # noqa: E402
 from marl.run import launch  # noqa: E402
 from marl.run.errors import UsageError  # noqa: E402
 
@@ -173,13 +171,6 @@ def test_time_limits_and_options_fail_in_one_line(tmp_path):
         launch.options("slurm", tmp_path, str(bad))
     with pytest.raises(UsageError, match="--launcher 'pbs' unknown; valid: local, slurm"):
         launch.options("pbs", tmp_path)
-
-
-def _cli(*args: str) -> tuple[int, str, str]:
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_launcher_flags_need_a_launcher_and_submitit_is_named(tmp_path, monkeypatch):
