@@ -465,6 +465,25 @@ def test_marl_to_jaxmarl_continuous_and_round_trip():
     check_env(back, num_episodes=1)
 
 
+def test_marl_to_jaxmarl_infos_carry_the_envs_task_metrics():
+    """A JaxMARL baseline reads a battle's outcome from `infos` (marl's `won`, not a reward
+    threshold): every metric of the spec, broadcast over agents, equal to marl's step's."""
+    pytest.importorskip("jaxmarl")
+    from marl.interop.jaxmarl import MarlToJaxMARL
+
+    env = marl.make("combat/3m")
+    jenv = MarlToJaxMARL(env)
+    key = jax.random.key(3)
+    _, state = jenv.reset(key)
+    actions = {a: jnp.asarray(1) for a in jenv.agents}
+    *_, infos = jenv.step_env(key, state, actions)
+    _, ts = env.step(key, env.reset(key)[0], jnp.ones(3, jnp.int32))
+    assert set(env.spec.metric_names) <= set(infos)
+    for name in env.spec.metric_names:
+        assert infos[name].shape == (3,)
+        np.testing.assert_allclose(infos[name], np.broadcast_to(ts.metrics[name], (3,)))
+
+
 # --- batched stepping --------------------------------------------------------------------------
 
 

@@ -296,8 +296,9 @@ class _MarlToJaxMARL:
       to `spec.action_dim`).
     - `rewards[agent]` [] float32; `dones[agent] = episode done | not alive` (JaxMARL's SMAX
       convention: dead agents are done) and `dones["__all__"]` = episode done.
-    - `infos = {"terminated", "truncated"}`, each [num_agents] bool (per agent, like JaxMARL's
-      `LogWrapper` infos, so baselines can reshape info leaves to `[..., num_agents]`).
+    - `infos = {"terminated", "truncated", *spec.metric_names}`, each [num_agents] (per agent,
+      like JaxMARL's `LogWrapper` infos, so baselines can reshape info leaves to
+      `[..., num_agents]`; the env's task metrics, e.g. combat's `won`, broadcast over agents).
     - `get_obs(state)`, `get_avail_actions(state) -> {agent: [action_sizes[i]] bool}`,
       `world_state(state) -> [state_dim]` (marl's global state).
     """
@@ -384,6 +385,7 @@ class _MarlToJaxMARL:
         infos = {
             "terminated": jnp.broadcast_to(ts.terminated, (n,)),
             "truncated": jnp.broadcast_to(ts.truncated, (n,)),
+            **{k: jnp.broadcast_to(v, (n,)) for k, v in ts.metrics.items()},
         }
         return self._obs_dict(ts.obs), self._wrap(env_state, ts), rewards, dones, infos
 
