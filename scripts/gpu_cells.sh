@@ -70,17 +70,21 @@ for glob in "$@"; do
     printf '%s\t%s\t%s\n' "$glob" "$rc" $(($(date +%s) - t0)) >>"$OUT/cells.tsv"
 done
 
-# the run folders this call finished, each found by its meta.json (finished, written since START)
+# the run folders this call finished: written since START and complete (record.json, the run's
+# last write: `has_record`; a meta.json that reads finished without it died in its final write)
 "$PY" - "$BENCH" "$START" "$OUT/cells.txt" <<'EOF'
 import json, sys
 from pathlib import Path
+from marl.results.protocol import has_record
 from marl.run import benchmark as bm
 
 records = Path(bm.load(sys.argv[1])["records"])
 done = sorted(
     str(meta.parent)
     for meta in records.glob("**/meta.json")
-    if meta.stat().st_mtime >= int(sys.argv[2]) and json.loads(meta.read_text()).get("finished")
+    if meta.stat().st_mtime >= int(sys.argv[2])
+    and json.loads(meta.read_text()).get("finished")
+    and has_record(meta.parent)
 )
 Path(sys.argv[3]).write_text("".join(f"{d}\n" for d in done))
 print(f"{len(done)} cell(s) finished in this call under {records}")
