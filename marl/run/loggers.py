@@ -38,8 +38,8 @@ def check_logger(name: str | None) -> str | None:
 
 class WandbLogger:
     """One W&B run per marl run (offline by default), config = the resolved config; a resumed
-    run continues its W&B run (`resume="allow"` with `run_id`, which the run directory keeps in
-    its `wandb_id`, `marl.run.rundir`; None: a new W&B run)."""
+    run continues its W&B run (`resume="allow"` with `run_id`, kept in the run directory's
+    `wandb_id` by `marl.run.rundir`; None: a new W&B run)."""
 
     def __init__(self, run_dir: Path, config: dict[str, Any], name: str, run_id: str | None):
         import wandb
