@@ -204,17 +204,19 @@ def test_every_evaluation_is_logged_to_jsonl_and_the_logger(whole):
 def test_a_resumed_run_logs_into_the_same_wandb_run(whole, tmp_path, monkeypatch):
     """Each process makes its own logger; the W&B id kept in the run directory makes a resumed
     run continue its W&B run instead of starting a second one with the rest of the curve."""
-    from marl.run.loggers import WandbLogger
+    import dataclasses
+
+    from marl.run.claiming import claim
+    from marl.run.config import compose, resolve
 
     path, fake = whole
     assert fake.inits[0]["resume"] == "allow"
     assert fake.inits[0]["id"] == (path / "wandb_id").read_text().strip()
     again = FakeWandb()
     monkeypatch.setitem(sys.modules, "wandb", again)
-    cfg = {"env": {"id": "particle/simple"}, "algo": {"name": "ippo"}}
-    for run_dir in (tmp_path / "a", tmp_path / "a", tmp_path / "b"):
-        run_dir.mkdir(exist_ok=True)
-        WandbLogger(run_dir, cfg, "particle/simple/ippo")  # a new process per (re)start
+    run = resolve(compose([*TINY, f"out={tmp_path}", "name=a", "logger=wandb"]))
+    for each in (run, dataclasses.replace(run, resume=True), dataclasses.replace(run, name="b")):
+        claim(each).close()  # a new process per (re)start
     ids = [init["id"] for init in again.inits]
     assert ids[0] == ids[1] != ids[2]
 
@@ -315,12 +317,12 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     interrupted then, with nothing evaluated, is continued by resume=true, not refused."""
     import dataclasses
 
+    from marl.run.claiming import claim, unfinished_run
     from marl.run.config import compose, resolve
-    from marl.run.rundir import claim, unfinished_run
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=early"]))
     first = claim(run)  # ... and the run stops here (the OS lets go of its folder's lock)
-    first.release()
+    first.close()
     claimed = first.path
     assert not json.loads((claimed / "meta.json").read_text())["finished"]
     resumed = dataclasses.replace(run, resume=True)
@@ -339,14 +341,14 @@ def test_a_relaunched_sweep_finds_each_run_as_its_folder_left_it(tmp_path):
     afresh), finished with this config (nothing to do), finished with another (refused)."""
     import dataclasses
 
+    from marl.run.claiming import claim, relaunch
     from marl.run.config import compose, resolve
     from marl.run.errors import UsageError
-    from marl.run.rundir import claim, relaunch
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=r"]))
     said = []
     assert relaunch(run, said.append) is run  # free
-    claim(run).release()  # ... killed before its first evaluation
+    claim(run).close()  # ... killed before its first evaluation
     again = relaunch(run, said.append)
     assert again is not None and again.resume and again.folder == run.folder
     other = resolve(compose([*TINY, f"out={tmp_path}", "name=r", "seed=1"]))
@@ -354,7 +356,7 @@ def test_a_relaunched_sweep_finds_each_run_as_its_folder_left_it(tmp_path):
     (aside,) = run.parent.glob("r.unfinished-*")
     assert said == [f"moved the unfinished run (another config) aside to {aside}"]
     done = claim(run)
-    done.release()
+    done.close()
     folder = done.path
     meta = json.loads((folder / "meta.json").read_text())
     (folder / "meta.json").write_text(json.dumps({**meta, "finished": True}))
@@ -369,12 +371,12 @@ def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
     again), and `time` goes on from the last line instead of restarting at 0."""
     import dataclasses
 
+    from marl.run.claiming import claim
     from marl.run.config import compose, resolve
-    from marl.run.rundir import claim
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=cut"]))
     cut = claim(run)
-    cut.release()  # killed
+    cut.close()  # killed
     path = cut.path
     lines = [{"step": 0, "time": 5.0, "eval": {}, "train": {}},
              {"step": 256, "time": 100.0, "eval": {}, "train": {}}]  # fmt: skip
@@ -392,8 +394,8 @@ def test_a_segment_with_no_finished_episode_logs_null_not_0(tmp_path):
     """A seed none of whose episodes ended in a segment has no episode statistic: metrics.jsonl
     holds null for it (valid JSON, not NaN) and loggers get the mean over the other seeds, or no
     value when no seed has one."""
+    from marl.run.claiming import claim
     from marl.run.config import compose, resolve
-    from marl.run.rundir import RunDir
 
     class Scalars:
         def __init__(self):
@@ -402,7 +404,10 @@ def test_a_segment_with_no_finished_episode_logs_null_not_0(tmp_path):
         def log(self, step, scalars):
             self.logged.append(scalars)
 
-    run_dir = RunDir(resolve(compose([*TINY, f"out={tmp_path}", "name=quiet"])))
+        def close(self):
+            pass
+
+    run_dir = claim(resolve(compose([*TINY, f"out={tmp_path}", "name=quiet"])))
     run_dir.loggers.append(logger := Scalars())
     metrics = {"train/return": np.array([np.nan, -3.0]), "train/length": np.full(2, np.nan)}
     metrics["loss"] = np.array([0.5, 1.5])
@@ -416,6 +421,7 @@ def test_a_segment_with_no_finished_episode_logs_null_not_0(tmp_path):
     }
     # named train/return, not train/train/return
     assert logger.logged[-1] == {"eval/return": 0.0, "train/return": -3.0, "train/loss": 1.0}
+    run_dir.close()
 
 
 def test_a_multi_host_worker_trains_writes_nothing_and_exits_0(tmp_path, monkeypatch):
@@ -482,8 +488,8 @@ def test_resume_without_a_name_continues_the_newest_unfinished_run_of_the_config
     import dataclasses
     from datetime import datetime
 
+    from marl.run.claiming import claim, config_differences, unfinished_run
     from marl.run.config import compose, resolve
-    from marl.run.rundir import claim, config_differences, unfinished_run
 
     run = resolve(compose([*TINY, f"out={tmp_path}"]))
     dirs = [claim(run, now=datetime(2026, 1, day)).path for day in (1, 2, 3)]

@@ -171,6 +171,7 @@ def test_a_diverging_run_stops_marked_diverged_and_is_never_ranked(tmp_path, cap
     assert meta["finished"] is False
     assert meta["diverged"]["step"] == 2048 and meta["diverged"]["seeds"] == [0]
     assert not (run / "final.json").exists() and not (run / "params.msgpack").exists()
+    assert not (run / ".lock").exists()  # let go of once it stopped
     assert cli.main(["report", str(runs), "--out", str(tmp_path / "rep")]) == 2
     out = capsys.readouterr()
     assert "no finished run records found" in out.err

@@ -26,7 +26,7 @@ from marl.core import registry
 from marl.learning.training import RunResult
 from marl.results.protocol import load, skip_reason
 from marl.results.runfolder import read_run
-from marl.run import rundir
+from marl.run import claiming, rundir
 from marl.run.config import ConfigError, compose, resolve
 from marl.run.errors import UsageError
 from marl.run.lock import LOCK, FolderLock
@@ -46,8 +46,8 @@ def named(tiny, name: str, resume: bool = False):
 
 def killed(run) -> Path:
     """A run claimed, then stopped before training (its process ended: the lock let go)."""
-    stopped = rundir.claim(run)
-    stopped.release()
+    stopped = claiming.claim(run)
+    stopped.close()
     return stopped.path
 
 
@@ -78,15 +78,15 @@ def test_a_second_writer_of_a_run_folder_meets_one_line(tiny, capsys):
         assert "one writer per run folder" in err
         assert not (folder / "metrics.jsonl").exists()
         with pytest.raises(UsageError, match="in use by another marl process"):
-            rundir.relaunch(named(tiny, "busy"))  # a relaunched sweep never moves it aside
+            claiming.relaunch(named(tiny, "busy"))  # a relaunched sweep never moves it aside
     finally:
         holder.kill()
         holder.wait()
-    again = rundir.claim(named(tiny, "busy", resume=True))  # the OS let go of the dead one's
+    again = claiming.claim(named(tiny, "busy", resume=True))  # the OS let go of the dead one's
     assert again.resumed and again.path == folder
     with pytest.raises(UsageError, match=f"pid {os.getpid()} on host"):  # in one process too
-        rundir.claim(named(tiny, "busy", resume=True))
-    again.release()
+        claiming.claim(named(tiny, "busy", resume=True))
+    again.close()
     assert not (folder / LOCK).exists()
 
 
@@ -110,10 +110,48 @@ def test_a_killed_writers_temporary_files_are_removed_on_resume(tiny):
     for path in litter:
         path.write_text('{"half')
     (folder / "notes.tmp").write_text("mine")  # not one of marl's temporaries
-    resumed = rundir.claim(named(tiny, "litter", resume=True))
-    resumed.release()
+    resumed = claiming.claim(named(tiny, "litter", resume=True))
+    resumed.close()
     assert not any(path.exists() for path in litter)
     assert (folder / "notes.tmp").exists()
+
+
+def test_a_claim_reads_its_folder_once_and_under_its_lock(tiny, monkeypatch):
+    """resume=true reads what the folder holds once, holding its lock: what it acts on is what
+    the folder holds, since no other writer can finish or change it after that read."""
+    folder = killed(named(tiny, "once"))
+    read, reads = claiming.read_meta, []
+
+    def reading(where):
+        reads.append((Path(where), (Path(where) / LOCK).exists()))
+        return read(where)
+
+    monkeypatch.setattr(claiming, "read_meta", reading)
+    again = claiming.claim(named(tiny, "once", resume=True))
+    again.close()
+    assert again.resumed and reads == [(folder, True)]
+
+
+def test_a_run_finished_by_another_writer_after_the_search_is_not_trained_again(
+    tmp_path, monkeypatch
+):
+    """resume=true without name= finds the newest unfinished run, then locks it; a writer that
+    finished it in between leaves nothing to resume: one line, and the run is left as it is."""
+    run = resolve(compose([*TINY, f"out={tmp_path}", "name=race"]))
+    folder = killed(run)
+    search = claiming.unfinished_run
+
+    def finished_meanwhile(planned):
+        found = search(planned)
+        meta = json.loads((folder / "meta.json").read_text())
+        (folder / "meta.json").write_text(json.dumps({**meta, "finished": True}))
+        (folder / "record.json").write_text("{}")  # the other writer's last write
+        return found
+
+    monkeypatch.setattr(claiming, "unfinished_run", finished_meanwhile)
+    with pytest.raises(UsageError, match=f"{folder} was finished by another process"):
+        claiming.claim(dataclasses.replace(run, name=None, resume=True))
+    assert (folder / "record.json").read_text() == "{}" and not (folder / LOCK).exists()
 
 
 def _result(seeds: int = 1) -> RunResult:
@@ -125,7 +163,7 @@ def test_a_run_that_fails_in_its_final_write_never_looks_complete(tiny, capsys, 
     """The disk fills as record.json, the last write, is written: meta.json says finished,
     but without record.json no reader takes the run as complete; resume=true finishes it."""
     out, _ = tiny
-    run_dir = rundir.claim(named(tiny, "full"))
+    run_dir = claiming.claim(named(tiny, "full"))
     run_dir.on_evaluation(0, _result().evaluations[0])
     assert not (run_dir.path / "record.json").exists()  # the record so far is partial
     assert (run_dir.path / rundir.PARTIAL).exists()
@@ -139,7 +177,7 @@ def test_a_run_that_fails_in_its_final_write_never_looks_complete(tiny, capsys, 
     monkeypatch.setattr(rundir, "write_json", full)
     with pytest.raises(OSError):
         run_dir.finish(_result())
-    run_dir.release()
+    run_dir.close()
     folder = run_dir.path
     assert json.loads((folder / "meta.json").read_text())["finished"]
     assert not (folder / "record.json").exists()
@@ -150,9 +188,9 @@ def test_a_run_that_fails_in_its_final_write_never_looks_complete(tiny, capsys, 
         read_run(folder)
     assert cli.main(["report", str(folder.parent), "--out", str(out / "rep")]) == 2
     assert "no finished run records found; unfinished: " in _one_error(capsys)
-    again = rundir.claim(named(tiny, "full", resume=True))  # finished again from its checkpoint
+    again = claiming.claim(named(tiny, "full", resume=True))  # finished again from its checkpoint
     assert again.resumed and again.path == folder
-    again.release()
+    again.close()
 
 
 def _disk_full(path) -> OSError:
@@ -191,7 +229,7 @@ def test_a_read_only_output_is_one_line(tiny, tmp_path, capsys, monkeypatch):
     def denied(parent, name, now):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(parent))
 
-    monkeypatch.setattr(rundir, "_claim", denied)
+    monkeypatch.setattr(claiming, "_mkdir", denied)
     assert cli.main(["train", *TINY, f"out={out}", "name=ro"]) == 2
     assert "cannot create the run directory under" in _one_error(capsys)
     write_run(tmp_path / "recs", root_seed=1)
@@ -257,10 +295,10 @@ def test_a_truncated_checkpoint_is_one_line(tiny, capsys):
     import jax.numpy as jnp
 
     out, _ = tiny
-    held = rundir.claim(named(tiny, "cut"))
+    held = claiming.claim(named(tiny, "cut"))
     history = {"steps": np.zeros(1, np.int32)}
     held.checkpoints.save(1, {"w": jnp.ones(3)}, {"w": jnp.ones(3)}, history)
-    held.release()
+    held.close()
     saved = held.checkpoint_dir / "1"
     for path in saved.rglob("*"):
         if path.is_file():
@@ -303,8 +341,9 @@ def test_a_name_or_label_with_a_newline_is_refused(tiny):
         bad = OmegaConf.merge(cfg, {key: "two\nlines"})
         with pytest.raises(ConfigError, match=f"{key} must be printable"):
             resolve(bad)
-    run = dataclasses.replace(named(tiny, "cmd"), command=("label=a\nb",))
-    text = rundir.RunDir(run)._config_text()
+    run_dir = claiming.claim(dataclasses.replace(named(tiny, "cmd"), command=("label=a\nb",)))
+    run_dir.close()
+    text = (run_dir.path / "config.yaml").read_text()
     assert text.splitlines()[0].endswith("command: marl train 'label=a\\nb'")
 
 

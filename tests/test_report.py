@@ -382,12 +382,13 @@ def test_a_record_names_its_lower_is_better_metrics_for_reports(tmp_path):
     """A finished run's sidecar names the env's lower-is-better metrics (record names), and
     reports rank by it, also for an env this process's registry does not know."""
     from marl.learning.training import RunResult
+    from marl.run.claiming import claim
     from marl.run.config import compose, resolve
-    from marl.run.rundir import RunDir
 
     run = resolve(compose(["env=particle/simple", "algo=ippo", f"out={tmp_path / 'w'}"]))
     result = RunResult(steps=[0], best_step=np.zeros(1, int))
-    meta = RunDir(run).meta(result, None, ("length", "flowtime"))
+    with claim(run) as run_dir:
+        meta = run_dir.meta(result, None, ("length", "flowtime"))
     assert meta["lower_is_better"] == ["episode_length", "flowtime"]
 
     task = "mine/race"  # registered in the process that trained it, not in this one

@@ -504,13 +504,13 @@ def test_timestamped_run_directories_of_one_second_get_numbered_suffixes(tmp_pat
     """Three runs claimed at 2026-01-02 03:04:05 get 20260102-030405, -2 and -3."""
     from datetime import datetime
 
-    from marl.run.rundir import _claim
+    from marl.run.claiming import _mkdir
 
     now = datetime(2026, 1, 2, 3, 4, 5)
-    got = [_claim(tmp_path / "p", None, now).name for _ in range(3)]
+    got = [_mkdir(tmp_path / "p", None, now).name for _ in range(3)]
     assert got == ["20260102-030405", "20260102-030405-2", "20260102-030405-3"]
     with pytest.raises(FileExistsError):
-        _claim(tmp_path / "p", "20260102-030405-2", now)
+        _mkdir(tmp_path / "p", "20260102-030405-2", now)
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,14 @@ into a study for reports. The CLI and `python -m marl.app` parse; this module ru
 ```
 train_command(overrides) -> config.compose / resolve: checked once; the env, the learner and
                             the transfer targets built once (RunConfig)
-  -> train_run(run): rundir.claim, the run directory (or the unfinished one to resume)
+  -> train_run(run): claiming.claim, the run directory (or the unfinished one to resume),
+                    locked, read once, its first files written (RunDir.start)
      -> marl.learning.runner.run: segments of jit(scan(vmap(step))), evaluations between,
         each written by RunDir.on_evaluation (record.json, metrics.jsonl, checkpoint)
-     -> transfer.play_targets (transfer.json) where the protocol lists targets
-     -> RunDir.finish (final.json, sidecar with summary.record_anchors, record.json last)
+     -> transfer.play_targets where the protocol lists targets
+     -> RunDir.finish (transfer.json, final.json, sidecar with summary.record_anchors,
+        record.json last), or RunDir.diverge (the sidecar marked diverged)
+     -> RunDir.close, however the run ended: the loggers closed, the folder let go
 ```
 """
 
@@ -31,6 +34,7 @@ from marl.run.supervisor import supervise, supervised
 
 if TYPE_CHECKING:  # imported where used: `train_command` joins a multi-host run first
     from marl.run.config import RunConfig
+    from marl.run.rundir import RunDir
 
 
 def train_command(overrides: Sequence[str], dry_run: bool = False) -> int:
@@ -81,18 +85,18 @@ def plan(run: RunConfig) -> str:
 
 
 def train_run(run: RunConfig) -> Path | None:
-    """Train a resolved run and write its directory, top to bottom: claim it (`rundir.claim`:
+    """Train a resolved run and write its directory, top to bottom: claim it (`claiming.claim`:
     new, resumed, or finished before), train into it (`marl.learning.runner.run`, every
-    evaluation written as it comes), play the transfer targets, finish it (final.json, sidecar
-    with the anchors, and last record.json, which marks it complete). Returns the directory
-    (on hosts other than 0 of a multi-host run, the folder host 0 writes it in), or None when
-    interrupted. However it ends, the folder's lock is let go."""
+    evaluation written as it comes), play the transfer targets, finish it (transfer.json,
+    final.json, sidecar with the anchors, and last record.json, which marks it complete).
+    Returns the directory (on hosts other than 0 of a multi-host run, the folder host 0 writes
+    it in), or None when interrupted. However it ends, the folder is closed once."""
     import jax
 
     from marl.learning.checkpoint import CheckpointError
     from marl.learning.runner import run as run_training
     from marl.learning.training import Diverged
-    from marl.run.rundir import claim
+    from marl.run.claiming import claim
     from marl.run.summary import record_anchors
     from marl.run.transfer import play_targets
 
@@ -100,45 +104,44 @@ def train_run(run: RunConfig) -> Path | None:
         run_training(run.env, run.train, run.settings, log=None)
         return run.parent  # where host 0 writes the run
     announce = plan(run)
-    run_dir = claim(run)
+    run_dir: RunDir | None = claim(run)
     if run_dir is None:  # a relaunched sweep passes its finished runs over
         print(f"finished before: {run.folder}; nothing to resume", flush=True)
         return run.folder
     verb = "resuming" if run_dir.resumed else "run directory:"
     print(f"{announce}\n{verb} {run_dir.path}", flush=True)
-    try:
-        result = run_training(
-            run.env,
-            run.train,
-            run.settings,
-            log=_say,
-            on_evaluation=run_dir.on_evaluation,
-            checkpoints=run_dir.checkpoints,
-            on_train_metrics=run_dir.on_train_metrics,
-        )
-        anchors = record_anchors(run)  # the random and scripted policies' scores
-        if run.transfer:  # each seed's best evaluated parameters (final ones without them)
-            best = result.best_params if result.best_params is not None else result.params
-            play_targets(run, best, run_dir.path, log=_say)
-        final = run_dir.finish(result, anchors)  # its last write marks the run complete
-    except KeyboardInterrupt:
-        print(
-            f"interrupted; the evaluations so far are in {run_dir.path}; the same command with "
-            "resume=true continues after the last finished segment",
-            file=sys.stderr,
-        )
-        return None
-    except CheckpointError as e:  # a truncated or corrupt segment to resume from
-        raise UsageError(str(e)) from None
-    except Diverged as e:
-        run_dir.diverge(e.step, e.seeds, e.what)
-        raise UsageError(
-            f"{run.env_id} {run.algo} diverged: {e}; stopped, {run_dir.path} marked diverged "
-            "(try a smaller algo.lr)"
-        ) from None
-    finally:  # however it ends, the loggers closed and the folder let go
-        run_dir.close()
-        run_dir.release()
+    with run_dir:  # however the run ends, closed once: the loggers closed, the folder let go
+        try:
+            result = run_training(
+                run.env,
+                run.train,
+                run.settings,
+                log=_say,
+                on_evaluation=run_dir.on_evaluation,
+                checkpoints=run_dir.checkpoints,
+                on_train_metrics=run_dir.on_train_metrics,
+            )
+            anchors = record_anchors(run)  # the random and scripted policies' scores
+            transfer = None
+            if run.transfer:  # each seed's best evaluated parameters (final ones without them)
+                best = result.best_params if result.best_params is not None else result.params
+                transfer = play_targets(run, best, log=_say)
+            final = run_dir.finish(result, anchors, transfer)  # its last write: run complete
+        except KeyboardInterrupt:
+            print(
+                f"interrupted; the evaluations so far are in {run_dir.path}; the same command "
+                "with resume=true continues after the last finished segment",
+                file=sys.stderr,
+            )
+            return None
+        except CheckpointError as e:  # a truncated or corrupt segment to resume from
+            raise UsageError(str(e)) from None
+        except Diverged as e:
+            run_dir.diverge(e.step, e.seeds, e.what)  # the sidecar marked, nothing else
+            raise UsageError(
+                f"{run.env_id} {run.algo} diverged: {e}; stopped, {run_dir.path} marked "
+                "diverged (try a smaller algo.lr)"
+            ) from None
     print(f"wrote {run_dir.path}")
     print_final(final, run)
     return run_dir.path

@@ -379,8 +379,8 @@ def _train(overrides: list[str], checkpoint_runs: bool) -> Path:
     import dataclasses
 
     from marl.run import config
+    from marl.run.claiming import relaunch
     from marl.run.jobs import train_run
-    from marl.run.rundir import relaunch
 
     run = config.resolve(config.compose(overrides), command=overrides)
     if not checkpoint_runs:

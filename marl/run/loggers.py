@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,27 +36,12 @@ def check_logger(name: str | None) -> str | None:
     return name
 
 
-WANDB_ID = "wandb_id"  # file in the run directory: the W&B run a resumed marl run continues
-
-
-def wandb_run_id(run_dir: Path) -> str:
-    """The run directory's W&B run id, made on first use and kept in `<run dir>/wandb_id`, so
-    that a resumed run (a new process) logs into the same W&B run."""
-    path = run_dir / WANDB_ID
-    if path.exists():
-        return path.read_text().strip()
-    from marl.results.files import atomic_write
-
-    run_id = uuid.uuid4().hex[:16]
-    atomic_write(path, run_id + "\n")
-    return run_id
-
-
 class WandbLogger:
     """One W&B run per marl run (offline by default), config = the resolved config; a resumed
-    run continues its W&B run (`resume="allow"` with the id kept in the run directory)."""
+    run continues its W&B run (`resume="allow"` with `run_id`, kept in the run directory's
+    `wandb_id` by `marl.run.rundir`; None: a new W&B run)."""
 
-    def __init__(self, run_dir: Path, config: dict[str, Any], name: str):
+    def __init__(self, run_dir: Path, config: dict[str, Any], name: str, run_id: str | None):
         import wandb
 
         self._wandb = wandb
@@ -67,7 +51,7 @@ class WandbLogger:
             config=config,
             dir=str(run_dir),
             mode=os.environ.get("WANDB_MODE", "offline"),
-            id=wandb_run_id(Path(run_dir)),
+            id=run_id,
             resume="allow",
         )
 
@@ -95,10 +79,14 @@ class TensorBoardLogger:
         self._writer.close()
 
 
-def make_logger(name: str | None, run_dir: Path, config: dict[str, Any]) -> Logger | None:
-    """The logger `name` writing for the run in `run_dir` (None: no external logger)."""
+def make_logger(
+    name: str | None, run_dir: Path, config: dict[str, Any], run_id: str | None = None
+) -> Logger | None:
+    """The logger `name` writing for the run in `run_dir` (None: no external logger); `run_id`:
+    the W&B run a `wandb` logger logs into."""
     if check_logger(name) is None:
         return None
     if name == "wandb":
-        return WandbLogger(run_dir, config, f"{config['env']['id']}/{config['algo']['name']}")
+        title = f"{config['env']['id']}/{config['algo']['name']}"
+        return WandbLogger(run_dir, config, title, run_id)
     return TensorBoardLogger(run_dir)

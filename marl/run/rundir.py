@@ -19,29 +19,30 @@ metrics.jsonl        one line per evaluation: step, wall seconds, the evaluation
                      segment's training metrics (per seed, means over episodes / updates)
 checkpoint/          while unfinished: the newest segment (`marl.learning.checkpoint`): resume=true
 .lock                while a process writes it: its OS lock, naming the holder (`marl.run.lock`)
+transfer.json        where the protocol lists transfer targets: the trained policy's episodes on
+                     each (`marl.run.transfer`)
+wandb_id             with `logger=wandb`: the W&B run it logs into (a resumed run continues it)
 ```
 
-Claiming and resuming live here, all of it: `claim` takes a new directory (`name=`'s, which
-must be free, or a timestamp with a -2, -3 suffix), or with `resume=true` reopens the unfinished
-run of the same config (`unfinished_run`), or finds `name=`'s run finished already; `relaunch`
-is the same question a relaunched sweep asks of each of its runs. Two runs are the same config
-when `PLANNED` keys agree (`config_differences`). Where a run's directories go, its task and
-`<out>/<family>/<task>/<algo>`, is derived once by `marl.run.config.resolve` (`RunConfig.task`,
-`RunConfig.parent`).
-
-One writer per folder: `claim` takes its OS lock (`marl.run.lock`; a second writer is refused
-in one line naming the holder) and removes the temporary files a killed writer left. Files are
-written atomically (a temporary file, then `os.replace`). `record.json` is written last, so its
-presence marks the run complete (`protocol.has_record`): a run that died in its final write
-never looks complete, to marl's readers or to a tool reading only `record.json`. A finished
-folder may be compacted (`marl.run.compact`): `record.json.gz`, ..., read as the plain files.
+A folder is claimed, written and closed in one pass: `marl.run.claiming.claim` takes it (its OS
+lock first, then what it holds, read once) and hands it to a `RunDir`, which writes what a run
+starts with (`start`), each evaluation as it comes (`on_evaluation`), and at the end either the
+final files (`finish`) or the divergence mark (`diverge`); `close` lets go of it once, however
+the run ended (the external loggers closed, the lock released). marl's files of the folder are
+all written here (the loggers' own folders aside): whole files atomically (a temporary file,
+then `os.replace`), metrics.jsonl in appended whole lines. `record.json` is written last,
+so its presence marks the run complete (`protocol.has_record`): a run that died in its final
+write never looks complete, to marl's readers or to a tool reading only `record.json`. A
+finished folder may be compacted (`marl.run.compact`): `record.json.gz`, ..., read as the plain
+files. Where a run's directories go, its task and `<out>/<family>/<task>/<algo>`, is derived
+once by `marl.run.config.resolve` (`RunConfig.task`, `RunConfig.parent`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
 from pathlib import Path
@@ -51,17 +52,7 @@ import numpy as np
 
 from marl.learning.training import RunResult
 from marl.results.files import atomic_write, write_json
-from marl.results.protocol import (
-    META,
-    RECORD,
-    RecordError,
-    has_record,
-    read_meta,
-    record_metric,
-    run_record,
-)
-from marl.run.errors import UsageError
-from marl.run.lock import FolderBusy, FolderLock, busy, locked_by_another, remove_stale_temporaries
+from marl.results.protocol import META, RECORD, record_metric, run_record
 from marl.run.provenance import provenance
 from marl.run.summary import final_record
 from marl.run.summary import floats as _floats
@@ -69,11 +60,14 @@ from marl.run.summary import floats as _floats
 if TYPE_CHECKING:
     from marl.learning.checkpoint import SegmentCheckpoints
     from marl.run.config import RunConfig
+    from marl.run.lock import FolderLock
 
 STAMP = "%Y%m%d-%H%M%S"
 METRICS = "metrics.jsonl"  # one JSON line per evaluation
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
 PARTIAL = "record.partial.json"  # the record so far, while the run is unfinished
+TRANSFER = "transfer.json"  # the transfer targets' episodes (`marl.run.transfer`)
+WANDB_ID = "wandb_id"  # the W&B run a resumed marl run continues (`marl.run.loggers`)
 
 
 def run_task(run: RunConfig) -> str:
@@ -82,186 +76,25 @@ def run_task(run: RunConfig) -> str:
     return run.task
 
 
-def _say(line: str) -> None:
-    print(line, flush=True)
-
-
-# --- claiming and resuming ----------------------------------------------------------------------
-PLANNED = (
-    "env",
-    "algo",
-    "label",
-    "protocol",
-    "seeds",
-    "budget",
-    "seed",
-)  # what makes two runs the same
-
-
-def config_differences(before: Any, planned: Any) -> list[str]:
-    """The top-level keys of `PLANNED` whose values `planned` changes from `before` (keys
-    added to the config since `before` was written are ignored: their defaults keep the old
-    behaviour)."""
-
-    def differs(a: Any, b: Any) -> bool:
-        if isinstance(a, dict) and isinstance(b, dict):
-            return any(k in b and differs(v, b[k]) for k, v in a.items())
-        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            return list(a) != list(b)
-        return a != b
-
-    return [k for k in PLANNED if differs((before or {}).get(k), planned.get(k))]
-
-
-def _read_meta(folder: Path) -> dict[str, Any] | None:
-    """The folder's sidecar (None: none; unreadable: UsageError); finished without its record
-    (the final write failed) reads as unfinished: `resume=true` finishes it from its checkpoint."""
-    if not (folder / META).exists():
-        return None
-    try:
-        meta = read_meta(folder)
-    except RecordError as e:
-        raise UsageError(f"{e}; move the folder aside or remove it") from None
-    if meta.get("finished") and not has_record(folder):
-        return {**meta, "finished": False}
-    return meta
-
-
-def finished_run(run: RunConfig) -> Path | None:
-    """`name=`'s directory when it holds a finished run of this config (None when it holds
-    none); a finished run of another config there is refused (UsageError)."""
-    meta = None if run.folder is None else _read_meta(run.folder)
-    if meta is None or not meta.get("finished"):
-        return None
-    diff = config_differences(meta.get("config") or {}, run.config)
-    if diff:
-        raise UsageError(
-            f"{run.folder} holds a finished run with a different {', '.join(diff)}; "
-            "choose another name= or remove it"
-        )
-    return run.folder
-
-
-def unfinished_run(run: RunConfig) -> Path | None:
-    """The run directory `resume=true` continues: `name=`'s if given (an error when it is
-    finished or holds another config), else the newest unfinished one with this config;
-    None when there is none (the run starts afresh)."""
-    planned = run.config
-    if run.folder is not None:
-        meta = _read_meta(run.folder)
-        if meta is None:
-            return None
-        if meta.get("finished"):
-            raise FileExistsError(f"{run.folder} is finished; nothing to resume")
-        diff = config_differences(meta.get("config"), planned)
-        if diff:
-            raise ValueError(f"{run.folder} holds a run with a different {', '.join(diff)}")
-        return run.folder
-    found = []
-    for meta_path in run.parent.glob(f"*/{META}"):
-        try:
-            meta = _read_meta(meta_path.parent) or {}
-        except UsageError:  # an unreadable folder is no run to continue
-            continue
-        if not meta.get("finished") and not config_differences(meta.get("config"), planned):
-            found.append((meta.get("created", ""), meta_path.parent))
-    return max(found)[1] if found else None
-
-
-def claim(run: RunConfig, now: datetime | None = None, resumable: bool = True) -> RunDir | None:
-    """The run directory `run` writes, ready for training (`RunDir.start`: its first files
-    written, its checkpoints and logger open). With `resume=true`: the unfinished run of its
-    config it continues (`unfinished_run`), or None when `name=`'s run finished with this
-    config (nothing to train); else a new directory, `name=`'s (which must be free) or a
-    timestamp. A refusal is one `UsageError` line. `resumable=False`: a run that keeps no
-    checkpoints and cannot resume (`vmap=`)."""
-    if run.resume and finished_run(run) is not None:
-        return None
-    try:
-        previous = unfinished_run(run) if run.resume else None
-        run_dir = RunDir(run, now=now, path=previous)  # locked: one writer at a time
-    except FileExistsError as e:
-        hint = ", choose another name=" + (" or pass resume=true" if resumable else "")
-        raise UsageError(
-            f"run directory exists{'' if run.resume else hint}: {e.filename or e}"
-        ) from None
-    except ValueError as e:
-        raise UsageError(f"cannot resume: {e}; choose another name=") from None
-    except OSError as e:
-        raise UsageError(f"cannot create the run directory under {run.out}: {e}") from None
-    if previous is not None and finished_run(run) is not None:  # its writer finished it meanwhile
-        run_dir.release()
-        return None
-    try:
-        run_dir.start(checkpoints=resumable)
-    except BaseException:
-        run_dir.release()
-        raise
-    return run_dir
-
-
-def _lock(folder: Path) -> FolderLock:
-    """The folder's lock taken (a second writer: one line), a killed writer's temporaries gone."""
-    lock = FolderLock(folder)
-    try:
-        lock.acquire()
-    except FolderBusy:
-        raise UsageError(busy(folder)) from None
-    except OSError as e:
-        raise UsageError(f"cannot lock the run directory {folder}: {e}") from None
-    remove_stale_temporaries(folder)
-    return lock
-
-
-def relaunch(run: RunConfig, log: Callable[[str], None] = _say) -> RunConfig | None:
-    """A named run of a relaunched sweep, as its folder finds it: None when it finished there
-    with this config (nothing to train; another config is refused), the run with `resume=true`
-    when it was killed there, and the run as it is when the folder is free or held an unfinished
-    run of another config, which is moved aside to `<name>.unfinished-<time>`."""
-    if finished_run(run) is not None:
-        return None
-    meta = None if run.folder is None else _read_meta(run.folder)
-    if meta is None:
-        return run
-    if locked_by_another(run.folder):  # another job trains into it now: never move it
-        raise UsageError(busy(run.folder))
-    if not config_differences(meta.get("config"), run.config):
-        return dataclasses.replace(run, resume=True)  # continues after its last segment
-    aside = run.folder.with_name(f"{run.folder.name}.unfinished-{datetime.now():%Y%m%d-%H%M%S}")
-    run.folder.rename(aside)
-    log(f"moved the unfinished run (another config) aside to {aside}")
-    return run
-
-
-def _claim(parent: Path, name: str | None, now: datetime) -> Path:
-    """Create the run directory; a given name must be new, a timestamp gets a -2, -3 suffix."""
-    parent.mkdir(parents=True, exist_ok=True)
-    if name is not None:
-        path = parent / name
-        path.mkdir()  # FileExistsError: never mix two runs in one directory
-        return path
-    stamp = now.strftime(STAMP)
-    for k in range(1, 1000):
-        path = parent / (stamp if k == 1 else f"{stamp}-{k}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free run directory under {parent} for {stamp}")
-
-
 # --- the directory being filled -----------------------------------------------------------------
 class RunDir:
     """A run directory being filled: config first, the curve as it grows, final files last."""
 
-    def __init__(self, run: RunConfig, now: datetime | None = None, path: Path | None = None):
-        """Claim a new directory for `run` (`mkdir`: `name=`'s, or a timestamp), or reopen the
-        unfinished run at `path` (its config and creation time kept; its evaluations are
-        replayed through `on_evaluation`); either way its lock is taken (`release` lets go).
-        Nothing is written before `start`."""
+    def __init__(
+        self,
+        run: RunConfig,
+        lock: FolderLock,
+        reopened: dict[str, Any] | None = None,
+        created: datetime | None = None,
+    ):
+        """The folder `lock` holds (`marl.run.claiming.claim` takes it), for `run`: a new one
+        (created at `created`), or the unfinished run whose sidecar is `reopened` (its creation
+        time and code kept; its evaluations are replayed through `on_evaluation`). Nothing is
+        written before `start`; `close` lets go of it."""
         self.run = run
-        self.resumed = path is not None
+        self.lock = lock
+        self.path = lock.folder
+        self.resumed = reopened is not None
         self.checkpoints: SegmentCheckpoints | None = None  # `start`
         self.loggers: list[Any] = []  # marl.run.loggers: each gets log(step, scalars)
         self.steps: list[int] = []
@@ -271,21 +104,14 @@ class RunDir:
         self._rewrite: list[dict[str, Any]] | None = None  # metrics.jsonl less a cut line
         self._started = datetime.now()
         self._earlier_code: list[dict[str, Any]] = []  # a resumed run's code before this process
-        self.created = now or datetime.now()  # a reopened run's is read back
-        self.path = _claim(run.parent, run.name, self.created) if path is None else Path(path)
-        self.lock = _lock(self.path)
-        try:
-            if path is not None:
-                self._reopen(self.path)
-        except BaseException:
-            self.release()
-            raise
+        self.created = created or datetime.now()  # a reopened run's is read back
+        if reopened is not None:
+            self._reopen(reopened)
 
-    def _reopen(self, path: Path) -> None:
-        """Take up the unfinished run at `path`: its creation time, the code it ran on, the
-        steps it logged and its clock (`time` in metrics.jsonl goes on from the last line
-        logged before the interruption)."""
-        before = read_meta(path)
+    def _reopen(self, before: dict[str, Any]) -> None:
+        """Take up the unfinished run whose sidecar is `before`: its creation time, the code it
+        ran on, the steps it logged and its clock (`time` in metrics.jsonl goes on from the
+        last line logged before the interruption)."""
         created = before.get("created")
         self._earlier_code = [c for c in before.get("codes", [before.get("code")]) if c]
         self.created = datetime.fromisoformat(created) if created else datetime.now()
@@ -298,25 +124,33 @@ class RunDir:
         """Write what a run starts with: a new directory its config.yaml and an unfinished
         meta.json (so that a run stopped before its first evaluation can resume); a reopened
         one drops the metrics.jsonl line a hard kill cut off (the resumed run logs that step
-        again). Then open the segment checkpoints (`checkpoints`, `checkpoint=true` and one
-        host: a multi-host run cannot resume, and orbax's saves synchronise every host, of
-        which only this one would save) and the external logger (`logger=`); `finish` clears
-        the one and `close` closes the other."""
+        again); with `logger=wandb`, the W&B run it logs into is made once and kept in
+        `wandb_id`, so that a resumed run (a new process) continues it. Then open the segment
+        checkpoints (`checkpoints`, `checkpoint=true` and one host: a multi-host run cannot
+        resume, and orbax's saves synchronise every host, of which only this one would save)
+        and the external logger (`logger=`); `finish` clears the one and `close` closes the
+        other."""
         import jax
 
         from marl.learning.checkpoint import SegmentCheckpoints
         from marl.run.loggers import make_logger
 
         if not self.resumed:
-            config, meta = self._config_text(), self.meta()
+            config, meta = self._config_text(), self._sidecar()
             atomic_write(self.path / "config.yaml", config)
             write_json(self.path / META, meta)
         elif self._rewrite is not None:
             text = "".join(json.dumps(line) + "\n" for line in self._rewrite)
             atomic_write(self.path / METRICS, text)
+        run_id = None
+        if self.run.logger == "wandb":  # kept in the folder: a resumed run continues it
+            kept = self.path / WANDB_ID
+            if not kept.exists():
+                atomic_write(kept, uuid.uuid4().hex[:16] + "\n")
+            run_id = kept.read_text().strip()
         if checkpoints and self.run.checkpoint and jax.process_count() == 1:
             self.checkpoints = SegmentCheckpoints(self.checkpoint_dir)
-        logger = make_logger(self.run.logger, self.path, self.run.config)
+        logger = make_logger(self.run.logger, self.path, self.run.config, run_id)
         self.loggers = [logger] if logger is not None else []
 
     @cached_property
@@ -330,15 +164,23 @@ class RunDir:
         """Where `marl.learning.checkpoint.SegmentCheckpoints` keeps the run's newest segment."""
         return self.path / CHECKPOINT
 
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """`with run_dir:` closes it however the block ends."""
+        self.close()
+
     def close(self) -> None:
-        """Close the external loggers (the run finished, diverged or was interrupted)."""
+        """Let go of the folder, however the run ended (finished, diverged, interrupted, or
+        failed): the external loggers closed, the lock released; once (again: nothing)."""
+        self._close_loggers()
+        self.lock.release()
+
+    def _close_loggers(self) -> None:
         for logger in self.loggers:
             logger.close()
         self.loggers = []
-
-    def release(self) -> None:
-        """Let go of the folder's lock (the run finished, diverged, or stopped)."""
-        self.lock.release()
 
     def _config_text(self) -> str:
         """config.yaml: the resolved config under a line naming the command."""
@@ -350,17 +192,10 @@ class RunDir:
             head += "; command: marl train " + " ".join(words)  # one line, whatever they hold
         return f"{head}\n{OmegaConf.to_yaml(OmegaConf.create(self.run.config))}"
 
-    def meta(
-        self,
-        result: RunResult | None = None,
-        anchors: dict | None = None,
-        lower_is_better: Sequence[str] = (),
-        headline_metric: str = "return",
-    ) -> dict[str, Any]:
-        """The sidecar of `record.json` (`finished` once `result` is given); a finished one
-        names the env's lower-is-better metrics (`EnvSpec.lower_is_better`) and its metric in
-        the task's natural unit (`EnvSpec.headline_metric`), record names, so reports rank and
-        show them without building the env."""
+    def _sidecar(self) -> dict[str, Any]:
+        """meta.json as the run starts (and stays while unfinished): what it trains, the
+        resolved config, when it was created and what it is made with (`made_with`; a run
+        resumed on other code than it started on names every code)."""
         run, cfg = self.run, self.run.config
         out: dict[str, Any] = {
             "env": run.env_id,
@@ -372,29 +207,43 @@ class RunDir:
             "protocol": {"name": "default", **cfg["protocol"]},
             "config": cfg,
             "created": self.created.isoformat(timespec="seconds"),
-            "finished": result is not None,
+            "finished": False,
             **self.made_with,
         }
         codes = [c for c in self._earlier_code if c != out["code"]]
-        if codes:  # resumed on other code than it started on: name every one
+        if codes:
             out["codes"] = [*codes, out["code"]]
-        if result is not None:
-            train_metrics = [
-                {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
-                for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
-            ]
-            out.update(
-                wall_time=float(result.wall_time),
-                compile_time=float(result.compile_time),
-                steps_per_second=float(result.steps_per_second),
-                best_step=[int(s) for s in result.best_step],
-                lower_is_better=sorted(record_metric(m) for m in lower_is_better),
-                headline_metric=record_metric(headline_metric),
-                train_metrics=train_metrics,
-            )
+        return out
+
+    def meta(
+        self,
+        result: RunResult,
+        anchors: dict | None = None,
+        lower_is_better: Sequence[str] = (),
+        headline_metric: str = "return",
+    ) -> dict[str, Any]:
+        """The finished run's sidecar of `record.json`: its timings and training metrics, the
+        env's lower-is-better metrics (`EnvSpec.lower_is_better`) and its metric in the task's
+        natural unit (`EnvSpec.headline_metric`), record names, so reports rank and show them
+        without building the env, and the anchors where measured (`record_anchors`)."""
+        train_metrics = [
+            {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
+            for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
+        ]
+        out = {
+            **self._sidecar(),
+            "finished": True,
+            "wall_time": float(result.wall_time),
+            "compile_time": float(result.compile_time),
+            "steps_per_second": float(result.steps_per_second),
+            "best_step": [int(s) for s in result.best_step],
+            "lower_is_better": sorted(record_metric(m) for m in lower_is_better),
+            "headline_metric": record_metric(headline_metric),
+            "train_metrics": train_metrics,
+        }
         if anchors is not None:
             out["anchors"] = {
-                "metric": record_metric(run.settings.metric),
+                "metric": record_metric(self.run.settings.metric),
                 "episodes": anchors.get("episodes"),
                 "random": anchors.get("random"),
                 "reference": anchors.get("reference"),
@@ -462,27 +311,32 @@ class RunDir:
     def diverge(self, step: int, seeds: Sequence[int], what: str) -> None:
         """Mark the run diverged in meta.json (`finished` stays false): readers skip it and
         name it as diverged, never as a score."""
-        out = self.meta()
-        out["diverged"] = {"step": int(step), "seeds": [int(s) for s in seeds], "what": what}
-        write_json(self.path / META, out)
-        self.close()
-        self.release()
+        diverged = {"step": int(step), "seeds": [int(s) for s in seeds], "what": what}
+        meta = {**self._sidecar(), "diverged": diverged}
+        write_json(self.path / META, meta)
 
-    def finish(self, result: RunResult, anchors: dict | None = None) -> dict[str, Any]:
-        """Close the loggers (training is over), write the parameters, `final.json`, the
-        sidecar (with the anchors, `record_anchors`) and last the full record with the absolute
-        metric (its presence marks the run complete), then drop the checkpoint and the partial
-        record, and let go of the folder; returns the final summary."""
+    def finish(
+        self,
+        result: RunResult,
+        anchors: dict | None = None,
+        transfer: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Close the loggers (training is over), write the transfer targets' episodes
+        (`transfer.play_targets`), the parameters, `final.json`, the sidecar (with the anchors,
+        `record_anchors`) and last the full record with the absolute metric (its presence marks
+        the run complete), then drop the checkpoint and the partial record; returns the final
+        summary (`close` lets go of the folder)."""
         from flax import serialization
 
-        self.close()
+        self._close_loggers()
         run, spec = self.run, self.run.env.spec  # what the sidecar says of its metrics
-        final = final_record(run, result, self.made_with)
-        final["created"] = self.created.isoformat(timespec="seconds")
         meta = self.meta(result, anchors, spec.lower_is_better, spec.headline_metric)
         record = run_record(
             run.env_id, run.record_algo, result.steps, result.evaluations, result.absolute, run.task
         )
+        final = final_record(run, result, self.made_with, meta["created"])
+        if transfer is not None:
+            write_json(self.path / TRANSFER, transfer)
         if result.params is not None:
             atomic_write(self.path / "params.msgpack", serialization.to_bytes(result.params))
         if result.best_params is not None:
@@ -495,5 +349,4 @@ class RunDir:
         if self.checkpoints is not None:  # a finished run keeps its record, not its segments
             self.checkpoints.clear()
         (self.path / PARTIAL).unlink(missing_ok=True)
-        self.release()
         return final

@@ -33,9 +33,11 @@ def record_anchors(run: RunConfig) -> dict[str, Any] | None:
     return {**anchor_scores(run.env, num_episodes=episodes), "episodes": episodes}
 
 
-def final_record(run: RunConfig, result: RunResult, made_with: dict[str, Any]) -> dict[str, Any]:
+def final_record(
+    run: RunConfig, result: RunResult, made_with: dict[str, Any], created: str
+) -> dict[str, Any]:
     """Scores of the last evaluation and the absolute metric per seed and over seeds, timings,
-    and what it was made with (`provenance`: code, versions, device).
+    what it was made with (`provenance`: code, versions, device) and when the run was created.
 
     `return` is the team return (summed over agents and steps), averaged over the evaluation
     episodes of each seed; `std` is the sample standard deviation over seeds (ddof=1).
@@ -66,4 +68,5 @@ def final_record(run: RunConfig, result: RunResult, made_with: dict[str, Any]) -
         "compile_time": float(result.compile_time),
         "steps_per_second": float(result.steps_per_second),
         **made_with,
+        "created": created,
     }

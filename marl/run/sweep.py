@@ -140,8 +140,8 @@ def run_sweep(
 
     from marl.learning import hyper
     from marl.run import config
+    from marl.run.claiming import relaunch
     from marl.run.jobs import load_study, train_run
-    from marl.run.rundir import relaunch
 
     vmap = [o.removeprefix("vmap=") for o in overrides if o.startswith("vmap=")]
     overrides = [o for o in overrides if not o.startswith("vmap=")]
@@ -216,7 +216,7 @@ def _launch_runs(runs: list[RunConfig], opts: LaunchOptions) -> int | None:
     follows), else the exit code: local jobs failed or were stopped, or Slurm jobs are queued
     (the same command writes the report once they have finished)."""
     from marl.run import launch
-    from marl.run.rundir import relaunch
+    from marl.run.claiming import relaunch
 
     left = [run for run in runs if relaunch(run, log=lambda _: None) is not None]
     if left:
@@ -242,8 +242,8 @@ def vmapped_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[Path]:
     """Train every value combination of `combos` x the run's seeds as one program
     (`marl.learning.hyper`) and write one run directory per combination (named
     `<name>-<key>_<value>`); returns the directories."""
+    from marl.run.claiming import claim, finished_run
     from marl.run.jobs import print_final
-    from marl.run.rundir import claim, finished_run
     from marl.run.summary import record_anchors
 
     if run.logger is not None or run.transfer:
@@ -277,7 +277,6 @@ def vmapped_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[Path]:
     finally:  # however it ends, every folder let go
         for d in dirs:
             d.close()
-            d.release()
     return [d.path for d in dirs]
 
 

@@ -3,8 +3,9 @@
 A protocol may list `transfer` targets, each `{name, id, kwargs}`. After training, each seed's
 best evaluated parameters (those of the absolute metric; the final ones without it) play
 `absolute_episodes` greedy episodes on every target, on fixed keys, and the per-episode values
-go to `transfer.json` in the run directory. The pathfinding evaluation tiers are protocol
-presets built on it (`protocol=pathfinding_medium`, `pathfinding_hard`).
+go to `transfer.json` in the run directory (`RunDir.finish` writes it). The pathfinding
+evaluation tiers are protocol presets built on it (`protocol=pathfinding_medium`,
+`pathfinding_hard`).
 
 The run's learner is rebuilt on each target with its hyperparameters, once, when the run is
 resolved (`marl.run.config.resolve`, which refuses a target it cannot play): its parameters
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
@@ -108,18 +108,15 @@ def build_targets(
 
 
 def play_targets(
-    run: RunConfig, params: Any, folder: Path, log: Callable[[str], None] = print
+    run: RunConfig, params: Any, log: Callable[[str], None] = print
 ) -> dict[str, dict[str, Any]]:
     """After training: each seed's `params` ([seeds, ...]) played on every target of the run
-    (`evaluate_transfer`, `absolute_episodes` episodes, else `eval_episodes`), written to
-    `folder/transfer.json` and summed up in one line per target."""
-    from marl.results.files import write_json
-
+    (`evaluate_transfer`, `absolute_episodes` episodes, else `eval_episodes`) and summed up in
+    one line per target; the results, which the run directory keeps as `transfer.json`."""
     s = run.settings
     episodes = s.absolute_episodes or s.eval_episodes
     log(f"transfer: {len(run.transfer)} targets x {episodes} episodes per seed")
     results = evaluate_transfer(run, params, episodes)
-    write_json(folder / "transfer.json", results)
     for line in summary(results, s.metric):
         log(line)
     return results
