@@ -6,7 +6,6 @@ protocol can aggregate them however it needs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -41,7 +40,6 @@ def evaluate(
     key: Array,
     num_episodes: int,
     greedy: bool = True,
-    trace: Callable[[Any, Array], Any] | None = None,
 ) -> dict[str, Array]:
     """Play `num_episodes` episodes in parallel (bare env, no auto-reset).
 
@@ -50,9 +48,6 @@ def evaluate(
         return/<group>:  the same summed over one agent group's members (several groups only);
         length:          steps until the episode ended;
         <metric>:        each task metric at the episode's last step.
-    With `trace`, a function `trace(state, actions) -> pytree` of the state acted in and the
-    actions taken, also "trace": its value at every step, each leaf [num_episodes,
-    episode_limit, ...] (steps after an episode ended included: mask them with `length`).
     """
     spec = env.spec
     groups = spec.groups
@@ -65,10 +60,9 @@ def evaluate(
             actions, h = policy_actions(
                 env, policy, params, c.env_state, c.timestep, c.carry, c.start, key, greedy
             )
-            return actions, (h, None if trace is None else trace(c.env_state, actions))
+            return actions, h
 
-        def record(c: _Episode, ts, actions, aux, nts) -> tuple[_Episode, Any]:
-            h, recorded = aux
+        def record(c: _Episode, ts, actions, h, nts) -> tuple[_Episode, None]:
             active = jnp.logical_not(c.done)
             ends = jnp.logical_and(active, nts.done)
             c = c.replace(
@@ -79,7 +73,7 @@ def evaluate(
                 done=jnp.logical_or(c.done, nts.done),
                 metrics=jax.tree.map(lambda n, o: jnp.where(ends, n, o), nts.metrics, c.metrics),
             )
-            return c, recorded
+            return c, None
 
         init = _Episode(
             env_state=state,
@@ -92,15 +86,13 @@ def evaluate(
             done=jnp.zeros((), bool),
             metrics=jax.tree.map(jnp.zeros_like, ts.metrics),
         )
-        end, steps = rollout(env.step, init, spec.episode_limit, act, record)
+        end, _ = rollout(env.step, init, spec.episode_limit, act, record)
         ret, length, metrics = end.ret, end.length, end.metrics
         out = {"return": jnp.sum(ret), "length": length.astype(jnp.float32)}
         if len(groups) > 1:
             for g in groups:
                 out[f"return/{g.name}"] = jnp.sum(ret[jnp.asarray(g.agents)])
         out.update({k: v.astype(jnp.float32) for k, v in metrics.items()})
-        if trace is not None:
-            out["trace"] = steps
         return out
 
     return jax.vmap(episode)(jax.random.split(key, num_episodes))
