@@ -147,6 +147,19 @@ def train_run(run: RunConfig) -> Path | None:
     return run_dir.path
 
 
+def continue_run(run: RunConfig) -> Path | None:
+    """A named run as a relaunched sweep or job meets it (`claiming.relaunch`): its folder when
+    it finished there before (nothing trained), else trained, after its last segment where it
+    was killed; None when interrupted."""
+    from marl.run.claiming import relaunch
+
+    again = relaunch(run)
+    if again is None:
+        print(f"finished before: {run.folder}", flush=True)
+        return run.folder
+    return train_run(again)
+
+
 def _say(line: str) -> None:
     print(line, flush=True)
 

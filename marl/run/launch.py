@@ -7,7 +7,7 @@ runs left -> Job(key, what to train, estimated seconds) -> submitit executor -> 
           -> <folder>/jobs.json: each run's job id, so `status` and a relaunch see it
 ```
 
-A job trains its run exactly as the in-process command does (`marl.run.jobs.train_run`,
+A job trains its run exactly as the in-process command does (`marl.run.jobs.continue_run`,
 resuming an unfinished run after its last saved segment), so its records are the same. A
 relaunch skips runs whose job is still pending or running; Slurm's time limit comes from the
 run's measured cost (`marl benchmark measure`), and a job that reaches it is requeued by
@@ -379,17 +379,12 @@ def _train(overrides: list[str], checkpoint_runs: bool) -> Path:
     import dataclasses
 
     from marl.run import config
-    from marl.run.claiming import relaunch
-    from marl.run.jobs import train_run
+    from marl.run.jobs import continue_run
 
     run = config.resolve(config.compose(overrides), command=overrides)
     if not checkpoint_runs:
         run = dataclasses.replace(run, checkpoint=False, resume=False)
-    again = relaunch(run)
-    if again is None:
-        print(f"finished before: {run.folder}", flush=True)
-        return run.folder
-    done = train_run(again)
+    done = continue_run(run)
     if done is None:
         print("interrupted", file=sys.stderr, flush=True)
         raise KeyboardInterrupt

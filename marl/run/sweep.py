@@ -140,8 +140,7 @@ def run_sweep(
 
     from marl.learning import hyper
     from marl.run import config
-    from marl.run.claiming import relaunch
-    from marl.run.jobs import load_study, train_run
+    from marl.run.jobs import continue_run, load_study
 
     vmap = [o.removeprefix("vmap=") for o in overrides if o.startswith("vmap=")]
     overrides = [o for o in overrides if not o.startswith("vmap=")]
@@ -193,12 +192,7 @@ def run_sweep(
         if combos:  # one program for the value combinations x seeds; not resumable
             dirs += vmapped_runs(run, combos)
             continue
-        again = relaunch(run)  # a killed sweep continues after its runs' last segments
-        if again is None:
-            print(f"finished before: {run.folder}", flush=True)
-            dirs.append(run.folder)
-            continue
-        done = train_run(again)
+        done = continue_run(run)  # a killed sweep continues after its runs' last segments
         if done is None:
             return 130
         dirs.append(done)
