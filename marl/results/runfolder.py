@@ -38,9 +38,13 @@ from marl.results.protocol import (
     split_env_id,
 )
 
+# a run folder's files, named once (`marl.run.rundir` writes them, `marl.run.parts` joins
+# and `marl.run.compact` shrinks them)
 FINAL = "final.json"
 CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"
+PARAMS = "params.msgpack"  # every seed's final acting parameters
+BEST_PARAMS = "best_params.msgpack"  # each seed's best evaluated parameters
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,10 @@ from marl.results.files import (
     write_json,
 )
 from marl.results.protocol import META, RECORD, has_record
+from marl.results.runfolder import BEST_PARAMS, CONFIG, FINAL, METRICS
+from marl.results.runfolder import PARAMS as FINAL_PARAMS
 
-METRICS = "metrics.jsonl"
-CONFIG = "config.yaml"
-FINAL = "final.json"
-PARAMS = ("best_params.msgpack", "params.msgpack")
+PARAMS = (BEST_PARAMS, FINAL_PARAMS)
 BULKY = (RECORD, METRICS, "transfer.json", "curve.json", *PARAMS)  # gzipped in place
 TRAIN_METRICS = "train_metrics.json.gz"  # meta.json's `train_metrics`, moved out
 HALF = ".f16.msgpack.gz"  # `best_params.msgpack` -> `best_params.f16.msgpack.gz`

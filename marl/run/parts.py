@@ -25,13 +25,12 @@ import yaml
 
 from marl.results.files import atomic_write, read_bytes, read_json, read_text, stored, write_json
 from marl.results.protocol import META, RECORD, has_record
+from marl.results.runfolder import BEST_PARAMS, CONFIG, FINAL, METRICS
+from marl.results.runfolder import PARAMS as FINAL_PARAMS
 from marl.run.compact import train_metrics
 from marl.run.errors import UsageError
 
-FINAL = "final.json"
-METRICS = "metrics.jsonl"
-CONFIG = "config.yaml"
-PARAMS = ("params.msgpack", "best_params.msgpack")
+PARAMS = (FINAL_PARAMS, BEST_PARAMS)
 PART_FIELDS = ("created", "wall_time", "compile_time", "steps_per_second", "device", "code")
 PER_SEED = ("final", "absolute")  # final.json's {metric: [seeds]} entries
 

@@ -53,6 +53,7 @@ import numpy as np
 from marl.learning.training import RunResult
 from marl.results.files import atomic_write, write_json
 from marl.results.protocol import META, RECORD, record_metric, run_record
+from marl.results.runfolder import BEST_PARAMS, CONFIG, FINAL, METRICS, PARAMS
 from marl.run.provenance import provenance
 from marl.run.summary import final_record
 from marl.run.summary import floats as _floats
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
     from marl.run.lock import FolderLock
 
 STAMP = "%Y%m%d-%H%M%S"
-METRICS = "metrics.jsonl"  # one JSON line per evaluation
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
 PARTIAL = "record.partial.json"  # the record so far, while the run is unfinished
 TRANSFER = "transfer.json"  # the transfer targets' episodes (`marl.run.transfer`)
@@ -137,7 +137,7 @@ class RunDir:
 
         if not self.resumed:
             config, meta = self._config_text(), self._sidecar()
-            atomic_write(self.path / "config.yaml", config)
+            atomic_write(self.path / CONFIG, config)
             write_json(self.path / META, meta)
         elif self._rewrite is not None:
             text = "".join(json.dumps(line) + "\n" for line in self._rewrite)
@@ -338,12 +338,10 @@ class RunDir:
         if transfer is not None:
             write_json(self.path / TRANSFER, transfer)
         if result.params is not None:
-            atomic_write(self.path / "params.msgpack", serialization.to_bytes(result.params))
+            atomic_write(self.path / PARAMS, serialization.to_bytes(result.params))
         if result.best_params is not None:
-            atomic_write(
-                self.path / "best_params.msgpack", serialization.to_bytes(result.best_params)
-            )
-        write_json(self.path / "final.json", final)
+            atomic_write(self.path / BEST_PARAMS, serialization.to_bytes(result.best_params))
+        write_json(self.path / FINAL, final)
         write_json(self.path / META, meta)
         write_json(self.path / RECORD, record, indent=None)  # last: the run is complete
         if self.checkpoints is not None:  # a finished run keeps its record, not its segments
