@@ -28,6 +28,9 @@ A seed "leaves charge-and-die" when a greedy test (JaxMARL's own: 512 envs x 128
 5% of updates) wins at least half its battles, the criterion of results/fidelity.md's SMAC
 section. Writes a JSON record (per seed: the greedy test curve, timings; the checkout's commit
 and file hashes) and prints a table.
+
+Feeds `results/fidelity.md` (the SMAC section's "Localising QMIX's failure") and its record
+`results/fidelity/jaxmarl_qmix_combat.json`.
 """
 
 from __future__ import annotations
@@ -157,6 +160,25 @@ def train_seed(module: Any, cfg: dict, env: Any, seed: int, tag: str) -> dict[st
     }
 
 
+def kept_seeds(path: Path, record: dict[str, Any]) -> set[tuple[str, int]]:
+    """Seeds an earlier call with the same settings wrote to `path` (kept in `record`, not
+    trained again: a stopped study goes on where it stopped); other settings: an error."""
+    if not path.exists():
+        return set()
+    before = json.loads(path.read_text())
+    for key in ("env", "budget", "overrides"):
+        if before.get(key) != record[key]:
+            raise SystemExit(f"{path} holds another study ({key}: {before.get(key)!r}); move it")
+    done = set()
+    for algo, entry in before.get("algos", {}).items():
+        if algo in record["algos"] and entry.get("config") == record["algos"][algo]["config"]:
+            record["algos"][algo]["seeds"] = entry["seeds"]
+            done |= {(algo, int(run["seed"])) for run in entry["seeds"]}
+    if done:
+        log(f"{path}: {len(done)} seed run(s) kept from an earlier call")
+    return done
+
+
 def parse_value(text: str) -> Any:
     try:
         return json.loads(text)
@@ -199,8 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg = peer_config(args.jaxmarl, int(args.budget), overrides)  # the same for every learner
     for algo in algos:
         record["algos"][algo] = {"config": cfg, "seeds": []}
+    done = kept_seeds(args.out, record) if args.out is not None else set()
     for seed in range(args.seed, args.seed + args.seeds):  # learners alternate, seed by seed
         for algo in algos:
+            if (algo, seed) in done:
+                continue
             run = train_seed(modules[algo], cfg, env, seed, f"{algo} seed {seed}")
             record["algos"][algo]["seeds"].append(run)
             if args.out is not None:  # each seed as it lands
