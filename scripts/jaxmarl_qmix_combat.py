@@ -179,6 +179,27 @@ def kept_seeds(path: Path, record: dict[str, Any]) -> set[tuple[str, int]]:
     return done
 
 
+def table(record: dict[str, Any], reached: float) -> str:
+    """Per learner: each seed's best and final greedy win rate, the final greedy battles' mean
+    length (charge-and-die: 13-17 steps, all lost), and the seeds reaching `reached`."""
+    lines = [
+        "| learner | seeds | best greedy won per seed | final greedy won | final battle length "
+        f"| seeds reaching {reached} |",
+        "|---|---|---|---|---|---|",
+    ]
+    for algo, entry in record["algos"].items():
+        runs = entry["seeds"]
+        best = [r["best_won"] for r in runs]
+        hits = sum(b is not None and b >= reached for b in best)
+        cells = (
+            " ".join(f"{b:.2f}" for b in best),
+            " ".join(f"{r['final_won']:.2f}" for r in runs),
+            " ".join(f"{r['greedy'][-1]['length']:.0f}" for r in runs),
+        )
+        lines.append(f"| {algo} | {len(runs)} | {' | '.join(cells)} | {hits} of {len(runs)} |")
+    return "\n".join(lines)
+
+
 def parse_value(text: str) -> Any:
     try:
         return json.loads(text)
@@ -230,12 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             record["algos"][algo]["seeds"].append(run)
             if args.out is not None:  # each seed as it lands
                 write_json(args.out, record)
-    print(f"\n{'learner':8} {'seeds':>5}  {'best greedy won per seed':40} reaching {args.reached}")
-    for algo, entry in record["algos"].items():
-        best = [s["best_won"] for s in entry["seeds"]]
-        hits = sum(b is not None and b >= args.reached for b in best)
-        text = " ".join(f"{b:.2f}" for b in best)
-        print(f"{algo:8} {len(best):>5}  {text:40} {hits} of {len(best)}")
+    print(table(record, args.reached))
     return 0
 
 
