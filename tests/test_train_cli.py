@@ -381,6 +381,11 @@ def test_list_adds_an_algorithms_section(capsys):
 
 
 # --- a tiny end-to-end run --------------------------------------------------------------------
+# 4 evaluations, not the default 20 (each one a segment, an evaluation and a checkpoint), and a
+# short absolute metric: what the run directory holds does not depend on how many
+RUN = [*TINY, "protocol.num_evaluations=4", "protocol.absolute_episodes=8"]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """The tiny run twice (same seed), sharing a persistent compilation cache so the second
@@ -399,7 +404,7 @@ def runs(tmp_path_factory):
         for k in range(2):
             label = ["label=ippo-twin"] if k else []  # the same run under its own name
             with contextlib.redirect_stdout(io.StringIO()) as out:
-                assert cli.main(["train", *TINY, *label, f"out={root / str(k)}"]) == 0
+                assert cli.main(["train", *RUN, *label, f"out={root / str(k)}"]) == 0
             outputs.append(out.getvalue())
             (run_dir,) = (root / str(k) / "particle" / "simple" / "ippo").iterdir()
             dirs.append(run_dir)
