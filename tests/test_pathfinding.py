@@ -455,9 +455,11 @@ def test_a_task_composed_of_parts_plays_as_its_keywords():
     )
     assert composed.spec == flat.spec and composed.generator == flat.generator
     key = jax.random.key(1)
-    plays = [(jax.jit(env.reset), jax.jit(env.step)) for env in (flat, composed)]
-    (s1, t1), (s2, t2) = (reset(key) for reset, _ in plays)
-    (_, step1), (_, step2) = plays
+    # each env's reset and step as one program (op by op, they compiled every primitive)
+    (reset1, step1), (reset2, step2) = (
+        (jax.jit(e.reset), jax.jit(e.step)) for e in (flat, composed)
+    )
+    (s1, t1), (s2, t2) = reset1(key), reset2(key)
     for k in jax.random.split(key, 4):
         actions = jax.random.randint(k, (4,), 0, 5)
         (s1, t1), (s2, t2) = step1(k, s1, actions), step2(k, s2, actions)
