@@ -483,6 +483,9 @@ def _leaves(tree):
 
 
 def test_run_is_deterministic(runs):
+    """The same run twice (same root seed): every evaluation, the final and the best
+    parameters bit for bit (the runner's determinism; tests/test_training.py's direct check of
+    it runs with -m slow)."""
     _, (first, second) = runs
 
     def returns(run_dir, algo):
@@ -493,6 +496,9 @@ def test_run_is_deterministic(runs):
     assert config["label"] == "ippo-twin" and config["algo"]["name"] == "ippo"
     final = [json.loads((d / "final.json").read_text()) for d in (first, second)]
     assert final[0]["final"] == final[1]["final"]
+    assert final[0]["absolute"] == final[1]["absolute"]
+    for saved in ("params.msgpack", "best_params.msgpack"):
+        assert (first / saved).read_bytes() == (second / saved).read_bytes()
 
 
 def test_protocol_fallbacks_and_run_names_that_leave_the_parent_are_refused():
