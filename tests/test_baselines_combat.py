@@ -54,14 +54,18 @@ def test_focus_fire_only_picks_available_actions():
 def test_combat_anchors_and_dispatch():
     env = marl.make("combat/3m")
     scripted, focus = scripted_policy(env), focus_fire_policy(env)
-    state, ts = env.reset(jax.random.key(0))
+    # each piece one jitted program (op by op, every primitive compiled on its own)
+    acts = [
+        jax.jit(lambda obs, avail, start, p=p: p.act(None, obs, avail, p.initial_carry(), start,
+                                                     None, True)[0])
+        for p in (scripted, focus)
+    ]  # fmt: skip
+    step = jax.jit(env.step)
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
     for t in range(5):  # combat's scripted reference is focus fire, step by step
-        got, want = (
-            p.act(None, ts.obs, ts.avail_actions, p.initial_carry(), t == 0, None, True)[0]
-            for p in (scripted, focus)
-        )
+        got, want = (act(ts.obs, ts.avail_actions, np.bool_(t == 0)) for act in acts)
         np.testing.assert_array_equal(got, want)
-        state, ts = env.step(jax.random.key(t), state, got)
+        state, ts = step(jax.random.key(t), state, got)
     anchors = anchor_scores(env, num_episodes=64)
     assert anchors["random"] < anchors["reference"]
     with pytest.raises(TypeError, match="combat environment"):

@@ -417,10 +417,14 @@ def test_a_battle_composed_of_parts_plays_as_its_keywords():
         assert isinstance(flat.reward, type(composed.reward))
         assert isinstance(flat.generator, BattleGenerator)
         key = jax.random.key(3)
-        (s1, t1), (s2, t2) = flat.reset(key), composed.reset(key)
+        # each env's reset and step as one program (op by op, they compiled every primitive)
+        (reset1, step1), (reset2, step2) = (
+            (jax.jit(env.reset), jax.jit(env.step)) for env in (flat, composed)
+        )
+        (s1, t1), (s2, t2) = reset1(key), reset2(key)
         for k in jax.random.split(key, 5):
             actions = jax.random.randint(k, (flat.spec.num_agents,), 0, flat.spec.action_dim)
-            (s1, t1), (s2, t2) = flat.step(k, s1, actions), composed.step(k, s2, actions)
+            (s1, t1), (s2, t2) = step1(k, s1, actions), step2(k, s2, actions)
             np.testing.assert_array_equal(t1.obs, t2.obs)
             np.testing.assert_array_equal(t1.reward, t2.reward)
     with pytest.raises(ValueError, match="unknown attack_mode 'nope'"):

@@ -133,7 +133,7 @@ def test_mfq_resets_the_previous_mean_action_at_episode_start():
     next step acts on is zeros, though the last step's mean action was not."""
     env = marl.make("particle/spread", num_agents=4)
     train = make_train(env, {"num_envs": 2, "rollout_length": 25, "train_steps": 0})
-    state, _ = jax.jit(train.step)(train.init(jax.random.key(0)))
+    state, _ = jax.jit(train.step)(jax.jit(train.init)(jax.random.key(0)))
     last_mean = np.asarray(state.buffer.data.mean[24 * 2 : 25 * 2])  # the step at t=24
     assert state.buffer.size == 50 and np.abs(last_mean).sum() > 0
     np.testing.assert_array_equal(np.asarray(state.prev_mean), 0.0)
@@ -147,7 +147,7 @@ def test_mfq_td_loss_ignores_agents_not_alive():
     n, a = env.spec.num_agents, env.spec.action_dim
     cfg = {"num_envs": 1, "rollout_length": 1, "batch_size": 32, "buffer_size": 32 * n}
     train = make_train(env, cfg)
-    state = train.init(jax.random.key(0))
+    state = jax.jit(train.init)(jax.random.key(0))
     dead = Transition(
         obs=jnp.zeros((32, n, env.spec.obs_dim)),
         mean=jnp.zeros((32, n, a)),
@@ -175,7 +175,7 @@ def test_mfac_actor_loss_conditions_on_the_behaviour_mean_action():
     env = marl.make("particle/spread", num_agents=4)
     cfg = MFACConfig(num_envs=2, rollout_length=1, hidden=(16, 16))
     train = marl.algorithm("mfac")(env, cfg)
-    state = train.init(jax.random.key(0))
+    state = jax.jit(train.init)(jax.random.key(0))
     _, metrics = jax.jit(train.step)(state)
     actor = MeanFieldQ(env, cfg.networks_config())
 
@@ -212,7 +212,7 @@ def test_mean_field_targets_do_not_bootstrap_past_an_agents_death(learner):
     if learner == "mfq":
         cfg = {"num_envs": 1, "rollout_length": 1, "batch_size": 1, "hidden": [8]}
         train = make_train(env, cfg)
-        state = train.init(jax.random.key(0))
+        state = jax.jit(train.init)(jax.random.key(0))
         state = state.replace(target_params=_huge_target(state.target_params))
         _, metrics = jax.jit(train.step)(state)
         loss = float(metrics["loss/td"])
@@ -220,7 +220,7 @@ def test_mean_field_targets_do_not_bootstrap_past_an_agents_death(learner):
         from marl.algorithms.mfac import MFACConfig
 
         train = marl.algorithm("mfac")(env, MFACConfig(num_envs=1, rollout_length=1, hidden=(8,)))
-        state = train.init(jax.random.key(0))
+        state = jax.jit(train.init)(jax.random.key(0))
         state = state.replace(target_critic=_huge_target(state.target_critic))
         _, metrics = jax.jit(train.step)(state)
         loss = float(metrics["loss/critic"])
@@ -234,7 +234,7 @@ def test_mfq_stores_each_agents_termination():
 
     env = death_env(num_agents=2, die_at=(1, 2))
     train = make_train(env, {"num_envs": 1, "rollout_length": 8, "train_steps": 0})
-    state, _ = jax.jit(train.step)(train.init(jax.random.key(0)))
+    state, _ = jax.jit(train.step)(jax.jit(train.init)(jax.random.key(0)))
     terminated = np.asarray(state.buffer.data.terminated[:8])
     expected = np.zeros((8, 2), bool)
     expected[[1, 5], 0] = True

@@ -34,8 +34,13 @@ def test_apply_equals_a_vmap_over_agents(mode, groups):
     def init(module, *args):
         return sets.init(lambda key: module.init(key, carry[:1, 0], *args), k[4])
 
-    pa = init(actor, x[:1, :1, 0], resets[:1, :1, 0], avail[:1, :1, 0])
-    pc = init(critic, x[:1, :1, 0], resets[:1, :1, 0])
+    # jitted, like the applies below: an eager flax init dispatches (and compiles) op by op
+    pa, pc = jax.jit(
+        lambda: (
+            init(actor, x[:1, :1, 0], resets[:1, :1, 0], avail[:1, :1, 0]),
+            init(critic, x[:1, :1, 0], resets[:1, :1, 0]),
+        )
+    )()
 
     def folded(pc):
         return sets.apply(critic.apply, pc, carry, x, resets, in_axes=(1, 2, 2), out_axes=(1, 2))

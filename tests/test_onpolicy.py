@@ -278,7 +278,7 @@ def test_collect_runs_a_dead_units_return_on_under_a_team_reward():
 
     env = death_env(num_agents=2, die_at=1, shared_reward=True)
     cfg = PPOConfig(num_envs=2, rollout_length=8, hidden=(8,), value_norm=False)
-    state = make_train(env, cfg).init(jax.random.key(0))
+    state = jax.jit(make_train(env, cfg).init)(jax.random.key(0))
     nets = Networks(env, cfg)
     _, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
     dead = ~np.asarray(ro.alive)
@@ -304,7 +304,7 @@ def test_collect_marks_each_agents_death():
 
     env = death_env(num_agents=2, die_at=1)
     cfg = PPOConfig(num_envs=2, rollout_length=8, hidden=(8,), value_norm=False)
-    state = make_train(env, cfg).init(jax.random.key(0))
+    state = jax.jit(make_train(env, cfg).init)(jax.random.key(0))
     nets = Networks(env, cfg)
     _, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
     died = np.asarray(ro.died)
@@ -336,7 +336,7 @@ def spread_rollout():
 
     env = marl.make("particle/spread")
     cfg = PPOConfig(num_envs=4, rollout_length=30, hidden=(8, 8), epochs=1)
-    state = make_train(env, cfg).init(jax.random.key(0))
+    state = jax.jit(make_train(env, cfg).init)(jax.random.key(0))
     nets = Networks(env, cfg)
     _, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
     return ro
@@ -449,7 +449,7 @@ def test_critic_update_regresses_on_normalised_targets():
     env = marl.make("particle/spread")
     cfg = PPOConfig(num_envs=2, rollout_length=1, epochs=1, num_minibatches=1, hidden=(8,))
     nets = Networks(env, cfg)
-    state = make_train(env, cfg).init(jax.random.key(0))
+    state = jax.jit(make_train(env, cfg).init)(jax.random.key(0))
     vn = ValueNorm.create().update(jnp.array([1.0, 3.0]), jnp.ones(2), 0.5)
     state = state.replace(critic_params=zero_params(state.critic_params), value_norm=vn)
     shape = (1, 2, 3)  # [T, B, N]
@@ -474,7 +474,7 @@ def test_collect_scales_the_stored_rewards():
 
     env = marl.make("particle/spread")
     cfg = PPOConfig(num_envs=2, rollout_length=3, hidden=(8,))
-    state = make_train(env, cfg).init(jax.random.key(0))
+    state = jax.jit(make_train(env, cfg).init)(jax.random.key(0))
     nets, wrapped = Networks(env, cfg), training_env(env)
 
     @jax.jit

@@ -325,7 +325,7 @@ def _open_field(**kwargs):
         episode_limit=16,
         **kwargs,
     )
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))  # one program, not op by op
     assert not np.asarray(state.obstacles[env.pad : -env.pad, env.pad : -env.pad]).any()
 
     def place(pos, goal):
@@ -455,10 +455,14 @@ def test_a_task_composed_of_parts_plays_as_its_keywords():
     )
     assert composed.spec == flat.spec and composed.generator == flat.generator
     key = jax.random.key(1)
-    (s1, t1), (s2, t2) = flat.reset(key), composed.reset(key)
+    # each env's reset and step as one program (op by op, they compiled every primitive)
+    (reset1, step1), (reset2, step2) = (
+        (jax.jit(e.reset), jax.jit(e.step)) for e in (flat, composed)
+    )
+    (s1, t1), (s2, t2) = reset1(key), reset2(key)
     for k in jax.random.split(key, 4):
         actions = jax.random.randint(k, (4,), 0, 5)
-        (s1, t1), (s2, t2) = flat.step(k, s1, actions), composed.step(k, s2, actions)
+        (s1, t1), (s2, t2) = step1(k, s1, actions), step2(k, s2, actions)
         np.testing.assert_array_equal(t1.obs, t2.obs)
         np.testing.assert_array_equal(t1.reward, t2.reward)
     with pytest.raises(ValueError, match="unknown dynamics 'wheels'"):

@@ -441,6 +441,6 @@ def test_epsilon_anneals_over_env_steps_of_all_envs():
     cfg.update(epsilon_start=1.0, epsilon_end=0.0, epsilon_steps=64)
     train = marl.algorithm("iql")(env, cfg)
     step = jax.jit(train.step)
-    state, m1 = step(train.init(jax.random.key(0)))
+    state, m1 = step(jax.jit(train.init)(jax.random.key(0)))
     _, m2 = step(state)
     np.testing.assert_allclose([float(m1["epsilon"]), float(m2["epsilon"])], [0.75, 0.5])

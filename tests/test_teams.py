@@ -83,10 +83,10 @@ def test_teams_trains_each_side_with_its_own_learner():
     ippo = marl.algorithm("ippo")(SideView(env, 0, _counting(2, 0), None), cfg["side0"])
     assert train.steps_per_update == 2 * 8 + 2 * (2 * 4)  # IL updates twice per IPPO update
     assert teams.label(cfg) == "ippo+il"
-    state = train.init(jax.random.key(0))
+    state = jax.jit(train.init)(jax.random.key(0))  # one program, not op by op
     before = train.params(state)
     assert jax.tree.structure(before[0]) == jax.tree.structure(
-        ippo.params(ippo.init(jax.random.key(0)))
+        jax.eval_shape(lambda k: ippo.params(ippo.init(k)), jax.random.key(0))
     )
     step = jax.jit(train.step)
     for _ in range(3):

@@ -381,6 +381,11 @@ def test_list_adds_an_algorithms_section(capsys):
 
 
 # --- a tiny end-to-end run --------------------------------------------------------------------
+# 4 evaluations, not the default 20 (each one a segment, an evaluation and a checkpoint), and a
+# short absolute metric: what the run directory holds does not depend on how many
+RUN = [*TINY, "protocol.num_evaluations=4", "protocol.absolute_episodes=8"]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """The tiny run twice (same seed), sharing a persistent compilation cache so the second
@@ -399,7 +404,7 @@ def runs(tmp_path_factory):
         for k in range(2):
             label = ["label=ippo-twin"] if k else []  # the same run under its own name
             with contextlib.redirect_stdout(io.StringIO()) as out:
-                assert cli.main(["train", *TINY, *label, f"out={root / str(k)}"]) == 0
+                assert cli.main(["train", *RUN, *label, f"out={root / str(k)}"]) == 0
             outputs.append(out.getvalue())
             (run_dir,) = (root / str(k) / "particle" / "simple" / "ippo").iterdir()
             dirs.append(run_dir)
@@ -478,6 +483,9 @@ def _leaves(tree):
 
 
 def test_run_is_deterministic(runs):
+    """The same run twice (same root seed): every evaluation, the final and the best
+    parameters bit for bit (the runner's determinism; tests/test_training.py's direct check of
+    it runs with -m slow)."""
     _, (first, second) = runs
 
     def returns(run_dir, algo):
@@ -488,6 +496,9 @@ def test_run_is_deterministic(runs):
     assert config["label"] == "ippo-twin" and config["algo"]["name"] == "ippo"
     final = [json.loads((d / "final.json").read_text()) for d in (first, second)]
     assert final[0]["final"] == final[1]["final"]
+    assert final[0]["absolute"] == final[1]["absolute"]
+    for saved in ("params.msgpack", "best_params.msgpack"):
+        assert (first / saved).read_bytes() == (second / saved).read_bytes()
 
 
 def test_protocol_fallbacks_and_run_names_that_leave_the_parent_are_refused():

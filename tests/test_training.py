@@ -39,6 +39,9 @@ def tiny_run(env_id, algo, budget=2_000, seeds=2, **cfg):
     )
 
 
+# the same property, end to end, in the default suite: tests/test_train_cli.py's
+# test_run_is_deterministic (every evaluation and the saved parameters, bit for bit)
+@pytest.mark.slow
 def test_same_seed_same_curve_bitwise():
     a = tiny_run("particle/spread", "ippo")
     b = tiny_run("particle/spread", "ippo")
