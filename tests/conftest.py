@@ -37,10 +37,35 @@ def pytest_configure(config):
 
     import jax
 
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
-    cache = os.path.join(tempfile.gettempdir(), f"marl-xla-cache-{run}")
+    cache = os.path.join(tempfile.gettempdir(), f"marl-xla-cache-{_run_id(config)}")
     os.makedirs(cache, exist_ok=True)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
     jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+def _run_id(config) -> str:
+    """The run's id, the same in the xdist controller and its workers: xdist's testrunuid
+    (chosen here when not given, so that the controller knows it), or this process's pid."""
+    if hasattr(config, "workerinput"):
+        return config.workerinput["testrunuid"]
+    if hasattr(config.option, "testrunuid"):  # xdist installed: its workers will carry this
+        if config.option.testrunuid is None:
+            import uuid
+
+            config.option.testrunuid = uuid.uuid4().hex
+        return config.option.testrunuid
+    return f"pid{os.getpid()}"
+
+
+def pytest_unconfigure(config):
+    """The run's cache goes with the run: removed by the process that made it (the xdist
+    controller, or a run without workers), never by a worker while others still use it."""
+    import shutil
+    import tempfile
+
+    if hasattr(config, "workerinput"):
+        return
+    cache = os.path.join(tempfile.gettempdir(), f"marl-xla-cache-{_run_id(config)}")
+    shutil.rmtree(cache, ignore_errors=True)
