@@ -43,6 +43,11 @@ SCRIPT = textwrap.dedent(
     tree = {"x": np.zeros((3, 4))}
     assert seed_sharding(3, None, lines.append)(tree) is tree
     assert lines[-1] == "3 seeds do not divide over 2 devices: running on one"
+    # a size check counts the memory of the devices the state spreads over, not the host's all
+    from marl.learning.training import held_by
+    assert len(held_by(None, 3)) == 1  # left on one device: one device's memory
+    assert len(held_by(None, 3, num_envs=8)) == 2  # each seed's envs split over both
+    assert len(held_by(None, 4)) == 2  # seeds split over both
     print("sharded ok")
     """
 )

@@ -182,7 +182,8 @@ class _Loop:
         root, s = jax.random.key(self.settings.seed), self.settings  # sizes refused up front
         like = jax.eval_shape(s.seed_keys, root) if init_inputs is None else init_inputs
         episodes = max(s.eval_episodes, s.absolute_episodes)
-        check_run_fits(self.env, self.train, like, s.seeds, episodes, held_by(devices))
+        held = held_by(devices, s.seeds, self.train.num_envs)
+        check_run_fits(self.env, self.train, like, s.seeds, episodes, held)
         place = seed_sharding(s.seeds, devices, self.say, self.train.num_envs)
         keys = self.settings.seed_keys(root)
         inputs = keys if init_inputs is None else init_inputs

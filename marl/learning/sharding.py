@@ -21,6 +21,11 @@ import numpy as np
 ENV_AXIS = "envs"
 
 
+def envs_divide(num_envs: int, devices: int) -> bool:
+    """Whether a seed's `num_envs` environments split evenly over `devices` (2 or more)."""
+    return devices >= 2 and num_envs >= devices and num_envs % devices == 0
+
+
 def env_sharding(
     num_envs: int, devices: Sequence[jax.Device], log: Callable[[str], None] = print
 ) -> Callable[[Any], Any] | None:
@@ -28,7 +33,7 @@ def env_sharding(
     `devices` (leaves `[seeds, num_envs, ...]`; the rest replicated), or None where they do
     not divide."""
     devices = list(devices)
-    if len(devices) < 2 or num_envs < len(devices) or num_envs % len(devices):
+    if not envs_divide(num_envs, len(devices)):
         return None
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 

@@ -218,11 +218,30 @@ def seed_sharding(
     return place
 
 
-def held_by(devices: Sequence[jax.Device] | None) -> list[jax.Device]:
-    """This process's devices of the run (`seed_sharding`'s), or the default one alone."""
-    run = _run_devices() if devices is None else devices
-    mine = [d for d in run if d.process_index == jax.process_index()]
-    return mine if len(mine) > 1 else jax.local_devices()[:1]
+def spread_over(
+    seeds: int, devices: Sequence[jax.Device] | None = None, num_envs: int = 0
+) -> list[jax.Device]:
+    """The devices a run's state spreads over, as `seed_sharding` places it: every device of
+    the run where they divide the seeds or else the learner's `num_envs`; one device where
+    nothing is split (the default one, or the only one given)."""
+    from marl.learning.sharding import envs_divide
+
+    devices = list(_run_devices() if devices is None else devices)
+    n = len(devices)
+    if n > 1 and (seeds % n == 0 or envs_divide(num_envs, n)):
+        return devices
+    return devices[:1] if n == 1 else jax.local_devices()[:1]
+
+
+def held_by(
+    devices: Sequence[jax.Device] | None, seeds: int, num_envs: int = 0
+) -> list[jax.Device]:
+    """This process's share of the devices the run's state spreads over (`spread_over`): what
+    a size check may count on (a run left on one device has that device's memory, however many
+    the host has)."""
+    spread = spread_over(seeds, devices, num_envs)
+    mine = [d for d in spread if d.process_index == jax.process_index()]
+    return mine or jax.local_devices()[:1]
 
 
 def _run_devices() -> list[jax.Device]:
