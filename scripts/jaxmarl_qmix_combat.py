@@ -2,7 +2,7 @@
 
     python scripts/jaxmarl_qmix_combat.py --jaxmarl PATH_TO_JAXMARL_CHECKOUT --algos qmix,vdn \
         --seeds 5 --budget 2e6 [--set HIDDEN_SIZE=64 ...] \
-        [--out results/fidelity/jaxmarl_qmix_combat.json]
+        [--out results/fidelity/jaxmarl_qmix_combat.json] [--merge OTHER_RECORD.json ...]
 
 Issue 77's experiment (b): marl's QMIX stays in charge-and-die on combat/5m_vs_6m where marl's
 VDN and IQL leave it. If JaxMARL's QMIX, another implementation of the same update, does the
@@ -160,23 +160,30 @@ def train_seed(module: Any, cfg: dict, env: Any, seed: int, tag: str) -> dict[st
     }
 
 
-def kept_seeds(path: Path, record: dict[str, Any]) -> set[tuple[str, int]]:
-    """Seeds an earlier call with the same settings wrote to `path` (kept in `record`, not
-    trained again: a stopped study goes on where it stopped); other settings: an error."""
+def kept_seeds(path: Path, record: dict[str, Any], done: set | None = None) -> set:
+    """The (learner, seed) runs a call with the same settings wrote to `path`, added to
+    `record` unless `done` already holds them: `--out`'s (a stopped study goes on where it
+    stopped) and `--merge`'s (seeds trained by another process). Other settings: an error."""
+    done = set() if done is None else done
     if not path.exists():
         return set()
     before = json.loads(path.read_text())
     for key in ("env", "budget", "overrides"):
         if before.get(key) != record[key]:
             raise SystemExit(f"{path} holds another study ({key}: {before.get(key)!r}); move it")
-    done = set()
+    added = set()
     for algo, entry in before.get("algos", {}).items():
-        if algo in record["algos"] and entry.get("config") == record["algos"][algo]["config"]:
-            record["algos"][algo]["seeds"] = entry["seeds"]
-            done |= {(algo, int(run["seed"])) for run in entry["seeds"]}
-    if done:
-        log(f"{path}: {len(done)} seed run(s) kept from an earlier call")
-    return done
+        if algo not in record["algos"]:
+            continue
+        if entry.get("config") != record["algos"][algo]["config"]:
+            raise SystemExit(f"{path} trained {algo} with another config; move it")
+        for run in entry["seeds"]:
+            if (algo, int(run["seed"])) not in done | added:
+                record["algos"][algo]["seeds"].append(run)
+                added.add((algo, int(run["seed"])))
+    if added:
+        log(f"{path}: {len(added)} seed run(s) kept from an earlier call")
+    return added
 
 
 def table(record: dict[str, Any], reached: float) -> str:
@@ -224,6 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--reached", type=float, default=0.5, help="greedy win rate that counts")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RECORD",
+        help="add the seeds of a record with the same settings (another process's --out)",
+    )
     args = ap.parse_args(argv)
     overrides = dict(kv.split("=", 1) for kv in args.set)
     overrides = {k: parse_value(v) for k, v in overrides.items()}
@@ -242,13 +257,23 @@ def main(argv: list[str] | None = None) -> int:
     cfg = peer_config(args.jaxmarl, int(args.budget), overrides)  # the same for every learner
     for algo in algos:
         record["algos"][algo] = {"config": cfg, "seeds": []}
+    missing = [path for path in args.merge if not path.exists()]
+    if missing:
+        raise SystemExit(f"no such record: {missing[0]}")
     done = kept_seeds(args.out, record) if args.out is not None else set()
+    for other in args.merge:
+        done |= kept_seeds(other, record, done)
+    for entry in record["algos"].values():
+        entry["seeds"].sort(key=lambda run: int(run["seed"]))
+    if args.out is not None and args.merge:
+        write_json(args.out, record)
     for seed in range(args.seed, args.seed + args.seeds):  # learners alternate, seed by seed
         for algo in algos:
             if (algo, seed) in done:
                 continue
             run = train_seed(modules[algo], cfg, env, seed, f"{algo} seed {seed}")
             record["algos"][algo]["seeds"].append(run)
+            record["algos"][algo]["seeds"].sort(key=lambda run: int(run["seed"]))
             if args.out is not None:  # each seed as it lands
                 write_json(args.out, record)
     print(table(record, args.reached))
