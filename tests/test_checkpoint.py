@@ -14,6 +14,7 @@ import types
 import jax
 import numpy as np
 import pytest
+from tiny import TINY_IPPO
 
 import marl
 from marl import cli
@@ -133,17 +134,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch)
     assert resumed.wall_time >= whole.wall_time
 
 
-TINY = [
-    "env=particle/simple",
-    "algo=ippo",
-    "seeds=2",
-    "budget=2048",
-    "algo.num_envs=4",
-    "algo.rollout_length=16",
-    "protocol.eval_episodes=4",
-    "protocol.num_evaluations=8",
-    "protocol.absolute_episodes=8",
-]
+TINY = TINY_IPPO  # 8 evaluations: a run cut after any of its segments
 
 
 def train(*overrides: str) -> int:

@@ -10,13 +10,12 @@ import subprocess
 import sys
 
 import pytest
+from tiny import TINY_IPPO
 
 from marl import app, cli
 from marl.learning import logs
 
-TINY = ["env=particle/simple", "algo=ippo", "seeds=1", "budget=256", "algo.num_envs=4",
-        "algo.rollout_length=16", "protocol.eval_episodes=2", "protocol.num_evaluations=2",
-        "protocol.absolute_episodes=2"]  # fmt: skip
+TINY = TINY_IPPO  # the shared tiny run: its programs are compiled once per test run
 LIBRARY_INFO = re.compile(r"\[(absl|orbax[\w.]*)\]\[INFO\]|^I\d{4} |orbax.*INFO|INFO.*orbax", re.M)
 
 
