@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from scipy.stats import trim_mean
 from test_protocol import write_run
-from tiny import TINY_IPPO
 
 from marl import cli
 from marl.results.leaderboard import leaderboard, write_leaderboard
@@ -250,8 +249,16 @@ def test_the_leaderboard_reads_benchmark_v1s_records_by_default(tmp_path, monkey
     assert "| ippo |" in (tmp_path / "board" / "leaderboard.md").read_text()
 
 
-SWEEP = [  # the shared tiny run (tests/tiny.py), for IPPO and MAPPO
-    *(o if o != "algo=ippo" else "algo=ippo,mappo" for o in TINY_IPPO),
+SWEEP = [
+    "env=particle/simple",
+    "algo=ippo,mappo",
+    "seeds=2",
+    "budget=2048",
+    "algo.num_envs=4",
+    "algo.rollout_length=16",
+    "protocol.eval_episodes=4",
+    "protocol.num_evaluations=2",
+    "protocol.absolute_episodes=8",
     "name=s",
 ]
 
