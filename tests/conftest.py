@@ -73,9 +73,11 @@ def pytest_unconfigure(config):
 
 # The files that cost most, heaviest first (per-file sums of a full run's test times on the
 # 2-core development machine). Under `-n 2 --dist loadfile` each worker takes the next whole
-# file when it runs dry, so in alphabetical order a heavy file late in the alphabet
-# (test_training, test_wrappers) kept one worker busy after the other had finished; heaviest
-# first leaves only small files for the end. A stale list costs balance, never correctness.
+# file when it runs dry, so a heavy file left for the end (xdist's default order, most tests
+# first, put test_meanfield and test_sharding there) kept one worker busy after the other had
+# finished; heaviest first leaves only small files for the end (pyproject passes
+# --no-loadscope-reorder so that this order stands). A stale list costs balance, never
+# correctness.
 HEAVIEST_FIRST = (
     "test_envs", "test_pathfinding", "test_combat", "test_cleanup", "test_happo",
     "test_qlearner", "test_combat_modes", "test_report", "test_training", "test_checkpoint",
