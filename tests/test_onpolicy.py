@@ -55,6 +55,9 @@ def test_gae_truncation_bootstraps_from_the_true_final_value():
     np.testing.assert_allclose(np.asarray(ret[:, 0]), ref_ret, rtol=1e-6)
 
 
+_gae = jax.jit(gae)
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
@@ -70,22 +73,19 @@ def test_gae_matches_numpy_reference(seed, T, gamma, lam):
     nv = rng.normal(size=(T, B, N))
     term = rng.random((T, B)) < 0.1
     trunc = (rng.random((T, B)) < 0.1) & ~term
-    adv, ret = gae(
-        jnp.asarray(r),
-        jnp.asarray(v),
-        jnp.asarray(nv),
-        jnp.asarray(term),
-        jnp.asarray(term | trunc),
-        gamma,
-        lam,
+    # one program per T: gamma and lam are traced, not baked in (eager, every example
+    # compiled each of the scan's ops again)
+    adv, ret = jax.tree.map(
+        np.asarray,
+        _gae(r, v, nv, term, term | trunc, np.float32(gamma), np.float32(lam)),
     )
     for b in range(B):
         for n in range(N):
             ra, rr = numpy_gae(
                 r[:, b, n], v[:, b, n], nv[:, b, n], term[:, b], trunc[:, b], gamma, lam
             )
-            np.testing.assert_allclose(np.asarray(adv[:, b, n]), ra, rtol=1e-4, atol=1e-4)
-            np.testing.assert_allclose(np.asarray(ret[:, b, n]), rr, rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(adv[:, b, n], ra, rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(ret[:, b, n], rr, rtol=1e-4, atol=1e-4)
 
 
 def test_clipped_surrogate_by_hand():
