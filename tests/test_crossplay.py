@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiny import tiny
 
 import marl
 from marl import cli
@@ -106,16 +107,9 @@ def _crossplay(*args):
 @pytest.fixture(scope="module")
 def adversary_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
+    evals = {"protocol.num_evaluations": "2", "protocol.absolute_episodes": "4"}
     args = [
-        "env=particle/adversary",
-        "algo=ippo",
-        "seeds=2",
-        "budget=2048",
-        "algo.num_envs=4",
-        "algo.rollout_length=16",
-        "protocol.eval_episodes=4",
-        "protocol.num_evaluations=2",
-        "protocol.absolute_episodes=4",
+        *tiny(env="particle/adversary", **evals),
         f"out={out}",
         "name=a",
     ]

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy.stats import trim_mean
 from test_protocol import write_run
+from tiny import tiny
 
 from marl import cli
 from marl.results.leaderboard import leaderboard, write_leaderboard
@@ -249,18 +250,8 @@ def test_the_leaderboard_reads_benchmark_v1s_records_by_default(tmp_path, monkey
     assert "| ippo |" in (tmp_path / "board" / "leaderboard.md").read_text()
 
 
-SWEEP = [
-    "env=particle/simple",
-    "algo=ippo,mappo",
-    "seeds=2",
-    "budget=2048",
-    "algo.num_envs=4",
-    "algo.rollout_length=16",
-    "protocol.eval_episodes=4",
-    "protocol.num_evaluations=2",
-    "protocol.absolute_episodes=8",
-    "name=s",
-]
+# the shared tiny run's sizes, for IPPO and MAPPO, at two evaluations (its own program)
+SWEEP = [*tiny(algo="ippo,mappo", **{"protocol.num_evaluations": "2"}), "name=s"]
 
 
 def test_sweep_trains_the_grid_writes_a_report_and_skips_finished_runs(tmp_path):

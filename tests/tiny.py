@@ -17,3 +17,12 @@ TINY_IPPO = [
     "protocol.num_evaluations=8",
     "protocol.absolute_episodes=8",
 ]
+
+
+def tiny(**changes: str) -> list[str]:
+    """TINY_IPPO with some keys given other values (`tiny(algo="ippo,mappo")`; dotted keys by
+    `**{"protocol.num_evaluations": "2"}`): a test that needs the same sizes but its own run."""
+    given = dict(o.split("=", 1) for o in TINY_IPPO)
+    unknown = set(changes) - set(given)
+    assert not unknown, f"not in TINY_IPPO: {sorted(unknown)}"
+    return [f"{k}={changes.get(k, v)}" for k, v in given.items()]
