@@ -18,7 +18,9 @@ Both are compiled before timing (`.lower(key).compile()`), so wall time and env 
 training only. Training-episode returns are put in one unit, per agent per 25-step episode
 (JaxMARL's MPE episodes have 26 steps and its MPELogWrapper reports rewards x num_agents), on a
 common grid of env steps; the final return is the mean over the last 5% of training. Writes a
-JSON record and a markdown table next to it.
+JSON record and a markdown table next to it. Verdicts follow the project's rule: overlapping
+95% intervals are level; with fewer than 5 seeds a side a gap is a lean, not a result.
+`--merge RECORD --out RECORD` on one record judges its verdicts again without training.
 
 Feeds `results/fidelity/jaxmarl_spread.json` and `.md` (the JaxMARL section of
 `results/fidelity.md` quotes them).
@@ -54,6 +56,7 @@ import numpy as np  # noqa: E402
 import marl  # noqa: E402
 from marl.learning.training import probe_learner  # noqa: E402
 from marl.results.files import write_json  # noqa: E402
+from marl.results.report import MIN_SEEDS  # noqa: E402
 from marl.results.stats import mean_ci  # noqa: E402
 from marl.run.provenance import versions  # noqa: E402
 
@@ -473,10 +476,17 @@ def side_summary(seeds: list[dict]) -> dict:
     }
 
 
-def verdict(marl_mean: float, peer_ci: list[float]) -> str:
-    if marl_mean > peer_ci[1]:
-        return "better"
-    return "within CI" if marl_mean >= peer_ci[0] else "below CI"
+def verdict(marl: dict, peer: dict, seeds: int) -> str:
+    """The project's rule on two sides' final returns: overlapping 95% intervals are "level";
+    apart, the side ahead, said as a lean where fewer than `MIN_SEEDS` seeds a side decide
+    nothing (a bootstrap interval over three seeds cannot be wider than their values)."""
+    (m_lo, m_hi), (p_lo, p_hi) = marl["final_ci95"], peer["final_ci95"]
+    if m_lo <= p_hi and p_lo <= m_hi:
+        return "level"
+    side = "marl" if m_lo > p_hi else "JaxMARL"
+    if seeds < MIN_SEEDS:
+        return f"leans {side} ({seeds} seeds a side)"
+    return f"{side} ahead"
 
 
 def markdown(record: dict) -> str:
@@ -490,6 +500,8 @@ def markdown(record: dict) -> str:
         f"{record['machine']['summary']}. Training-episode return per agent per "
         f"{MARL_EPISODE}-step episode, mean of the last {record['final_fraction']:.0%} of "
         f"training; 95% bootstrap CI over seeds{' (one seed: the point)' * (n == 1)}. "
+        "Verdict: level where the intervals overlap; apart, the side ahead, a lean with fewer "
+        f"than {MIN_SEEDS} seeds a side. "
         "Steps/s: env steps per second of the training program, compile excluded.",
         "",
         "| learner | JaxMARL final (95% CI) | marl final (95% CI) | verdict | JaxMARL steps/s "
@@ -540,7 +552,7 @@ def summarise_sides(rec: dict) -> None:
     ps, ms = side_summary(rec["jaxmarl"]["seeds"]), side_summary(rec["marl"]["seeds"])
     rec["jaxmarl"]["summary"], rec["marl"]["summary"] = ps, ms
     rec["summary"] = {
-        "verdict": verdict(ms["final_mean"], ps["final_ci95"]),
+        "verdict": verdict(ms, ps, min(len(rec["marl"]["seeds"]), len(rec["jaxmarl"]["seeds"]))),
         "speed_ratio": ms["steps_per_s"] / ps["steps_per_s"],
     }
 
@@ -609,7 +621,16 @@ def merge(paths: list[Path], out: Path) -> None:
     merged = {**first, "learners": {}, "command": "; ".join(r["command"] for r in records)}
     for r in records:
         for algo, rec in r["learners"].items():
-            merged["learners"][algo] = {**rec, "command": r["command"], "created": r["created"]}
+            # a learner merged before keeps the command and date of the run that trained it
+            merged["learners"][algo] = {
+                **rec,
+                "command": rec.get("command", r["command"]),
+                "created": rec.get("created", r["created"]),
+            }
+            if "summary" in rec:  # the verdict again, by the current rule
+                n = min(len(rec["marl"]["seeds"]), len(rec["jaxmarl"]["seeds"]))
+                verdict_now = verdict(rec["marl"]["summary"], rec["jaxmarl"]["summary"], n)
+                merged["learners"][algo]["summary"] = {**rec["summary"], "verdict": verdict_now}
     write(merged, out)
     log(f"merged {len(paths)} records into {out} and {out.with_suffix('.md')}")
 
