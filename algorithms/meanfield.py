@@ -47,10 +47,11 @@ def mean_field_value(
     raise ValueError(f"unknown mean-field target {kind!r}; valid: boltzmann, max")
 
 
-def value_samples(alive: Array, shared_reward: bool) -> Array:
+def value_samples(alive: Array, team_reward: Array | bool) -> Array:
     """[..., N] float32: the agents whose TD error trains a value at a step. Under per-agent
-    rewards those alive at it (a dead agent's return ended at its death). Under a team reward
-    every agent, the dead ones too (acting no-op on their zero observation): their return runs
-    on to the episode's end, and a one-step target bootstraps from the value of being dead, so
-    that value must learn the team's remaining return (pymarl's per-episode mask on SMAC)."""
-    return jnp.ones(alive.shape, jnp.float32) if shared_reward else alive.astype(jnp.float32)
+    rewards those alive at it (a dead agent's return ended at its death). Where an agent is
+    paid its side's team reward (`team_reward` [N], `EnvSpec.team_reward`, or one bool) it
+    counts dead too (acting no-op on its zero observation): its return runs on to the
+    episode's end, and a one-step target bootstraps from the value of being dead, so that
+    value must learn the side's remaining return (pymarl's per-episode mask on SMAC)."""
+    return (alive | jnp.asarray(team_reward, bool)).astype(jnp.float32)

@@ -174,7 +174,7 @@ def make_train(
                 "next_obs": nts.final_obs,
                 "next_avail": nts.final_avail,
                 "alive": ts.alive,
-                "terminated": nts.agent_terminated(ts.alive, spec.shared_reward),
+                "terminated": nts.agent_terminated(ts.alive, spec.team_reward),
             }
             s = s.replace(
                 prev_mean=jnp.where(nts.done[:, None, None], 0.0, mean),
@@ -188,7 +188,7 @@ def make_train(
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), data)  # [T B, ...]
         mask = flat["alive"].astype(jnp.float32) * self_play.learners
         count = jnp.maximum(jnp.sum(mask), 1.0)
-        v_mask = value_samples(flat["alive"], spec.shared_reward) * self_play.learners
+        v_mask = value_samples(flat["alive"], spec.team_reward) * self_play.learners
         v_count = jnp.maximum(jnp.sum(v_mask), 1.0)
 
         # critic: TD towards the mean-field value under the current actor

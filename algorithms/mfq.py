@@ -264,7 +264,7 @@ def make_train(
                 next_obs=nts.final_obs,
                 next_avail=nts.final_avail,
                 alive=ts.alive,
-                terminated=nts.agent_terminated(ts.alive, nets.spec.shared_reward),
+                terminated=nts.agent_terminated(ts.alive, nets.spec.team_reward),
             )
             s = s.replace(
                 buffer=replay.add_masked(s.buffer, batch, jnp.ones((b,), bool)),
@@ -285,7 +285,7 @@ def make_train(
         value = mean_field_value(q_next_online, q_next_target, batch.next_avail, temp, cfg.target)
         not_term = 1.0 - batch.terminated.astype(jnp.float32)
         target = jax.lax.stop_gradient(batch.reward + cfg.gamma * not_term * value)
-        mask = value_samples(batch.alive, nets.spec.shared_reward) * self_play.learners
+        mask = value_samples(batch.alive, nets.spec.team_reward) * self_play.learners
         loss = jnp.sum(mask * (taken - target) ** 2) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, {
             "loss/td": loss,

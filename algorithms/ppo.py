@@ -198,26 +198,29 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
     return state, rollout, episode_metrics(metrics)
 
 
-def agent_ends(ro: Rollout, shared_reward: bool) -> tuple[Array, Array]:
+def agent_ends(ro: Rollout, team_reward: np.ndarray | bool) -> tuple[Array, Array]:
     """Per-agent (terminated, done) [T, B, N].
 
-    Under a team reward (`shared_reward`) only the episode's end ends an agent's return, as in
-    MAPPO's SMAC runner (`masks` zero only when the whole episode ends): a unit that dies still
-    earns the team's later reward, which reaches its last living step through GAE; its dead
-    steps stay out of the losses (`alive`). Under per-agent rewards an agent's death ends its
-    own return (mfrl's `terminal = not alive`): nothing it earns comes after."""
-    term, done = ro.terminated[..., None], ro.done[..., None]
-    if shared_reward:
-        shape = ro.died.shape
-        return jnp.broadcast_to(term, shape), jnp.broadcast_to(done, shape)
-    return term | ro.died, done | ro.died
+    Where an agent is paid its side's team reward (`team_reward` [N], `EnvSpec.team_reward`,
+    or one bool for all) only the episode's end ends its return, as in MAPPO's SMAC runner
+    (`masks` zero only when the whole episode ends): a unit that dies still earns its side's
+    later reward, which reaches its last living step through GAE; its dead steps stay out of
+    the losses (`alive`). Under per-agent rewards an agent's death ends its own return (mfrl's
+    `terminal = not alive`): nothing it earns comes after."""
+    shape = ro.died.shape
+    own = ro.died & ~jnp.asarray(team_reward, bool)
+    term = jnp.broadcast_to(ro.terminated[..., None], shape)
+    done = jnp.broadcast_to(ro.done[..., None], shape)
+    return term | own, done | own
 
 
-def advantages_and_targets(shared_reward: bool, cfg: PPOConfig, vn: ValueNorm, ro: Rollout):
+def advantages_and_targets(
+    team_reward: np.ndarray | bool, cfg: PPOConfig, vn: ValueNorm, ro: Rollout
+) -> tuple[Array, Array]:
     """Denormalised values -> GAE with per-agent ends (`agent_ends`) -> (advantages, value
     targets) [T, B, N]."""
     denorm = vn.denormalize if cfg.value_norm else (lambda x: x)
-    terminated, done = agent_ends(ro, shared_reward)
+    terminated, done = agent_ends(ro, team_reward)
     adv, targets = gae(
         ro.reward,
         denorm(ro.value),
@@ -343,7 +346,7 @@ def make_train(
     def step(state: PPOState) -> tuple[PPOState, dict[str, Array]]:
         a_h0, c_h0 = state.actor_carry, state.critic_carry
         state, ro, metrics = collect(nets, wrapped, cfg, state)
-        adv, targets = advantages_and_targets(nets.spec.shared_reward, cfg, state.value_norm, ro)
+        adv, targets = advantages_and_targets(nets.spec.team_reward, cfg, state.value_norm, ro)
         if cfg.value_norm:
             state = state.replace(value_norm=state.value_norm.update(targets, ro.alive))
         if cfg.advantage_norm:

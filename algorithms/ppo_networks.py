@@ -46,10 +46,10 @@ class Networks:
 
     `team_critic`: one team value V(s) (HAPPO), never given agent ids.
 
-    `death_mask`: under a team reward (`EnvSpec.shared_reward`) a dead agent's return runs on
-    to the episode's end, so its critic sees MAPPO's death mask after it dies: a zero input
-    beside its agent id (Yu et al. 2022, "death masking"). Not for HAPPO's team critic, whose
-    N equal outputs are one V(s)."""
+    `death_mask` [N]: an agent paid its side's team reward (`EnvSpec.team_reward`) earns on
+    past its death to the episode's end, so its critic sees MAPPO's death mask after it dies: a
+    zero input beside its agent id (Yu et al. 2022, "death masking"). Not for HAPPO's team
+    critic, whose N equal outputs are one V(s)."""
 
     def __init__(
         self,
@@ -91,7 +91,7 @@ class Networks:
             raise ValueError(f"critic {cfg.critic!r} unknown; valid: central, local")
         self.critic_dim = base + self.critic_id_dim
         self.hidden_dim = cfg.gru_hidden if cfg.recurrent else 1
-        self.death_mask = spec.shared_reward and not team_critic
+        self.death_mask = spec.team_reward & (not team_critic)
 
     # inputs -----------------------------------------------------------------------------
     def actor_input(self, obs: Array) -> Array:
@@ -111,8 +111,9 @@ class Networks:
             x = jnp.broadcast_to(state[..., None, :], (*state.shape[:-1], n, state.shape[-1]))
         else:
             x = obs
-        if self.death_mask and alive is not None:
-            x = jnp.where(alive[..., None], x, jnp.zeros_like(x))
+        if self.death_mask.any() and alive is not None:
+            keep = alive | ~jnp.asarray(self.death_mask)
+            x = jnp.where(keep[..., None], x, jnp.zeros_like(x))
         return self._with_ids(x) if self.critic_id_dim else x
 
     # init -------------------------------------------------------------------------------

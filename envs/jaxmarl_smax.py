@@ -109,6 +109,7 @@ class JaxMARLSMAX(MultiAgentEnv[SMAXState]):
             metric_names=METRICS,
             lower_is_better=("lost",),
             headline_metric="won",
+            shared_reward=True,  # SMAX pays every ally the side's one reward
         )
 
     @property

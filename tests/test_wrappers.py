@@ -573,9 +573,9 @@ def test_agent_terminated_under_a_team_reward_and_per_agent_rewards():
         final_alive=jnp.array([False, True]),
     )  # fmt: skip
     before = jnp.array([True, True])
-    np.testing.assert_array_equal(ts.agent_terminated(before, shared_reward=False), [True, False])
-    np.testing.assert_array_equal(ts.agent_terminated(before, shared_reward=True), [False, False])
+    np.testing.assert_array_equal(ts.agent_terminated(before, team_reward=False), [True, False])
+    np.testing.assert_array_equal(ts.agent_terminated(before, team_reward=True), [False, False])
     ended = ts.replace(terminated=jnp.array(True))
-    np.testing.assert_array_equal(ended.agent_terminated(before, shared_reward=True), [True, True])
+    np.testing.assert_array_equal(ended.agent_terminated(before, team_reward=True), [True, True])
     np.testing.assert_array_equal(value_samples(ts.alive, False), [0.0, 1.0])
     np.testing.assert_array_equal(value_samples(ts.alive, True), [1.0, 1.0])

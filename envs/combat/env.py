@@ -340,6 +340,8 @@ class Combat(CombatView, CombatDynamics, MultiAgentEnv[CombatState]):
             lower_is_better=("lost",),
             headline_metric="won",
             state_bounded=True,
+            # SMAC's team reward, one per side (the sides' differ)
+            team_rewards=("allies", "enemies") if self.reward.shared else (),
             **timing,
             obs_sizes=obs_sizes,
             action_sizes=(FIRST_ATTACK + ally_foes,) * n + (FIRST_ATTACK + enemy_foes,) * m,

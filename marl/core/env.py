@@ -69,14 +69,14 @@ class TimeStep(struct.PyTreeNode):
         auto-reset wrapper's `final_alive`)."""
         return alive & ~self.final_alive
 
-    def agent_terminated(self, alive: Array, shared_reward: bool) -> Array:
+    def agent_terminated(self, alive: Array, team_reward: Array | np.ndarray | bool) -> Array:
         """[N] bool: this step ends agent i's own return. Under per-agent rewards: the episode
         terminated, or i died in it (mfrl's per-agent `terminal = not alive`: nothing it earns
-        comes after). Under a team reward (`EnvSpec.shared_reward`) only the episode's
-        termination does: a dead unit still earns the team's later reward (MAPPO's and pymarl's
-        masks on SMAC)."""
+        comes after). Where i is paid its side's team reward (`team_reward`, [N] or one bool:
+        `EnvSpec.team_reward`) only the episode's termination does: a dead unit still earns
+        its side's later reward (MAPPO's and pymarl's masks on SMAC)."""
         term = jnp.broadcast_to(self.terminated[..., None], alive.shape)
-        return term if shared_reward else term | self.died(alive)
+        return term | (self.died(alive) & ~jnp.asarray(team_reward, bool))
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,11 @@ class EnvSpec:
             speaker_listener). False (the default, the safe assumption): rewards may differ per
             agent, so a critic shared by all agents on the global state must be told which
             agent it values (MAPPO's central critic then always takes agent ids).
+        team_rewards: names of the groups each paid one reward for the whole side at every
+            step (SMAC's team reward of each side in self-play), where the sides' rewards
+            differ; `shared_reward` counts every group as one. The death rule follows it
+            (`team_reward`): a unit of such a side that dies still earns its side's later
+            reward, so its return ends with the episode, not at its death.
         time_limit_terminal: the time limit is part of the task: the state carries
             t / episode_limit and reaching the limit terminates the episode (Pardo et al.
             2018, time-aware values). False (the default): the state carries no time, the limit
@@ -146,6 +151,7 @@ class EnvSpec:
     state_bounded: bool = False
     lower_is_better: tuple[str, ...] = ()
     shared_reward: bool = False
+    team_rewards: tuple[str, ...] = ()
     time_limit_terminal: bool = False
     headline_metric: str = "return"
 
@@ -173,6 +179,10 @@ class EnvSpec:
             raise ValueError(f"lower_is_better names metrics the env does not have: {unknown}")
         if self.headline_metric not in ("return", *self.metric_names):
             raise ValueError(f"headline_metric {self.headline_metric!r} is not a metric of the env")
+        names = [g.name for g in self.groups]
+        unknown = sorted(set(self.team_rewards) - set(names))
+        if unknown:
+            raise ValueError(f"team_rewards names groups the env does not have: {unknown}")
 
     @property
     def discrete(self) -> bool:
@@ -203,6 +213,15 @@ class EnvSpec:
         for g, group in enumerate(self.groups):
             out[list(group.agents)] = g
         return out
+
+    @property
+    def team_reward(self) -> np.ndarray:
+        """[N] bool: agent i is paid its side's team reward (`shared_reward`, or its group is
+        in `team_rewards`), so its return runs on past its death to the episode's end."""
+        if self.shared_reward:
+            return np.ones(self.num_agents, bool)
+        teams = {g for g, group in enumerate(self.groups) if group.name in self.team_rewards}
+        return np.isin(self.agent_group, sorted(teams))
 
     def group(self, name: str) -> AgentGroup:
         """The group called `name`."""

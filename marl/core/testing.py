@@ -194,9 +194,13 @@ def check_env(
             steps += 1
             check_timestep(env, ts)
             _check(env, int(s.t) == t, f"state.t is {int(s.t)} after {t} steps")
+            r = np.asarray(ts.reward)
             if spec.shared_reward:
-                r = np.asarray(ts.reward)
                 _check(env, bool(np.all(r == r[0])), f"shared_reward, but step {t} pays {r}")
+            for name in spec.team_rewards:
+                side = r[list(spec.group(name).agents)]
+                ok = bool(np.all(side == side[0]))
+                _check(env, ok, f"team reward of {name}, but step {t} pays it {side}")
             done = bool(ts.terminated) or bool(ts.truncated)
             if t < spec.episode_limit:
                 _check(env, not bool(ts.truncated), f"truncated at step {t} < limit")

@@ -43,8 +43,8 @@ def side_agents(spec: EnvSpec, side: int) -> np.ndarray:
 
 def side_spec(spec: EnvSpec, side: int) -> EnvSpec:
     """The spec of group `side` alone: its agents renumbered from 0, observations as wide as
-    its largest, one (cooperative) group; the global state, action space, time limit and metrics
-    are the env's."""
+    its largest, one (cooperative) group, `shared_reward` where the side is paid a team reward;
+    the global state, action space, time limit and metrics are the env's."""
     idx = side_agents(spec, side)
     obs_sizes = tuple(spec.obs_sizes[i] for i in idx)
     return dataclasses.replace(
@@ -56,6 +56,9 @@ def side_spec(spec: EnvSpec, side: int) -> EnvSpec:
         obs_sizes=obs_sizes,
         action_sizes=tuple(spec.action_sizes[i] for i in idx),
         cooperative=True,
+        # a side paid its team reward is, alone, an env whose agents share one reward
+        shared_reward=bool(spec.team_reward[idx].all()),
+        team_rewards=(),
     )
 
 
