@@ -167,6 +167,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     import yaml
 
     from marl.results.contests import read_contests
+    from marl.results.files import read_json
     from marl.results.leaderboard import write_leaderboard
     from marl.results.published import SHIPPED, read_published
     from marl.run.jobs import load_study
@@ -182,7 +183,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     output_dir(args.out, "--out")
     if args.site:
         output_dir(args.site, "--site")
-    definition, declared = None, None
+    definition, declared, notes = None, None, {}
     if args.benchmark:
         from marl.results.scoring import declared_scoring
         from marl.run import benchmark
@@ -190,6 +191,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         try:
             definition = benchmark.load(args.benchmark)
             declared = declared_scoring(definition)
+            notes = benchmark.notes(args.benchmark)
         except (benchmark.BenchmarkError, ValueError) as e:
             raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
     from marl.run.entrants import refusal_hint
@@ -243,6 +245,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         contests=contests,
         published=published,
         coverage=cov,
+        notes=notes,
     )
     held = (
         ""
@@ -256,13 +259,49 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         f"{len(study.tasks)} task(s), {len(study.algorithms)} algorithm(s), {len(contests)} "
         f"contest(s){held}; wrote {paths['md']}"
     )
+    _say_flags(read_json(paths["json"]), notes, args.benchmark)
     if args.site:
-        _write_site(args, study, given, published, cov)
+        _write_site(args, study, given, published, cov, notes)
     return 0
 
 
+def _say_flags(board: dict[str, Any], notes: dict[str, str], name: str | None) -> None:
+    """Print each flag of the board's flagged cells (`marl.results.flags`) with its meaning;
+    warn of flagged cells without an explanation and of explanations of cells on the board
+    that carry no flag."""
+    from marl.results.flags import cell_id, flag_lines, flagged, unexplained
+
+    for line in flag_lines(board):
+        print(f"flagged: {line}")
+    where = "marl/conf/benchmark/notes/<benchmark>.yaml"
+    if name:
+        from marl.run.benchmark import notes_path
+
+        where = str(notes_path(name))
+    missing = unexplained(board)
+    if missing:
+        print(
+            f"warning: {len(missing)} flagged cell(s) without an explanation: "
+            f"{'; '.join(missing)} (explain each in {where})",
+            file=sys.stderr,
+        )
+    marked = {cell for cell, _ in flagged(board)}
+    on_board = {cell_id(t, r["algorithm"]) for t, d in board["tasks"].items() for r in d["rows"]}
+    stale = sorted(c for c in notes if c in on_board and c not in marked)
+    if stale:
+        print(
+            f"warning: explained but not flagged: {'; '.join(stale)} (drop it from {where})",
+            file=sys.stderr,
+        )
+
+
 def _write_site(
-    args: argparse.Namespace, study: Any, given: list[str], published: list, cov: Any
+    args: argparse.Namespace,
+    study: Any,
+    given: list[str],
+    published: list,
+    cov: Any,
+    notes: dict[str, str],
 ) -> None:
     """`marl leaderboard --site DIR`: the static site (`marl.results.site`), which names the
     command that regenerates it (the leaderboard's, with its --site)."""
@@ -277,5 +316,6 @@ def _write_site(
         published=published,
         coverage=cov,
         command=command,
+        notes=notes,
     )
     print(f"wrote the site {index}")

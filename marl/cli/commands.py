@@ -81,6 +81,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     except RecordError as e:
         raise UsageError(str(e)) from None
+    from marl.results.files import read_json
+    from marl.results.flags import flag_lines
     from marl.results.report import few_seeds_warning
 
     for k, study in enumerate(studies, 1):
@@ -92,6 +94,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         warning = few_seeds_warning(study)
         if warning:
             print(f"warning: {where}{warning}", file=sys.stderr)
+        folder = Path(args.out) / (f"section-{k}" if len(studies) > 1 else "")
+        for line in flag_lines(read_json(folder / "report.json")):
+            print(f"flagged: {where}{line}")
     print(f"wrote {paths['md']}, {paths['html']}")
     return 0
 

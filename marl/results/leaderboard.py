@@ -10,6 +10,7 @@ from typing import Any
 from marl.results import stats
 from marl.results.contests import contest_figures, contests_markdown
 from marl.results.files import atomic_write, write_json
+from marl.results.flags import MEANINGS, cell_id, flag_text, flagged, names
 from marl.results.orders import orders_markdown, peer_orders
 from marl.results.published import Published, by_task, published_markdown, steps_text
 from marl.results.report import fmt_ci, html_page, prune_figures, summarise, write_figures
@@ -36,13 +37,15 @@ def leaderboard(
     reps: int = stats.REPS,
     seed: int = 0,
     published: list[Published] = (),
+    notes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Rankings per task (normalised IQM of the absolute metric; raw mean where a task has no
     reference) and overall: per group of normalised tasks that the same algorithms ran, the
     IQM over the group's tasks (stratified bootstrap CI). `published`: peers' figures, listed
     under the tasks they stand beside (`marl.results.published`), never ranked; where a source
     states its learners' order, each task says whether its runs here agree
-    (`marl.results.orders`)."""
+    (`marl.results.orders`). Each row carries its cell's flags (`marl.results.flags`) and,
+    where `notes` (cell id -> paragraph, `flags.read_notes`) hold one, its `explanation`."""
     summary = summarise(study, reps=reps, seed=seed)
     beside = by_task(list(published), list(summary["tasks"]))
     orders = peer_orders(study, list(published), reps=reps, seed=seed)
@@ -52,6 +55,9 @@ def leaderboard(
         # normalised scores rise towards the reference whatever the metric's direction
         sign = 1.0 if key == "absolute_mean" and data.get("lower_is_better") else -1.0
         ranked = sorted(data["algorithms"].items(), key=lambda kv: sign * kv[1][key]["point"])
+        for algo, row in ranked:
+            if (notes or {}).get(cell_id(task, algo)):
+                row["explanation"] = notes[cell_id(task, algo)]
         tasks[task] = {
             "ranked_by": key,
             "lower_is_better": data["lower_is_better"],
@@ -136,6 +142,7 @@ def leaderboard_markdown(
             "",
         ]
     lines += coverage_markdown(board.get("coverage"))
+    lines += flags_markdown(board)
     if len(board["overall"]) > 1:
         lines += [
             "Aggregates over different task sets do not compare, so each table ranks the "
@@ -183,8 +190,8 @@ def leaderboard_markdown(
             "",
             "| rank | algorithm | runs | score IQM | final score | best - final "
             "| absolute metric mean [95% CI] | natural unit, mean [95% CI] | env steps per run "
-            "| wall time | env steps/s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| wall time | env steps/s | flags |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for row in data["rows"]:
             name = row["algorithm"] + (" (external)" if row["external"] else "")
@@ -200,13 +207,41 @@ def leaderboard_markdown(
                 f"{_num(row.get('final_score'))} | {_num(row.get('collapse'))} | "
                 f"{fmt_ci(row['absolute_mean'])} | "
                 f"{unit['metric'] + ' ' + fmt_ci(unit['mean']) if unit else '(the return)'} | "
-                f"{row['env_steps']:,} | {speed} |"
+                f"{row['env_steps']:,} | {speed} | {names(row.get('flags', []))} |"
             )
         lines.append("")
         lines += published_markdown(data.get("published", []))
         lines += orders_markdown(data.get("orders", []))
         lines += figure("task_" + task.replace("/", "_"), f"{task}: evaluation curves")
     return "\n".join(lines)
+
+
+def flags_markdown(board: dict[str, Any]) -> list[str]:
+    """The flagged cells (`marl.results.flags`): the rules, then each cell with its flags, their
+    numbers and its explanation; nothing where no cell is flagged."""
+    marked = flagged(board)
+    if not marked:
+        return []
+    lines = [
+        f"## Flagged cells: {len(marked)}",
+        "",
+        "A flag says that a cell's score is not the task's answer (`marl.results.flags`); each "
+        "flagged cell's explanation stands beside its flags and on its page of the site.",
+        "",
+        *(f"- {flag}: {meaning}." for flag, meaning in MEANINGS.items()),
+        "",
+    ]
+    for cell, row in marked:
+        lines += [
+            f"{cell}: {flag_text(row['flags'], meanings=False)}. "
+            + (
+                f"Explanation: {row['explanation']}"
+                if row.get("explanation")
+                else "No explanation yet."
+            ),
+            "",
+        ]
+    return lines
 
 
 def coverage_markdown(cov: dict[str, Any] | None) -> list[str]:
@@ -275,15 +310,17 @@ def write_leaderboard(
     contests: list[dict[str, Any]] = (),
     published: list[Published] = (),
     coverage: dict[str, Any] | None = None,
+    notes: dict[str, str] | None = None,
 ) -> dict[str, Path]:
     """Write `leaderboard.md`, `.json` and `.html` (figures linked) into the directory `out`,
     and the figures into `out/leaderboard_files/figures/`; `contests`: cross-play records
     (`marl.results.contests.read_contests`) for the competitive section; `published`: peers'
     figures (`marl.results.published.read_published`) beside the tasks they concern;
-    `coverage`: the benchmark cells these records hold (`marl.run.benchmark.coverage`)."""
+    `coverage`: the benchmark cells these records hold (`marl.run.benchmark.coverage`);
+    `notes`: explanations of flagged cells (cell id -> paragraph, `marl.results.flags`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    board = leaderboard(study, reps=reps, seed=seed, published=published)
+    board = leaderboard(study, reps=reps, seed=seed, published=published, notes=notes)
     if coverage:
         board["coverage"] = coverage
     figs = write_figures(study, out / "leaderboard_files", reps, seed)

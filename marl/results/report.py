@@ -26,6 +26,7 @@ import numpy as np
 from marl.results import plots, stats
 from marl.results.comparable import split_comparable
 from marl.results.files import atomic_write, write_json
+from marl.results.flags import cell_flags, flag_text, flagged, names
 from marl.results.protocol import Record
 from marl.results.study import (
     METRIC,
@@ -120,6 +121,7 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
                 row["normalised_iqm"] = _interval(stats.iqm_ci(scores, reps=reps, seed=seed))
                 row["final_score"] = float(np.mean(final_scores))
                 row["collapse"] = float(np.mean(scores) - np.mean(final_scores))
+            row["flags"] = cell_flags(study, task, algo, row)
             rows[algo] = row
         score = study.scoring.get(task)
         tasks[task] = {
@@ -267,6 +269,15 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
     ]
     if summary.get("few_seeds_warning"):
         lines += [f"**Warning:** {summary['few_seeds_warning']}.", ""]
+    marked = flagged(summary)
+    if marked:
+        lines += [
+            f"**Flagged:** {len(marked)} cell(s) whose score is not the task's answer "
+            "(`marl.results.flags`; each task's table says why): "
+            + "; ".join(f"{cell} ({names(row['flags'])})" for cell, row in marked)
+            + ".",
+            "",
+        ]
     if len(summary["groups"]) > 1:
         lines += [
             "Aggregates over different task sets do not compare, so each section below ranks "
@@ -317,8 +328,8 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
             anchor_text,
             "",
             "| algorithm | runs | absolute metric, mean [95% CI] | IQM [95% CI] | score IQM "
-            "| final score | best - final | final evaluation mean | env steps |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| final score | best - final | final evaluation mean | env steps | flags |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         sign = 1.0 if data.get("lower_is_better") else -1.0  # best first
         rows = sorted(
@@ -330,8 +341,12 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
                 f"| {name} | {row['runs']} | {fmt_ci(row['absolute_mean'])} | "
                 f"{fmt_ci(row['absolute_iqm'])} | {fmt_ci(row.get('normalised_iqm'))} | "
                 f"{_num(row.get('final_score'))} | {_num(row.get('collapse'))} | "
-                f"{row['final_mean']:.2f} | {row['env_steps']:,} |"
+                f"{row['final_mean']:.2f} | {row['env_steps']:,} | {names(row['flags'])} |"
             )
+        notes = [
+            f"Flagged: {algo}: {flag_text(row['flags'])}." for algo, row in rows if row["flags"]
+        ]
+        lines += ["", *notes] if notes else []
         key = "task_" + task.replace("/", "_")
         if key in figs:
             lines += ["", f"![{task}]({figs[key].relative_to(out)})"]

@@ -2,11 +2,12 @@
 
 ```
 OUT/index.html                 overview: tasks x learners, natural metric [95% CI], shaded;
-                               sortable, filterable by family and tier (assets/site.js)
-OUT/tasks/<task>.html          curves in the natural unit against env steps, the ranking and
-                               the peers' published figures beside
-OUT/cells/<task>/<algo>.html   config and hyperparameters, code, versions, device, wall time,
-                               per-seed values, the raw record to download
+                               sortable, filterable by family and tier (assets/site.js); the
+                               flagged cells (`marl.results.flags`) marked and listed
+OUT/tasks/<task>.html          curves in the natural unit against env steps, the ranking with
+                               its flags and the peers' published figures beside
+OUT/cells/<task>/<algo>.html   flags and their explanation, config and hyperparameters, code,
+                               versions, device, wall time, per-seed values, the raw record
 OUT/figures/<task>.png         figures as files, never inlined
 OUT/records/...                raw records copied in (those beside the site are linked instead)
 ```
@@ -43,13 +44,22 @@ def write_site(
     published: list[Published] = (),
     coverage: dict[str, Any] | None = None,
     command: str = "",
+    notes: dict[str, str] | None = None,
 ) -> Path:
     """Write the site into `out` (pages, figures, assets, raw records), remove the files an
     earlier writing left in its folders, and return `out/index.html`. `coverage`: the
     benchmark's cells (`marl.run.benchmark.coverage`), which give each cell its tier;
-    `command`: what regenerates the site, shown on the overview."""
+    `command`: what regenerates the site, shown on the overview; `notes`: explanations of
+    flagged cells (cell id -> paragraph, `marl.results.flags`), on their pages."""
     site = build_site(
-        study, out, reps=reps, seed=seed, published=published, coverage=coverage, command=command
+        study,
+        out,
+        reps=reps,
+        seed=seed,
+        published=published,
+        coverage=coverage,
+        command=command,
+        notes=notes,
     )
     out = site.out
     written = set(site.figures.values())

@@ -20,11 +20,15 @@ from marl.results.study import METRIC, Study, lower_is_better
 
 
 def site_scores(
-    study: Study, reps: int = stats.REPS, seed: int = 0, published: list[Published] = ()
+    study: Study,
+    reps: int = stats.REPS,
+    seed: int = 0,
+    published: list[Published] = (),
+    notes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The numbers the site shows: `marl.results.leaderboard.leaderboard`'s (swap this one call
-    for another scoring rule)."""
-    return leaderboard(study, reps=reps, seed=seed, published=published)
+    """The numbers the site shows, with each cell's flags and explanation:
+    `marl.results.leaderboard.leaderboard`'s (swap this one call for another scoring rule)."""
+    return leaderboard(study, reps=reps, seed=seed, published=published, notes=notes)
 
 
 def slug(name: str) -> str:
@@ -157,10 +161,12 @@ def build_site(
     published: list[Published] = (),
     coverage: dict[str, Any] | None = None,
     command: str = "",
+    notes: dict[str, str] | None = None,
 ) -> Site:
-    """The site's content (figures drawn into `out/figures`); `write_site` writes the pages."""
+    """The site's content (figures drawn into `out/figures`); `write_site` writes the pages.
+    `notes`: explanations of flagged cells (cell id -> paragraph, `marl.results.flags`)."""
     out = Path(os.path.abspath(out))
-    board = site_scores(study, reps=reps, seed=seed, published=list(published))
+    board = site_scores(study, reps=reps, seed=seed, published=list(published), notes=notes)
     slugs: dict[str, str] = {}
     for task in study.tasks:
         other = slugs.setdefault(slug(task), task)

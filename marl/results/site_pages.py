@@ -7,6 +7,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from marl.results.flags import MEANINGS, flagged, names
 from marl.results.leaderboard import device_label
 from marl.results.orders import orders_markdown
 from marl.results.published import steps_text
@@ -63,9 +64,13 @@ def overview_page(site: Site) -> str:
                 f"{cell.row['runs']} runs"
             )
             value = pos[algo]
+            flags = cell.row.get("flags", [])
+            if flags:
+                tip += "; flagged: " + "; ".join(f"{f['flag']}: {f['detail']}" for f in flags)
             tds.append(
-                f'<td class="score" data-sort="{value:.4f}" style="{background(value)}" '
-                f'title="{escape(tip)}"><a href="{escape(cell.page)}">{score(iv)}</a></td>'
+                f'<td class="score{" flagged" if flags else ""}" data-sort="{value:.4f}" '
+                f'style="{background(value)}" title="{escape(tip)}"><a href="{escape(cell.page)}">'
+                f"{score(iv)}{_flag_mark(flags)}</a></td>"
             )
         tier_attr = escape(" ".join(site.tiers[task]) or "none")
         rows.append(
@@ -90,6 +95,7 @@ def overview_page(site: Site) -> str:
         f'<table id="matrix" class="matrix sortable"><thead><tr>{ths}</tr></thead><tbody>\n'
         + "\n".join(rows)
         + "\n</tbody></table>",
+        _flagged(site),
         _overall(site),
     ]
     if site.command:
@@ -121,6 +127,68 @@ def _summary(site: Site) -> str:
         where = ", ".join(f"{escape(d)} ({n})" for d, n in board["devices"].items())
         bits.append(f"records by device: {where}")
     return f'<p class="small">{"; ".join(bits)}.</p>'
+
+
+def _flag_mark(flags: list[dict[str, str]]) -> str:
+    """The flags' names under a score, each with its meaning as its tooltip."""
+    if not flags:
+        return ""
+    marks = ", ".join(
+        f'<span title="{escape(MEANINGS[f["flag"]])}">{escape(f["flag"])}</span>' for f in flags
+    )
+    return f'<span class="flag">flagged: {marks}</span>'
+
+
+def _meanings() -> str:
+    items = "".join(
+        f"<dt>{escape(flag)}</dt><dd>{escape(meaning)}</dd>" for flag, meaning in MEANINGS.items()
+    )
+    return f'<dl class="facts">{items}</dl>'
+
+
+def _flag_list(flags: list[dict[str, str]]) -> str:
+    """A cell's flags with their numbers and meanings."""
+    return (
+        '<ul class="flags">'
+        + "".join(
+            f"<li><strong>{escape(f['flag'])}</strong> ({escape(f['detail'])}): "
+            f"{escape(MEANINGS[f['flag']])}</li>"
+            for f in flags
+        )
+        + "</ul>"
+    )
+
+
+def _explanation(row: dict[str, Any]) -> str:
+    text = row.get("explanation")
+    if text:
+        return f'<p class="explanation"><strong>Explanation:</strong> {escape(text)}</p>'
+    return '<p class="explanation">No explanation yet.</p>'
+
+
+def _flagged(site: Site) -> str:
+    """The flagged cells (`marl.results.flags`): the rules, and each cell with its flags and
+    its explanation; nothing where no cell is flagged."""
+    marked = flagged(site.board)
+    if not marked:
+        return ""
+    rows = []
+    for cell_id, row in marked:
+        task = cell_id.rpartition("/")[0]
+        cell = site.cells[(task, row["algorithm"])]
+        rows.append(
+            [
+                link(cell.page, f"{row['algorithm']} on {task}"),
+                escape(names(row["flags"])),
+                escape(row.get("explanation") or "No explanation yet."),
+            ]
+        )
+    return (
+        f"<h2>Flagged cells: {len(marked)}</h2>\n<p>A flag says that a cell's score is not the "
+        "task's answer; its page gives the numbers behind each flag.</p>\n"
+        + _meanings()
+        + table(["cell", "flags", "explanation"], rows, "flagged")
+    )
 
 
 def _overall(site: Site) -> str:
@@ -198,16 +266,26 @@ def task_page(site: Site, task: str) -> str:
                 f"{row['env_steps']:,}",
                 hours(row.get("wall_time_s")),
                 f"{row['steps_per_second']:,.0f}" if "steps_per_second" in row else "n/a",
+                escape(names(row.get("flags", []))),
             ]
         )
     ranking = table(
         ["rank", "learner", "runs", f"{escape(unit)} [95% CI]", "score IQM", "final score",
          "best - final", f"{escape(study.metric)} [95% CI]", "env steps", "wall time",
-         "env steps/s"],
+         "env steps/s", "flags"],
         rows,
         "ranking",
-        ["num", "text", "num", "num", "num", "num", "num", "num", "num", "num", "num"],
+        ["num", "text", "num", "num", "num", "num", "num", "num", "num", "num", "num", "text"],
     )  # fmt: skip
+    marked = []
+    for row in data["rows"]:
+        if row.get("flags"):
+            page_of = "../" + site.cells[(task, row["algorithm"])].page
+            marked += [
+                f"<h3>Flagged: {link(page_of, row['algorithm'])}</h3>",
+                _flag_list(row["flags"]),
+                _explanation(row),
+            ]
     fig = href(site.figures[task], site.out / "tasks")
     peers = _peers(data.get("published", []))
     body = [
@@ -215,6 +293,7 @@ def task_page(site: Site, task: str) -> str:
         f"<h1>{escape(task)}</h1>",
         facts(about),
         ranking,
+        *marked,
         '<div class="beside">',
         f'<figure><a href="{fig}"><img src="{fig}" alt="{escape(task)}: {escape(unit)} '
         f'against env steps"></a><figcaption>{escape(unit)} of the greedy policy against env '
@@ -257,12 +336,15 @@ def cell_page(site: Site, cell: Cell) -> str:
         ("env steps per run", f"{row['env_steps']:,}"),
         ("wall time", hours(row.get("wall_time_s"))),
         ("tier", escape(cell.tier) or "&ndash;"),
+        ("flags", escape(names(row.get("flags", []))) or "none"),
     ]
     here = site.out / Path(cell.page).parent
+    flags = row.get("flags", [])
     body = [
         nav(2, (task, f"../../{site.task_page(task)}"), (cell.algo, None)),
         f"<h1>{escape(cell.algo)} on {escape(task)}</h1>",
         facts(about),
+        *(["<h2>Flags</h2>", _flag_list(flags), _explanation(row)] if flags else []),
         "<h2>Per-seed values</h2>",
         _seeds(site, cell),
     ]
