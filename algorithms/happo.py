@@ -4,7 +4,9 @@ Learning"; as HARL's `happo`): heterogeneous-agent PPO with a sequential update.
 What differs from MAPPO (`ppo.py`, whose config, networks, rollout, critic update, actor loss,
 initial state and policy are reused):
 
-- every agent has its own actor parameters (`parameter_sharing="none"`, forced);
+- every agent has its own actor parameters by default (`parameter_sharing="none"`, HARL's
+  tuned setting everywhere); `parameter_sharing="all"` is HARL's `share_param`: one actor, which
+  each agent in the order updates in turn on its own samples (`"group"`: one per group);
 - one shared advantage per environment step from a centralised team value `V(s)` (HARL's "EP"
   state type): the critic reads the global state WITHOUT an agent id (`agent_id=False`,
   forced), so its N per-agent outputs are one value; the team reward is the mean over agents
@@ -35,6 +37,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from marl.core.env import MultiAgentEnv
@@ -88,7 +91,6 @@ HARL: dict[str, Any] = {
 # values HAPPO cannot run without; a config asking for others is rejected
 FORCED: dict[str, Any] = {
     "critic": "central",
-    "parameter_sharing": "none",
     "agent_id": False,
     "critic_agent_id": False,  # one team value V(s) of the mean reward
 }
@@ -166,26 +168,30 @@ def update_agent(
     """`epochs x num_minibatches` steps of agent `agent`'s factor-weighted PPO loss.
 
     Args:
-        params, opt: stacked actor parameters / per-agent optimiser states, leaves [N, ...].
+        params, opt: stacked actor parameters / their optimiser states, leaves [sets, ...]
+            (`nets.actor_sets`: one set per agent, or shared ones each agent updates in turn).
         ro: the rollout [T, B, N, ...]; adv [T, B, N]; h0 [B, N, H] the actor carry at t=0.
         factor: [T, B] the compounded ratio of the agents updated before (no gradient).
     Returns:
-        (params, opt) with only `agent`'s slice changed, its new log-probs on the whole
+        (params, opt) with only `agent`'s set changed, its new log-probs on the whole
         rollout [T, B], and metrics averaged over its gradient steps.
     """
     own = agent_rollout(ro, agent)
     own_adv = jax.lax.dynamic_slice_in_dim(adv, agent, 1, axis=2)
     own_h0 = jax.lax.dynamic_slice_in_dim(h0, agent, 1, axis=1)
     weight = jax.lax.stop_gradient(factor)[..., None]
-    p0 = jax.tree.map(lambda x: x[agent], params)
-    o0 = jax.tree.map(lambda x: x[agent], opt)
+    s = jnp.asarray(nets.actor_sets.index)[agent]  # the agent's parameter set
+    p0 = jax.tree.map(lambda x: x[s], params)
+    o0 = jax.tree.map(lambda x: x[s], opt)
 
-    def as_set(p):  # one agent's parameters as a stack of one set, for `nets.actor_apply`
+    solo = nets.one_agent()  # the actor applied to this agent's slice with one set
+
+    def as_set(p):  # one set's parameters as a stack of one, for `solo.actor_apply`
         return jax.tree.map(lambda x: x[None], p)
 
     def loss_fn(p, i):
         loss, (m, _) = actor_loss(
-            nets,
+            solo,
             cfg,
             as_set(p),
             take_envs(own, i, axis=1),
@@ -198,10 +204,10 @@ def update_agent(
     p, o, (_, metrics) = sgd_epochs(
         loss_fn, tx, p0, o0, key, cfg.epochs, cfg.num_envs, cfg.num_minibatches
     )
-    _, dist = nets.actor_apply(as_set(p), own_h0, own.actor_in, own.start, own.avail)
+    _, dist = solo.actor_apply(as_set(p), own_h0, own.actor_in, own.start, own.avail)
     new_log_prob = dist.log_prob(own.action)[:, :, 0]
-    params = jax.tree.map(lambda full, one: full.at[agent].set(one), params, p)
-    opt = jax.tree.map(lambda full, one: full.at[agent].set(one), opt, o)
+    params = jax.tree.map(lambda full, one: full.at[s].set(one), params, p)
+    opt = jax.tree.map(lambda full, one: full.at[s].set(one), opt, o)
     return params, opt, new_log_prob, jax.tree.map(jnp.mean, metrics)
 
 
@@ -298,14 +304,17 @@ def make_train(
         env, "happo", "trains every agent on one team advantage (the mean reward)", "mappo or ippo"
     )
     cfg = config(cfg)
-    nets = Networks(env, cfg, actor_sharing="none", team_critic=True)
+    nets = Networks(env, cfg, team_critic=True)
     wrapped = training_env(env)
     n = env.spec.num_agents
     grad_steps = None if total_updates is None else total_updates * cfg.epochs * cfg.num_minibatches
-    actor_tx = make_optimizer(cfg, cfg.lr, grad_steps)  # one optimiser state per agent
+    # one optimiser state per parameter set; a shared set takes a turn for each of its agents
+    turns = int(np.bincount(nets.actor_sets.index).max())
+    actor_steps = None if grad_steps is None else grad_steps * turns
+    actor_tx = make_optimizer(cfg, cfg.lr, actor_steps)
     critic_tx = make_optimizer(cfg, cfg.critic_lr, grad_steps)
 
-    def init(key: Array) -> PPOState:  # PPO's, with one optimiser state per agent
+    def init(key: Array) -> PPOState:  # PPO's, with one optimiser state per parameter set
         return initial_state(nets, wrapped, cfg, key, jax.vmap(actor_tx.init), critic_tx.init)
 
     def step(state: PPOState) -> tuple[PPOState, dict[str, Array]]:

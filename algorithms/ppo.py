@@ -29,6 +29,7 @@ from marl.core.wrappers import episode_metrics, training_env
 from marl.learning.acting import batch_step
 from marl.learning.acting import rollout as run_steps
 from marl.learning.learner_config import LearnerConfig, defaults_from
+from marl.learning.networks import ACTION_STDS
 from marl.learning.schedule import learning_rate
 
 from .onpolicy import (
@@ -86,11 +87,13 @@ class PPOConfig(LearnerConfig):
     critic_agent_id: bool | None
     reward_scale: float
     advantage_norm: bool
+    action_std: str  # Box actions: "exp" (std = exp(p)) or "harl" (HARL's bounded sigmoid std)
 
     def checks(self) -> dict[str, tuple[bool, str]]:
         """Checks of its own (the shared ones: `LearnerConfig`)."""
         return {
             "critic": (self.critic in ("central", "local"), "central or local"),
+            "action_std": (self.action_std in ACTION_STDS, " or ".join(ACTION_STDS)),
             "num_minibatches": (
                 self.num_minibatches >= 1 and self.num_envs % self.num_minibatches == 0,
                 f"a divisor of num_envs ({self.num_envs})",

@@ -4,10 +4,12 @@ they see (agent ids, the critic's global state), and acting from the actor (`mak
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Policy
@@ -72,6 +74,7 @@ class Networks:
             cfg.gru_hidden,
             cfg.layer_norm,
             feature_norm=cfg.feature_norm,
+            std=cfg.action_std,
         )
         self.critic = Critic(
             cfg.hidden,
@@ -92,6 +95,13 @@ class Networks:
         self.critic_dim = base + self.critic_id_dim
         self.hidden_dim = cfg.gru_hidden if cfg.recurrent else 1
         self.death_mask = spec.team_reward & (not team_critic)
+
+    def one_agent(self) -> Networks:
+        """These networks with one actor parameter set for one agent: for applying the actor
+        to one agent's slice of a rollout (`[T, B, 1, ...]`) with that agent's set alone."""
+        solo = copy.copy(self)
+        solo.actor_sets = AgentParams(np.zeros(1, np.int32))
+        return solo
 
     # inputs -----------------------------------------------------------------------------
     def actor_input(self, obs: Array) -> Array:

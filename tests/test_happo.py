@@ -133,7 +133,7 @@ def setup(trained):
     return nets, cfg, tx, state, ro, adv
 
 
-def test_config_forces_no_sharing_and_rejects_conflicts():
+def test_config_ships_no_sharing_and_rejects_conflicts():
     cfg = happo.config(None)
     assert cfg.parameter_sharing == "none" and not cfg.agent_id and cfg.critic == "central"
     assert (cfg.epochs, cfg.num_minibatches, cfg.lr, cfg.critic_lr) == (10, 2, 2e-3, 2e-3)
@@ -144,8 +144,24 @@ def test_config_forces_no_sharing_and_rejects_conflicts():
         "relu",
         (128, 128),
     )
-    with pytest.raises(ValueError, match="parameter_sharing"):
-        happo.config({"parameter_sharing": "all"})
+    with pytest.raises(ValueError, match="critic_agent_id"):
+        happo.config({"critic_agent_id": True})
+
+
+def test_a_shared_actor_takes_a_turn_for_each_agent():
+    """HARL's `share_param` (`parameter_sharing="all"`): one actor parameter set, which each of
+    spread's 3 agents updates in turn on its own samples, so one update takes 3 x epochs x
+    minibatches Adam steps on it (refused before: HAPPO forced one set per agent)."""
+    env = marl.make("particle/spread")
+    cfg = happo.config({**TINY, "parameter_sharing": "all"})
+    train = happo.make_train(env, cfg)
+    state = jax.jit(train.init)(jax.random.key(0))
+    after, metrics = jax.jit(train.step)(state)
+    assert {x.shape[0] for x in jax.tree.leaves(after.actor_params)} == {1}
+    counts = [int(np.max(x)) for x in jax.tree.leaves(after.actor_opt) if x.dtype == jnp.int32]
+    assert counts and set(counts) == {3 * cfg.epochs * cfg.num_minibatches}
+    assert not same(leaves_of(state.actor_params, 0), leaves_of(after.actor_params, 0))
+    assert np.isfinite(float(metrics["loss/factor_mean"]))
 
 
 # the settings that decide how hard each sample is optimised; HAPPO, IPPO and MAPPO must agree

@@ -110,3 +110,22 @@ def test_reset_gru_is_flax_gru_cell_with_resets():
         want.append(y)
     np.testing.assert_allclose(got, jnp.stack(want), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got_carry, hid, rtol=1e-5, atol=1e-5)
+
+
+def test_harl_action_std_is_bounded_and_starts_where_harls_does():
+    """`std="harl"`: HARL's DiagGaussian, std = sigmoid(p) * 0.5 from p = 1 (0.3655), never
+    above 0.5 however far p goes; "exp" (the default) starts at exp(-0.5)."""
+    h, x = jnp.zeros((1, 1)), jnp.zeros((1, 1, 3))
+    args = (h, x, jnp.zeros((1, 1), bool), jnp.ones((1, 1, 2), bool))
+    harl = Actor(2, False, (8,), "tanh", std="harl")
+    params = harl.init(jax.random.key(0), *args)
+    _, dist = harl.apply(params, *args)
+    np.testing.assert_allclose(np.exp(dist.log_std), 0.5 / (1 + np.exp(-1.0)), rtol=1e-6)
+    far = jax.tree.map(lambda p: p, params)
+    far["params"]["log_std"] = jnp.full((2,), 50.0)
+    _, dist = harl.apply(far, *args)
+    assert np.all(np.exp(dist.log_std) <= 0.5)
+    np.testing.assert_allclose(np.exp(dist.log_std), 0.5, rtol=1e-6)
+    plain = Actor(2, False, (8,), "tanh")
+    _, dist = plain.apply(plain.init(jax.random.key(0), *args), *args)
+    np.testing.assert_allclose(np.exp(dist.log_std), np.exp(-0.5), rtol=1e-6)

@@ -201,11 +201,18 @@ Distribution = MaskedCategorical | MaskedDiagGaussian
 # --- heads ------------------------------------------------------------------------------------
 
 
+ACTION_STDS = ("exp", "harl")
+HARL_STD = (1.0, 0.5)  # HARL's std_x_coef and std_y_coef (its defaults and every tuned config)
+
+
 class Actor(nn.Module):
     """Policy network: `(carry, obs [T,B,D], resets [T,B], avail [T,B,A]) -> (carry, dist)`.
 
     Discrete: masked categorical over A logits. Continuous: diagonal Gaussian with a learned
-    state-independent log std; `avail` masks padded action dims.
+    state-independent std per action dim; `avail` masks padded action dims. `std`: "exp"
+    (std = exp(p), p starting at `init_log_std`; MAPPO's and PureJaxRL's) or "harl" (HARL's
+    `DiagGaussian`: std = sigmoid(p / x) * y with x = 1, y = 0.5, p starting at x: std starts
+    at 0.366 and stays below 0.5).
     """
 
     action_dim: int
@@ -217,6 +224,7 @@ class Actor(nn.Module):
     layer_norm: bool = False
     init_log_std: float = -0.5
     feature_norm: bool = False
+    std: str = "exp"
 
     def setup(self) -> None:
         self.torso = Torso(
@@ -231,8 +239,9 @@ class Actor(nn.Module):
             self.action_dim, kernel_init=ortho(0.01), bias_init=nn.initializers.zeros
         )
         if not self.discrete:
+            first = self.init_log_std if self.std == "exp" else HARL_STD[0]
             self.log_std = self.param(
-                "log_std", nn.initializers.constant(self.init_log_std), (self.action_dim,)
+                "log_std", nn.initializers.constant(first), (self.action_dim,)
             )
 
     def __call__(self, carry: Array, obs: Array, resets: Array, avail: Array):
@@ -240,7 +249,13 @@ class Actor(nn.Module):
         out = self.head(h)
         if self.discrete:
             return carry, MaskedCategorical.create(out, avail)
-        return carry, MaskedDiagGaussian.create(out, self.log_std, avail)
+        return carry, MaskedDiagGaussian.create(out, self._log_std(), avail)
+
+    def _log_std(self) -> Array:
+        if self.std == "exp":
+            return self.log_std
+        x, y = HARL_STD  # log(sigmoid(p / x) * y), computed stably
+        return jax.nn.log_sigmoid(self.log_std / x) + jnp.log(y)
 
 
 class Critic(nn.Module):
