@@ -21,7 +21,7 @@ from marl.results.protocol import run_record
 from marl.results.site import write_site
 from marl.results.site_data import slug
 from marl.results.study import load_study
-from marl.run import benchmark
+from marl.run import benchmark, benchmark_notes
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = (0, 100, 200, 300)
@@ -254,7 +254,7 @@ def test_every_flagged_cell_of_the_committed_board_is_explained_on_its_page():
     flags in leaderboard.md and on its page of the site; and every v1 note explains a flagged
     v1 cell (none left over from a cell that was re-run)."""
     board = json.loads((ROOT / "results/leaderboard.json").read_text())
-    notes = benchmark.notes("v1")
+    notes = benchmark_notes.notes("v1")
     marked = dict(flags.flagged(board))
     assert marked, "the committed board flags no cell: HAPPO on pathfinding never learned"
     assert flags.unexplained(board) == []

@@ -186,12 +186,12 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     definition, declared, notes = None, None, {}
     if args.benchmark:
         from marl.results.scoring import declared_scoring
-        from marl.run import benchmark
+        from marl.run import benchmark, benchmark_notes
 
         try:
             definition = benchmark.load(args.benchmark)
             declared = declared_scoring(definition)
-            notes = benchmark.notes(args.benchmark)
+            notes = benchmark_notes.notes(args.benchmark)
         except (benchmark.BenchmarkError, ValueError) as e:
             raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
     from marl.run.entrants import refusal_hint
@@ -275,7 +275,7 @@ def _say_flags(board: dict[str, Any], notes: dict[str, str], name: str | None) -
         print(f"flagged: {line}")
     where = "marl/conf/benchmark/notes/<benchmark>.yaml"
     if name:
-        from marl.run.benchmark import notes_path
+        from marl.run.benchmark_notes import notes_path
 
         where = str(notes_path(name))
     missing = unexplained(board)

@@ -21,7 +21,7 @@ The rules, read off the cell's records and the board's numbers (`report.summaris
 
 Explanations are data: a YAML mapping of cell id (`task/algo`) to one paragraph
 (`read_notes`, `yaml.safe_load`; nothing in it is run). Benchmark v1's live in
-`marl/conf/benchmark/notes/v1.yaml` (`marl.run.benchmark.notes`); `unexplained(board)` names
+`marl/conf/benchmark/notes/v1.yaml` (`marl.run.benchmark_notes`); `unexplained(board)` names
 the flagged cells that have none.
 """
 
@@ -167,3 +167,22 @@ def flag_lines(board: dict[str, Any]) -> list[str]:
 def unexplained(board: dict[str, Any]) -> list[str]:
     """The cell ids of a board's flagged cells that carry no explanation."""
     return [cell for cell, row in flagged(board) if not row.get("explanation")]
+
+
+def report_summary(summary: dict[str, Any]) -> list[str]:
+    """`marl report`'s lines naming the flagged cells of `summary` (none: no lines)."""
+    marked = flagged(summary)
+    if not marked:
+        return []
+    cells = "; ".join(f"{cell} ({names(row['flags'])})" for cell, row in marked)
+    return [
+        f"**Flagged:** {len(marked)} cell(s) whose score is not the task's answer "
+        f"(`marl.results.flags`; each task's table says why): {cells}.",
+        "",
+    ]
+
+
+def report_notes(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """A task table's lines after it: each flagged learner's flags with their meanings."""
+    notes = [f"Flagged: {algo}: {flag_text(row['flags'])}." for algo, row in rows if row["flags"]]
+    return ["", *notes] if notes else []

@@ -26,7 +26,7 @@ import numpy as np
 from marl.results import plots, stats
 from marl.results.comparable import split_comparable
 from marl.results.files import atomic_write, write_json
-from marl.results.flags import cell_flags, flag_text, flagged, names
+from marl.results.flags import cell_flags, names, report_notes, report_summary
 from marl.results.protocol import Record
 from marl.results.study import (
     METRIC,
@@ -269,15 +269,7 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
     ]
     if summary.get("few_seeds_warning"):
         lines += [f"**Warning:** {summary['few_seeds_warning']}.", ""]
-    marked = flagged(summary)
-    if marked:
-        lines += [
-            f"**Flagged:** {len(marked)} cell(s) whose score is not the task's answer "
-            "(`marl.results.flags`; each task's table says why): "
-            + "; ".join(f"{cell} ({names(row['flags'])})" for cell, row in marked)
-            + ".",
-            "",
-        ]
+    lines += report_summary(summary)
     if len(summary["groups"]) > 1:
         lines += [
             "Aggregates over different task sets do not compare, so each section below ranks "
@@ -343,10 +335,7 @@ def _markdown(summary: dict[str, Any], figs: dict[str, Path], out: Path, title: 
                 f"{_num(row.get('final_score'))} | {_num(row.get('collapse'))} | "
                 f"{row['final_mean']:.2f} | {row['env_steps']:,} | {names(row['flags'])} |"
             )
-        notes = [
-            f"Flagged: {algo}: {flag_text(row['flags'])}." for algo, row in rows if row["flags"]
-        ]
-        lines += ["", *notes] if notes else []
+        lines += report_notes(rows)
         key = "task_" + task.replace("/", "_")
         if key in figs:
             lines += ["", f"![{task}]({figs[key].relative_to(out)})"]

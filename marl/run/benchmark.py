@@ -112,27 +112,6 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
-def notes_path(name: str) -> Path:
-    """Where the explanations of a benchmark's flagged cells live: `notes/<name>.yaml` beside
-    its definition (`marl/conf/benchmark/notes/v1.yaml`)."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else DEFINITIONS / f"{name}.yaml"
-    return path.parent / "notes" / path.name
-
-
-def notes(name: str) -> dict[str, str]:
-    """The explanations of benchmark `name`'s flagged cells (cell id `task/algo` -> paragraph,
-    `marl.results.flags.read_notes`: YAML read as data); empty where it has none."""
-    from marl.results.flags import read_notes
-
-    path = notes_path(name)
-    if not path.is_file():
-        return {}
-    try:
-        return read_notes(path)
-    except ValueError as e:
-        raise BenchmarkError(str(e)) from None
-
-
 def cells(definition: dict[str, Any], tier: str = "all", only: Sequence[str] = ()) -> list[Cell]:
     """The cells of `tier` (or all) whose `task/algo` is one of `only` or matches its globs."""
     tiers = definition["tiers"]
