@@ -38,6 +38,7 @@ COLLAPSED = "collapsed"
 NOT_ABOVE_RANDOM = "not above random"
 NEVER_LEARNED_SHARE = 0.5  # of the seeds whose best step is known
 COLLAPSE = 0.15  # score units: of the random-to-reference span, or of a natural unit's 0 to 1
+NOTES_BYTES = 1 << 20  # the most a notes file may hold
 FLOOR = 1e-9  # a score CI ending this close to 0 ends at 0
 
 MEANINGS = {
@@ -121,9 +122,16 @@ def read_notes(path: str | Path) -> dict[str, str]:
     import yaml
 
     path = Path(path)
+    with path.open("rb") as f:  # bounded: a notes file is a few paragraphs
+        raw = f.read(NOTES_BYTES + 1)
+    if len(raw) > NOTES_BYTES:
+        raise ValueError(f"{path}: larger than {NOTES_BYTES:,} bytes; not a notes file")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
+        text = raw.decode()
+        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=yaml.SafeLoader)):
+            raise ValueError(f"{path}: YAML aliases are refused in a notes file")
+        data = yaml.safe_load(text) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not YAML: {e}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of cell (task/algo) to explanation")
