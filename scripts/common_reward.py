@@ -14,6 +14,8 @@ HAPPO `all` is HARL's share_param). Each run follows `marl train`'s protocol def
 evaluations, each seed's best parameters re-evaluated on 320 episodes). `--out` writes a JSON
 record (per variant and seed: the greedy return and success curves, the absolute metrics; the
 code's commit), re-read with `--table FILE`; it is the record results/fidelity.md cites.
+
+Feeds `results/fidelity.md` (HARL: where HAPPO's setting does not hold, pathfinding).
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ gradient clipping in effect (max_grad_norm large), no learning-rate schedule. Wh
 is the update rule: ratio, clip, factor, entropy, advantage normalisation and the optimiser.
 HARL is imported from `--harl` (its `harl.envs` package, which needs every simulator, is not
 executed); nothing of it is copied here.
+
+Feeds `results/fidelity.md` (HARL: HAPPO's Box-action update beside HARL's code).
 """
 
 from __future__ import annotations
