@@ -362,7 +362,7 @@ def test_a_lower_is_better_metric_ranks_the_lowest_first(tmp_path):
     assert data["lower_is_better"] and data["ranked_by"] == "absolute_mean"
     assert [r["algorithm"] for r in data["rows"]] == ["fast", "slow"]
     md = write_leaderboard(study, tmp_path / "board", reps=100)["md"].read_text()
-    assert "ranked by raw mean (lower is better)" in md
+    assert "ranked by episode_length mean (lower is better)" in md
     report = write_report(study, tmp_path / "report", reps=100)["md"].read_text()
     assert report.index("| fast |") < report.index("| slow |")
     returns = load_study([tmp_path], facts=NO_ANCHORS)  # returns: highest first, as ever
@@ -511,9 +511,10 @@ def test_runs_of_one_algorithm_on_different_step_grids_are_not_pooled_into_one_c
         Entry("particle/spread", "ippo", [ra, rb]).curve("episode_return")
 
 
-def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
-    """A task's headline metric (the sidecar's, else the registered env's) beside the
-    normalised return, with the runs' wall time and env steps per second."""
+def test_the_leaderboard_keeps_the_natural_unit_wall_time_and_speed(tmp_path):
+    """A task's headline metric (the sidecar's, else the registered env's) kept in the board's
+    JSON; its tables show only the ranked statistic (one statistic throughout), with the runs'
+    wall time and env steps per second."""
     path, _, _, absolute = write_run(tmp_path / "a", algo="ippo", seed=1)
     cpu = {"platform": "cpu", "kind": "cpu", "count": 1, "cpu_count": 2}
     _with_meta(path, headline_metric="collisions", wall_time=7200.0, seeds=3, device=cpu)
@@ -530,8 +531,8 @@ def test_the_leaderboard_shows_the_natural_unit_wall_time_and_speed(tmp_path):
     assert "headline" not in combat  # combat's unit is `won` (registered), not in this record
     md = write_leaderboard(load_study([tmp_path], facts=NO_ANCHORS), tmp_path / "b2", reps=100)
     text = md["md"].read_text()
-    assert f"collisions {want:.2f}" in text and "| 2.00 h | 0 |" in text
-    assert "| (the return) |" in text
+    assert "| 2.00 h | 0 |" in text and f"collisions {want:.2f}" not in text
+    assert "| rank | algorithm | runs | collisions IQM [95% CI] |" in text  # what ranks
     assert board["devices"] == {"NVIDIA H100 80GB HBM3 x1": 1, "cpu, 2 cores": 1}
     assert "Records by device: NVIDIA H100 80GB HBM3 x1 (1), cpu, 2 cores (1)." in text
 
@@ -698,3 +699,22 @@ def test_the_shipped_jaxmarl_figures_are_the_committed_side_by_side_record():
         summary = learner["jaxmarl"]["summary"]
         lo, hi = (3 * x for x in summary["final_ci95"])
         assert source.figures[algo] == f"{3 * summary['final_mean']:.1f} [{lo:.1f}, {hi:.1f}]"
+
+
+def test_a_benchmarks_own_records_imply_its_scoring(tmp_path, monkeypatch):
+    """`marl leaderboard results/benchmark/v1/...` scores at v1's declared anchors without
+    `--benchmark v1` (a flag users forgot: happo 1.004 against the published 0.944 on
+    speaker_listener); `--benchmark none` opts out."""
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    cell = "results/benchmark/v1/particle/speaker_listener/happo"
+    code, text, err = _cli("leaderboard", cell, "--out", str(tmp_path / "a"), "--reps", "60")
+    assert code == 0, err
+    assert "scored as benchmark v1" in text
+    board = json.loads((tmp_path / "a" / "leaderboard.json").read_text())
+    task = board["tasks"]["particle/speaker_listener"]
+    assert task["scoring"]["reference"] == -11.0  # v1's declared anchor
+    assert "--benchmark v1" in (tmp_path / "a" / "leaderboard.md").read_text()
+    out = str(tmp_path / "b")
+    assert _cli("leaderboard", cell, "--out", out, "--reps", "60", "--benchmark", "none")[0] == 0
+    other = json.loads((tmp_path / "b" / "leaderboard.json").read_text())
+    assert other["tasks"]["particle/speaker_listener"]["scoring"] != task["scoring"]

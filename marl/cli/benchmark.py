@@ -184,9 +184,21 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if args.site:
         output_dir(args.site, "--site")
     definition, declared, notes = None, None, {}
+    from marl.run import benchmark
+    from marl.run.entrants import implied, refusal_hint
+
+    if args.benchmark is None:  # never a flag users forget: a benchmark's own records imply it
+        args.benchmark = implied(runs)
+        if args.benchmark:
+            print(
+                f"scored as benchmark {args.benchmark}: its records ({', '.join(runs)}) are "
+                "among these (--benchmark none: no benchmark)"
+            )
+    elif args.benchmark == "none":
+        args.benchmark = None
     if args.benchmark:
         from marl.results.scoring import declared_scoring
-        from marl.run import benchmark, benchmark_notes
+        from marl.run import benchmark_notes
 
         try:
             definition = benchmark.load(args.benchmark)
@@ -194,7 +206,6 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             notes = benchmark_notes.notes(args.benchmark)
         except (benchmark.BenchmarkError, ValueError) as e:
             raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
-    from marl.run.entrants import refusal_hint
 
     study = load_study(
         runs,

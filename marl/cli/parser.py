@@ -225,8 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--benchmark",
         metavar="NAME",
-        help="say which cells of this benchmark definition (e.g. v1) the records hold, and "
-        "list the rest",
+        help="score as this benchmark definition (e.g. v1: its declared anchors and notes) and "
+        "say which of its cells the records hold (default: the benchmark whose own records "
+        "folder is given, e.g. results/benchmark/v1; 'none': no benchmark)",
     )
     p.add_argument(
         "--site",

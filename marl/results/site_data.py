@@ -88,12 +88,11 @@ class Site:
     def task_page(self, task: str) -> str:
         return f"tasks/{slug(task)}.html"
 
-    def natural(self, cell: Cell) -> tuple[str, dict[str, float]]:
-        """(metric, mean interval) of a cell in its task's natural unit (else the return)."""
-        unit = cell.row.get("headline")
-        if unit and unit["metric"] == self.units[cell.task]:
-            return unit["metric"], unit["mean"]
-        return self.study.metric, cell.row["absolute_mean"]
+    def ranked(self, cell: Cell) -> tuple[str, dict[str, float]]:
+        """(name, interval) of the statistic that ranks a cell's task: what every page shows,
+        shades and sorts (`marl.results.leaderboard.statistic`)."""
+        data = self.board["tasks"][cell.task]
+        return data["statistic"], cell.row[data["ranked_by"]]
 
 
 def _tiers(coverage: dict[str, Any] | None) -> dict[tuple[str, str], str]:
@@ -200,11 +199,13 @@ def build_site(
 
 
 def shade(site: Site, task: str) -> dict[str, float]:
-    """algo -> where its natural-metric mean lies among the task's learners, 0 (worst) to 1
-    (best), in the metric's direction (0.5 where all are equal)."""
-    points = {a: site.natural(c)[1]["point"] for (t, a), c in site.cells.items() if t == task}
+    """algo -> where its ranked statistic lies among the task's learners, 0 (worst) to 1
+    (best), in the statistic's direction (0.5 where all are equal)."""
+    points = {a: site.ranked(c)[1]["point"] for (t, a), c in site.cells.items() if t == task}
     low, high = min(points.values()), max(points.values())
     if not np.isfinite(high - low) or high - low <= 1e-12 * max(1.0, abs(high)):
         return dict.fromkeys(points, 0.5)
     pos = {a: (p - low) / (high - low) for a, p in points.items()}
-    return {a: 1.0 - v for a, v in pos.items()} if site.lower[task] else pos
+    data = site.board["tasks"][task]
+    lower = data["ranked_by"] == "absolute_mean" and data["lower_is_better"]
+    return {a: 1.0 - v for a, v in pos.items()} if lower else pos

@@ -11,9 +11,9 @@ from marl.results.flags import MEANINGS, flagged, names
 from marl.results.leaderboard import device_label
 from marl.results.orders import orders_markdown
 from marl.results.published import steps_text
+from marl.results.ranks import RULE
 from marl.results.site_data import Cell, Site, href, shade
 from marl.results.site_html import (
-    RANKED_BY,
     background,
     breakable,
     ci,
@@ -37,19 +37,20 @@ def overview_page(site: Site) -> str:
     tiers = sorted({t for ts in site.tiers.values() for t in ts})
     if tiers and not all(site.tiers.values()):
         tiers.append("none")
-    head = ["task", "family", "tier", "unit", *map(escape, algos)]
+    head = ["task", "family", "tier", "ranked by", *map(escape, algos)]
     types = ["text", "text", "text", "text", *["num"] * len(algos)]
     ths = "".join(f'<th data-type="{t}">{h}</th>' for h, t in zip(head, types, strict=True))
     rows = []
     for task in study.tasks:
         pos = shade(site, task)
-        n = len(board["tasks"][task]["rows"])
+        data = board["tasks"][task]
+        n = len(data["rows"])
         tds = [
             f'<td class="task"><a href="{escape(site.task_page(task))}">{breakable(task)}</a></td>',
             f"<td>{escape(task.split('/')[0])}</td>",
             f"<td>{escape(' '.join(site.tiers[task])) or '&ndash;'}</td>",
-            f"<td>{escape(site.units[task].replace('_', ' '))}"
-            + (" (lower is better)" if site.lower[task] else "")
+            f"<td>{escape(data['statistic'].replace('_', ' '))}"
+            + (" (lower is better)" if data["lower_is_better"] and not data.get("scoring") else "")
             + "</td>",
         ]
         for algo in algos:
@@ -57,12 +58,9 @@ def overview_page(site: Site) -> str:
             if cell is None:
                 tds.append('<td class="empty" data-sort="">&ndash;</td>')
                 continue
-            metric, iv = site.natural(cell)
-            tip = (
-                f"{algo} on {task}: {metric} {ci(iv)}; rank {cell.row['rank']} of {n} "
-                f"(by {RANKED_BY.get(board['tasks'][task]['ranked_by'], '?')}); "
-                f"{cell.row['runs']} runs"
-            )
+            stat, iv = site.ranked(cell)
+            rank = cell.row["rank"]
+            tip = f"{algo} on {task}: {stat} {ci(iv)}; rank {rank} of {n}; {cell.row['runs']} runs"
             value = pos[algo]
             flags = cell.row.get("flags", [])
             if flags:
@@ -70,7 +68,7 @@ def overview_page(site: Site) -> str:
             tds.append(
                 f'<td class="score{" flagged" if flags else ""}" data-sort="{value:.4f}" '
                 f'style="{background(value)}" title="{escape(tip)}"><a href="{escape(cell.page)}">'
-                f"{score(iv)}{_flag_mark(flags)}</a></td>"
+                f'{score(iv)}<span class="rank">#{rank}</span>{_flag_mark(flags)}</a></td>'
             )
         tier_attr = escape(" ".join(site.tiers[task]) or "none")
         rows.append(
@@ -84,12 +82,14 @@ def overview_page(site: Site) -> str:
     parts = [
         nav(0),
         "<h1>marl leaderboard</h1>",
-        "<p>Each cell: a learner's mean on the task in the task's natural unit (win rate, "
-        "success rate, ...; the return where it has none) of the absolute metric (each seed's "
-        "best evaluated parameters re-evaluated), with its 95% bootstrap CI over seeds. The "
-        "shade places it between the task's worst learner (light) and best (dark). Click a "
-        "column to sort, a task for its curves, a cell for its config, provenance, per-seed "
+        "<p>Each cell: the statistic that ranks the task (its IQM over seeds in the task's "
+        "natural unit: win rate, success rate, ...; a score between fixed anchors where the "
+        "task has none) of the absolute metric (each seed's best evaluated parameters "
+        "re-evaluated), with its 95% bootstrap CI, and the learner's rank (#) on the task. "
+        "The shade places it between the task's worst learner (light) and best (dark). Click "
+        "a column to sort, a task for its curves, a cell for its config, provenance, per-seed "
         "values and raw record.</p>",
+        f'<p class="small">Shared ranks: {escape(RULE)}</p>',
         _summary(site),
         f'<div class="controls">{controls}<span id="shown"></span></div>',
         f'<table id="matrix" class="matrix sortable"><thead><tr>{ths}</tr></thead><tbody>\n'
@@ -197,6 +197,7 @@ def _overall(site: Site) -> str:
     rows = []
     for g in site.board["overall"]:
         iqm = {r["algorithm"]: r["iqm"] for r in g["rows"]}
+        rank = {r["algorithm"]: r["rank"] for r in g["rows"]}
         points = [v["point"] for v in iqm.values()]
         low, high = min(points), max(points)
         tds = [escape(g["name"]), ", ".join(map(breakable, g["tasks"]))]
@@ -206,7 +207,8 @@ def _overall(site: Site) -> str:
                 continue
             pos = 0.5 if high - low <= 1e-12 else (iqm[algo]["point"] - low) / (high - low)
             attrs = f'data-sort="{iqm[algo]["point"]:.4f}" style="{background(pos)}"'
-            tds.append((f'class="score" {attrs}', score(iqm[algo])))
+            shown = f'{score(iqm[algo])}<span class="rank">#{rank[algo]}</span>'
+            tds.append((f'class="score" {attrs}', shown))
         rows.append(tds)
     if not rows:
         return ""
@@ -231,23 +233,16 @@ def _overall(site: Site) -> str:
 def task_page(site: Site, task: str) -> str:
     data, study = site.board["tasks"][task], site.study
     unit = site.units[task]
-    anchors = data["anchors"]
     about = [
         ("family", escape(task.split("/")[0])),
         ("tier", escape(", ".join(site.tiers[task])) or "&ndash;"),
         ("natural unit", escape(unit) + (" (lower is better)" if site.lower[task] else "")),
-        ("ranked by", escape(RANKED_BY.get(data["ranked_by"], data["ranked_by"]))),
+        ("ranked by", escape(data["statistic"])),
         (
             "scored",
             escape(data["scoring"]["rule"]) if data.get("scoring") else "not scored",
         ),
-        (
-            "scripted anchors (scoring v1)",
-            "none"
-            if not anchors
-            else f"random {num(anchors['random'])}, reference {num(anchors['reference'])} "
-            f"({escape(anchors['source'])})",
-        ),
+        ("shared ranks", escape(RULE)),
     ]
     rows = []
     for row in data["rows"]:
@@ -258,8 +253,7 @@ def task_page(site: Site, task: str) -> str:
                 str(row["rank"]),
                 link("../" + cell.page, name),
                 str(row["runs"]),
-                escape(ci(site.natural(cell)[1])),
-                escape(ci(row.get("normalised_iqm"))),
+                escape(ci(site.ranked(cell)[1])),
                 num(row["final_score"]) if "final_score" in row else "n/a",
                 num(row["collapse"]) if "collapse" in row else "n/a",
                 escape(ci(row["absolute_mean"])),
@@ -270,12 +264,12 @@ def task_page(site: Site, task: str) -> str:
             ]
         )
     ranking = table(
-        ["rank", "learner", "runs", f"{escape(unit)} [95% CI]", "score IQM", "final score",
-         "best - final", f"{escape(study.metric)} [95% CI]", "env steps", "wall time",
-         "env steps/s", "flags"],
+        ["rank", "learner", "runs", f"{escape(data['statistic'])} [95% CI]", "final score",
+         "best - final", f"{escape(study.metric)} mean [95% CI], not ranked", "env steps",
+         "wall time", "env steps/s", "flags"],
         rows,
         "ranking",
-        ["num", "text", "num", "num", "num", "num", "num", "num", "num", "num", "num", "text"],
+        ["num", "text", "num", "num", "num", "num", "num", "num", "num", "num", "text"],
     )  # fmt: skip
     marked = []
     for row in data["rows"]:
@@ -326,12 +320,15 @@ def _peers(rows: list[dict[str, Any]]) -> str:
 # --- cell -------------------------------------------------------------------------------------
 def cell_page(site: Site, cell: Cell) -> str:
     row, task = cell.row, cell.task
-    metric, iv = site.natural(cell)
+    stat, iv = site.ranked(cell)
     about = [
-        ("rank", f"{row['rank']} of {len(site.board['tasks'][task]['rows'])}"),
-        (f"{metric}", escape(ci(iv))),
-        ("normalised IQM", escape(ci(row.get("normalised_iqm")))),
-        (site.study.metric, escape(ci(row["absolute_mean"]))),
+        (
+            "rank",
+            f"{row['rank']} of {len(site.board['tasks'][task]['rows'])} (shared ranks: "
+            f"{link('../../' + site.task_page(task), 'the rule')})",
+        ),
+        (f"{escape(stat)} (ranks the task)", escape(ci(iv))),
+        (f"{escape(site.study.metric)} mean, not ranked", escape(ci(row["absolute_mean"]))),
         ("runs", str(row["runs"])),
         ("env steps per run", f"{row['env_steps']:,}"),
         ("wall time", hours(row.get("wall_time_s"))),
@@ -361,14 +358,15 @@ def cell_page(site: Site, cell: Cell) -> str:
 
 def _seeds(site: Site, cell: Cell) -> str:
     unit, metric = site.units[cell.task], site.study.metric
-    anchors = site.study.anchors.get(cell.task)
+    scoring = site.study.scoring.get(cell.task)
     rows = []
     for k, record in enumerate(cell.records, 1):
         best = (record.meta or {}).get("best_step") or []
         natural, ret = record.absolute_metric(unit), record.absolute_metric(metric)
         final = record.final(unit)
+        scores = None if scoring is None else scoring.apply(record.absolute_metric(scoring.metric))
         for i, run in enumerate(record.runs):
-            norm = anchors.normalise(ret[i]) if anchors is not None else None
+            norm = None if scores is None else scores[i]
             rows.append(
                 [
                     str(k),
@@ -382,7 +380,7 @@ def _seeds(site: Site, cell: Cell) -> str:
                 ]
             )
     u, m = escape(unit), escape(metric)
-    head = ["record", "run", f"{u} (absolute)", f"{m} (absolute)", "normalised",
+    head = ["record", "run", f"{u} (absolute)", f"{m} (absolute)", "score (scoring v2)",
             f"{u} (last evaluation)", "best step", "env steps"]  # fmt: skip
     return table(head, rows, "seeds", ["num", "text", *["num"] * 6])
 

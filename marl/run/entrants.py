@@ -33,6 +33,23 @@ if TYPE_CHECKING:
 PIN = "protocol.eval_interval="
 
 
+def implied(records: Sequence[str | Path]) -> str | None:
+    """The shipped benchmark whose own records folder (or one inside it) is among `records`,
+    the first given where several are; None where none is."""
+    homes = {}
+    for name in bm.names():
+        try:
+            homes[name] = Path(bm.load(name)["records"]).resolve()
+        except (BenchmarkError, KeyError, TypeError):
+            continue
+    for r in records:
+        path = Path(r).resolve()
+        for name, home in homes.items():
+            if path == home or path.is_relative_to(home):
+                return name
+    return None
+
+
 def check_records(definition: dict[str, Any], records: str) -> Path:
     """`records` as a folder a learner's cells may go to: not the definition's own records
     folder, nor one inside it or holding it."""
