@@ -42,6 +42,10 @@ def _benchmark(args: argparse.Namespace) -> int:
             return 0
         if args.part and args.action != "run":
             raise UsageError("--part: only with `marl benchmark run`")
+        if args.seeds is not None and args.action != "verify":
+            raise UsageError("--seeds: only with `marl benchmark verify`")
+        if args.action == "verify":
+            return _verify(args, bm)
         if args.algo and not args.records:
             raise UsageError(
                 f"--algo: give --records DIR, a folder of yours for its cells (e.g. --records "
@@ -103,6 +107,30 @@ def _benchmark(args: argparse.Namespace) -> int:
     for cell, error in failed:
         print(f"failed: {cell.key}: {error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _verify(args: argparse.Namespace, bm: Any) -> int:
+    """`marl benchmark verify NAME --only CELL [--seeds K]` (`marl.run.verify`)."""
+    from marl.run import jobs, verify
+
+    if args.algo or args.launcher:
+        raise UsageError("verify re-runs the benchmark's own cells: no --algo or --launcher")
+    if not args.only:
+        raise UsageError("verify: name the cells with --only TASK/LEARNER (a cell re-runs whole)")
+    d = bm.load(args.name)
+    chosen = bm.cells(d, args.tier, args.only)
+    if not chosen:
+        raise UsageError(f"--only {' '.join(args.only)}: no cell of {args.name} matches")
+    scratch = Path(args.records or f"runs/verify-{d['name']}")
+    own = Path(d["records"]).resolve()
+    if scratch.resolve() == own or scratch.resolve().is_relative_to(own):
+        raise UsageError(f"--records {scratch}: the benchmark's own records; give one of yours")
+    outcomes = verify.verify_cells(d, chosen, scratch, args.seeds, jobs.train_run)
+    path = verify.log_path(d)
+    if path is not None and outcomes:
+        verify.write_log(path, outcomes)
+        print(f"kept in {path}")
+    return 1 if any(o["verdict"].startswith("failed") for o in outcomes) else 0
 
 
 JOBS_FOLDER = ".jobs"  # in the records folder: the launcher's logs and jobs.json (untracked)
@@ -183,7 +211,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     output_dir(args.out, "--out")
     if args.site:
         output_dir(args.site, "--site")
-    definition, declared, notes = None, None, {}
+    definition, declared, notes, verified = None, None, {}, {}
     from marl.run import benchmark
     from marl.run.entrants import implied, refusal_hint
 
@@ -198,12 +226,13 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         args.benchmark = None
     if args.benchmark:
         from marl.results.scoring import declared_scoring
-        from marl.run import benchmark_notes
+        from marl.run import benchmark_notes, verify
 
         try:
             definition = benchmark.load(args.benchmark)
             declared = declared_scoring(definition)
             notes = benchmark_notes.notes(args.benchmark)
+            verified = verify.read_log(verify.log_path(definition))
         except (benchmark.BenchmarkError, ValueError) as e:
             raise UsageError(f"--benchmark {args.benchmark}: {e}") from None
 
@@ -257,6 +286,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         published=published,
         coverage=cov,
         notes=notes,
+        verified=verified,
     )
     held = (
         ""
@@ -272,7 +302,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     )
     _say_flags(read_json(paths["json"]), notes, args.benchmark)
     if args.site:
-        _write_site(args, study, given, published, cov, notes)
+        _write_site(args, study, given, published, cov, notes, verified)
     return 0
 
 
@@ -313,6 +343,7 @@ def _write_site(
     published: list,
     cov: Any,
     notes: dict[str, str],
+    verified: dict[str, Any],
 ) -> None:
     """`marl leaderboard --site DIR`: the static site (`marl.results.site`), which names the
     command that regenerates it (the leaderboard's, with its --site)."""
@@ -328,5 +359,6 @@ def _write_site(
         coverage=cov,
         command=command,
         notes=notes,
+        verified=verified,
     )
     print(f"wrote the site {index}")

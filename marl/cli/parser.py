@@ -120,9 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         "that fails is reported and the others go on. list: the shipped benchmarks. With "
         "--algo, the cells are a learner of yours on the benchmark's tasks (each task's seeds, "
         "budget, protocol and evaluation grid), written to --records; then `marl leaderboard "
-        "results/benchmark/v1 RECORDS --out DIR` ranks it beside the benchmark's learners.",
+        "results/benchmark/v1 RECORDS --out DIR` ranks it beside the benchmark's learners. "
+        "verify: re-run committed cells (--only; --seeds k of their seeds) at this code into "
+        "--records (default runs/verify-NAME) and say whether each lands inside its committed "
+        "interval; the outcome is kept in the benchmark's verification log.",
     )
-    p.add_argument("action", choices=("list", "status", "measure", "run"))
+    p.add_argument("action", choices=("list", "status", "measure", "run", "verify"))
     p.add_argument("name", nargs="?", default="v1", help="benchmark (default v1) or a yaml path")
     p.add_argument("--tier", default="all", help="cpu, gpu, ... or all (default)")
     p.add_argument(
@@ -143,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
         "required, and never the benchmark's own)",
     )
     p.add_argument("--again", action="store_true", help="measure: re-measure measured cells")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        metavar="K",
+        help="verify: re-run the cell's first K seeds (default: all of them)",
+    )
     p.add_argument(
         "--no-checkpoint",
         action="store_true",

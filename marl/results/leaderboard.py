@@ -17,6 +17,7 @@ from marl.results.ranks import RULE, shared_ranks, significant
 from marl.results.report import fmt_ci, html_page, prune_figures, summarise, write_figures
 from marl.results.sensitivity import group_sensitivity, sensitivity_markdown
 from marl.results.study import Group, Study
+from marl.results.verified import verified_markdown
 
 
 def _num(x: float | None) -> str:
@@ -49,6 +50,7 @@ def leaderboard(
     seed: int = 0,
     published: list[Published] = (),
     notes: dict[str, str] | None = None,
+    verified: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Rankings per task (normalised IQM of the absolute metric; raw mean where a task has no
     reference) and overall: per group of normalised tasks that the same algorithms ran, the
@@ -56,7 +58,8 @@ def leaderboard(
     under the tasks they stand beside (`marl.results.published`), never ranked; where a source
     states its learners' order, each task says whether its runs here agree
     (`marl.results.orders`). Each row carries its cell's flags (`marl.results.flags`) and,
-    where `notes` (cell id -> paragraph, `flags.read_notes`) hold one, its `explanation`."""
+    where `notes` (cell id -> paragraph, `flags.read_notes`) hold one, its `explanation`;
+    where `verified` (cell id -> outcome, `marl.run.verify`) holds one, its `verified`."""
     summary = summarise(study, reps=reps, seed=seed)
     beside = by_task(list(published), list(summary["tasks"]))
     orders = peer_orders(study, list(published), reps=reps, seed=seed)
@@ -73,6 +76,8 @@ def leaderboard(
         for algo, _, row in ranked:
             if (notes or {}).get(cell_id(task, algo)):
                 row["explanation"] = notes[cell_id(task, algo)]
+            if (verified or {}).get(cell_id(task, algo)):
+                row["verified"] = verified[cell_id(task, algo)]
         tasks[task] = {
             "ranked_by": key,
             "statistic": statistic({"ranked_by": key, **data}, summary["metric"]),
@@ -164,6 +169,7 @@ def leaderboard_markdown(
         ]
     lines += coverage_markdown(board.get("coverage"))
     lines += flags_markdown(board)
+    lines += verified_markdown(board)
     if len(board["overall"]) > 1:
         lines += [
             "Aggregates over different task sets do not compare, so each table ranks the "
@@ -328,6 +334,7 @@ def write_leaderboard(
     published: list[Published] = (),
     coverage: dict[str, Any] | None = None,
     notes: dict[str, str] | None = None,
+    verified: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Path]:
     """Write `leaderboard.md`, `.json` and `.html` (figures linked) into the directory `out`,
     and the figures into `out/leaderboard_files/figures/`; `contests`: cross-play records
@@ -337,7 +344,9 @@ def write_leaderboard(
     `notes`: explanations of flagged cells (cell id -> paragraph, `marl.results.flags`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    board = leaderboard(study, reps=reps, seed=seed, published=published, notes=notes)
+    board = leaderboard(
+        study, reps=reps, seed=seed, published=published, notes=notes, verified=verified
+    )
     if coverage:
         board["coverage"] = coverage
     figs = write_figures(study, out / "leaderboard_files", reps, seed)

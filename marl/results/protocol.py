@@ -338,6 +338,7 @@ def load(
     paths: Iterable[str | Path],
     skipped: list[Path] | None = None,
     dropped: list[str] | None = None,
+    parts: bool = False,
 ) -> list[Record]:
     """Every record under `paths` (run directories, directories of runs, or JSON files).
 
@@ -348,13 +349,14 @@ def load(
     and parts of a run not merged yet (`marl.run.parts`) are skipped, their directories
     appended to `skipped` if given. A file that cannot be read, or holds NaN, Infinity or a
     value past `VALUE_BOUND`, is refused (RecordError naming file and field), or with `dropped`
-    given, left out and its error appended there.
+    given, left out and its error appended there. With `parts`, finished parts are read as
+    the runs they hold (`marl benchmark verify` compares a part with the committed seeds).
     """
     records: list[Record] = []
     for given in paths:
         for path in _candidates(Path(given), skipped):
             try:
-                records.extend(_load_file(path, skipped))
+                records.extend(_load_file(path, skipped, parts))
             except RecordError as e:
                 if dropped is None:
                     raise
@@ -362,14 +364,14 @@ def load(
     return records
 
 
-def _load_file(path: Path, skipped: list[Path] | None) -> list[Record]:
+def _load_file(path: Path, skipped: list[Path] | None, parts: bool = False) -> list[Record]:
     data = _read_record(path)
     meta_path = path.parent / META if path.name in (RECORD, RECORD + GZ) else None
     meta = None
     if meta_path is not None and meta_path.exists():
         meta = read_meta(path.parent)
         unfinished = not meta.get("finished", False) or meta.get("diverged")
-        if unfinished or (meta.get("config") or {}).get("part"):
+        if unfinished or ((meta.get("config") or {}).get("part") and not parts):
             if skipped is not None:  # unfinished, diverged, or a part (`marl merge`)
                 skipped.append(path.parent)
             return []

@@ -45,6 +45,7 @@ def write_site(
     coverage: dict[str, Any] | None = None,
     command: str = "",
     notes: dict[str, str] | None = None,
+    verified: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
     """Write the site into `out` (pages, figures, assets, raw records), remove the files an
     earlier writing left in its folders, and return `out/index.html`. `coverage`: the
@@ -60,6 +61,7 @@ def write_site(
         coverage=coverage,
         command=command,
         notes=notes,
+        verified=verified,
     )
     out = site.out
     written = set(site.figures.values())

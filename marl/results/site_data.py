@@ -25,10 +25,13 @@ def site_scores(
     seed: int = 0,
     published: list[Published] = (),
     notes: dict[str, str] | None = None,
+    verified: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The numbers the site shows, with each cell's flags and explanation:
+    """The numbers the site shows, with each cell's flags, explanation and verification:
     `marl.results.leaderboard.leaderboard`'s (swap this one call for another scoring rule)."""
-    return leaderboard(study, reps=reps, seed=seed, published=published, notes=notes)
+    return leaderboard(
+        study, reps=reps, seed=seed, published=published, notes=notes, verified=verified
+    )
 
 
 def slug(name: str) -> str:
@@ -64,6 +67,7 @@ class Cell:
     records: list[Record]
     tier: str
     downloads: list[list[Download]] = field(default_factory=list)  # per record
+    key: str = ""  # the benchmark's cell key (`task/algo[@variant]`); "" outside a benchmark
 
     @property
     def page(self) -> str:
@@ -95,12 +99,12 @@ class Site:
         return data["statistic"], cell.row[data["ranked_by"]]
 
 
-def _tiers(coverage: dict[str, Any] | None) -> dict[tuple[str, str], str]:
-    """(task, algo) -> the benchmark tier of its cell (`marl.run.benchmark.coverage`)."""
-    out: dict[tuple[str, str], str] = {}
+def _tiers(coverage: dict[str, Any] | None) -> dict[tuple[str, str], tuple[str, str]]:
+    """(task, algo) -> (tier, cell key) of its benchmark cell (`marl.run.benchmark.coverage`)."""
+    out: dict[tuple[str, str], tuple[str, str]] = {}
     for row in (coverage or {}).get("cells", []):
         task, _, algo = row["cell"].split("@")[0].rpartition("/")
-        out.setdefault((task, algo), row["tier"])
+        out.setdefault((task, algo), (row["tier"], row["cell"]))
     return out
 
 
@@ -161,11 +165,14 @@ def build_site(
     coverage: dict[str, Any] | None = None,
     command: str = "",
     notes: dict[str, str] | None = None,
+    verified: dict[str, dict[str, Any]] | None = None,
 ) -> Site:
     """The site's content (figures drawn into `out/figures`); `write_site` writes the pages.
     `notes`: explanations of flagged cells (cell id -> paragraph, `marl.results.flags`)."""
     out = Path(os.path.abspath(out))
-    board = site_scores(study, reps=reps, seed=seed, published=list(published), notes=notes)
+    board = site_scores(
+        study, reps=reps, seed=seed, published=list(published), notes=notes, verified=verified
+    )
     slugs: dict[str, str] = {}
     for task in study.tasks:
         other = slugs.setdefault(slug(task), task)
@@ -179,7 +186,8 @@ def build_site(
         for row in data["rows"]:
             algo = row["algorithm"]
             entry = study.entries[(task, algo)]
-            cell = Cell(task, algo, row, list(entry.records), tiers_of.get((task, algo), ""))
+            tier, key = tiers_of.get((task, algo), ("", ""))
+            cell = Cell(task, algo, row, list(entry.records), tier, key=key)
             cell_dir = Path(slug(task)) / slug(algo)
             cell.downloads = [
                 _downloads(r, k, cell_dir, out, site_root) for k, r in enumerate(cell.records, 1)

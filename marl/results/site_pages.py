@@ -27,6 +27,7 @@ from marl.results.site_html import (
     score,
     table,
 )
+from marl.results.verified import describe
 
 
 # --- overview ---------------------------------------------------------------------------------
@@ -342,6 +343,7 @@ def cell_page(site: Site, cell: Cell) -> str:
         f"<h1>{escape(cell.algo)} on {escape(task)}</h1>",
         facts(about),
         *(["<h2>Flags</h2>", _flag_list(flags), _explanation(row)] if flags else []),
+        *_reproduce(site, cell),
         "<h2>Per-seed values</h2>",
         _seeds(site, cell),
     ]
@@ -354,6 +356,38 @@ def cell_page(site: Site, cell: Cell) -> str:
         body += [f"<h2>Record {k}: {escape(str(record.path))}</h2>", f"<p>{links}</p>"]
         body += _provenance(record.meta)
     return page(f"{cell.algo} on {task}: marl leaderboard", "\n".join(body), 2)
+
+
+def _reproduce(site: Site, cell: Cell) -> list[str]:
+    """How to train a benchmark cell again at its commit, and to re-check it at today's code
+    (`marl benchmark verify`), with the latest re-check's outcome."""
+    if not cell.key or not site.coverage:
+        return []
+    name = site.coverage["benchmark"]
+    codes = [(r.meta or {}).get("code") or {} for r in cell.records]
+    commits = sorted({c["commit"] for c in codes if c.get("commit")})
+    inferred = any(c.get("inferred") for c in codes)
+    out = ["<h2>Reproduce and re-check</h2>"]
+    if len(commits) == 1:
+        out += [
+            f"<p>Trained at commit <code>{escape(commits[0][:12])}</code>"
+            + (" (inferred from the run's date: the records predate naming it)" if inferred else "")
+            + ". To train it again with that code, into a folder of yours:</p>",
+            f"<pre>git checkout {escape(commits[0])}\nmarl benchmark run {escape(name)} --only "
+            f"{escape(cell.key)} --records runs/reproduce-{escape(name)}</pre>",
+        ]
+    verify = f"marl benchmark verify {name} --only {cell.key} --seeds 2"
+    out.append(
+        "<p>To re-check it at today's code (its first seeds re-run, the statistic that ranks "
+        f"the task compared with the interval above):</p><pre>{escape(verify)}</pre>"
+    )
+    v = cell.row.get("verified")
+    if v:
+        out.append(f'<p class="verified"><strong>Re-checked:</strong> {escape(describe(v))} '
+                   f"({escape(str(v.get('created', '')))}).</p>")  # fmt: skip
+    else:
+        out.append("<p>Not re-checked yet.</p>")
+    return out
 
 
 def _seeds(site: Site, cell: Cell) -> str:
