@@ -276,6 +276,7 @@ def make_train(
         step=step,
         params=lambda s: s.upper,
         policy=make_policy(upper, rule, limit),
+        config=cfg,
         steps_per_update=cfg.num_envs * cfg.rollout_length,
         num_envs=cfg.num_envs,
     )

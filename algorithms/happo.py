@@ -359,6 +359,7 @@ def make_train(
         step=step,
         params=lambda s: s.actor_params,
         policy=make_policy(nets),
+        config=cfg,
         steps_per_update=cfg.num_envs * cfg.rollout_length,
         num_envs=cfg.num_envs,
     )

@@ -247,6 +247,7 @@ def make_train(
         step=step,
         params=lambda s: self_play.saved(s.actor),
         policy=make_policy(actor),
+        config=cfg,
         steps_per_update=cfg.num_envs * cfg.rollout_length,
         num_envs=cfg.num_envs,
     )

@@ -466,6 +466,7 @@ def make_train(
         step=replay_step(collect, learn, cfg.train_steps, schedules),
         params=lambda s: s.params,
         policy=make_policy(nets, cfg.epsilon_end),
+        config=cfg,
         steps_per_update=cfg.num_envs * cfg.rollout_length,
         num_envs=cfg.num_envs,
     )

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+import yaml
 
 from marl import cli
 from marl.core import registry
@@ -127,6 +128,11 @@ def test_an_installed_packages_env_and_learner_are_listed_and_trained(plugin, ca
     meta = json.loads((runs / "mine/race/tiny-ippo/ep/meta.json").read_text())
     assert meta["finished"] and meta["anchors"]["reference"] is not None  # the oracle's hook
     assert meta["anchors"]["reference"] > meta["anchors"]["random"]
+    # every hyperparameter of the plugin learner is recorded, not only its name
+    saved = yaml.safe_load((runs / "mine/race/tiny-ippo/ep/config.yaml").read_text())
+    hyper = saved["derived"]["hyperparameters"]
+    assert hyper["hidden"] == [16] and hyper["num_envs"] == 4 and "lr" in hyper
+    assert meta["config"]["derived"]["hyperparameters"] == hyper
 
 
 @pytest.mark.slow

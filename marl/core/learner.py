@@ -81,11 +81,28 @@ class Train(NamedTuple):
     # that hold them (0: not said); a run with fewer seeds than devices splits them over its
     # devices (`marl.learning.sharding`)
     num_envs: int = 0
+    # the learner's resolved hyperparameters (a config dataclass or a mapping): a learner
+    # without a shipped yaml (a plugin) has them recorded in its run's config (`derived`)
+    config: Any = None
 
 
 def seed_params(train: Train, state: Any) -> Params:
     """`train.params` of a state stacked over seeds (leading axis), seed by seed."""
     return jax.vmap(train.params)(state)
+
+
+def settings_data(cfg: Any) -> Any:
+    """A learner's config (a dataclass, a mapping) as YAML/JSON data: tuples as lists, other
+    objects by their `repr`."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        cfg = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+    if isinstance(cfg, dict):
+        return {str(k): settings_data(v) for k, v in cfg.items()}
+    if isinstance(cfg, list | tuple):
+        return [settings_data(v) for v in cfg]
+    if cfg is None or isinstance(cfg, bool | int | float | str):
+        return cfg
+    return repr(cfg)
 
 
 C = TypeVar("C")

@@ -84,6 +84,7 @@ def hyper_train(
         policy=base.policy,
         steps_per_update=base.steps_per_update,
         num_envs=base.num_envs,
+        config=base.config,
     )
 
 

@@ -461,7 +461,11 @@ def _provenance(meta: dict[str, Any] | None) -> list[str]:
             "<h3>Trained in parts</h3>",
             table(["part", "created", "wall time", "device"], rows),
         ]
-    hyper = [[escape(k), f"<code>{escape(v)}</code>"] for k, v in _flat(config.get("algo") or {})]
+    algo = {
+        **((config.get("derived") or {}).get("hyperparameters") or {}),
+        **(config.get("algo") or {}),
+    }
+    hyper = [[escape(k), f"<code>{escape(v)}</code>"] for k, v in _flat(algo)]
     versions = [[escape(k), escape(str(v))] for k, v in (meta.get("versions") or {}).items()]
     out += [
         '<div class="beside">',

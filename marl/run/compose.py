@@ -48,6 +48,17 @@ def group_options(group: str) -> list[str]:
     return sorted(found)
 
 
+def learner_settings(algo: str, config: Any) -> dict[str, Any]:
+    """`{"hyperparameters": ...}`: every setting of a learner without a shipped yaml (a plugin,
+    whose defaults live in its code), from its `Train.config`; {} otherwise (a shipped learner's
+    yaml already holds them all)."""
+    from marl.core.learner import settings_data
+
+    if config is None or algo in group_options("algo"):
+        return {}
+    return {"hyperparameters": settings_data(config)}
+
+
 def store_registered() -> None:
     """Every registered env id gets its config node `env/<family>/<scenario>` (`{id, kwargs:
     {}}`: the constructor's defaults), and every registered learner without a yaml its `{name}`

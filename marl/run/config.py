@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from marl.learning.training import RunSettings, probe_learner
 from marl.results.protocol import PROTOCOL_VERSION, split_env_id, task_name
-from marl.run.compose import compose, group_options, open_keys
+from marl.run.compose import compose, group_options, learner_settings, open_keys
 from marl.run.errors import ConfigError
 from marl.run.transfer import (
     BuiltTarget,
@@ -134,6 +134,7 @@ class RunConfig:
                 "evaluations": self.num_segments + 1,
                 "total_updates": self.total_updates,
                 "env_steps": self.env_steps,
+                **learner_settings(self.algo, getattr(self.train, "config", None)),
             },
         }
 
