@@ -2,9 +2,14 @@
 Chromium, the system's (Debian's `chromium`) through Playwright; no browser download, no
 network. `chromium()` is also what tests/test_site_browser.py drives.
 
-    python scripts/site_screenshot.py results/site/index.html results/site_overview.png
+    python scripts/site_screenshot.py results/site/index.html \
+        docs/pages/assets/site-overview-desktop.png --width 1400 --height 900
+    python scripts/site_screenshot.py results/site/index.html \
+        docs/pages/assets/site-overview-phone.png --width 400 --height 800
 
-Feeds `results/site_overview.png`.
+Feeds `docs/pages/assets/site-overview-desktop.png` and
+`docs/pages/assets/site-overview-phone.png` (the first screen a reader sees, shown in the
+leaderboard guide): run both after regenerating the site.
 """
 
 from __future__ import annotations
@@ -47,12 +52,15 @@ def chromium(width: int = 1400, height: int = 900) -> Iterator[Any]:
             context.close()
 
 
-def screenshot(page_path: str | Path, out: str | Path, width: int = 1400) -> Path:
-    """The whole page at `width` px as a PNG."""
-    with chromium(width) as context:
+def screenshot(
+    page_path: str | Path, out: str | Path, width: int = 1400, height: int | None = None
+) -> Path:
+    """The page at `width` px as a PNG: its first `height` px (the first screen), or the whole
+    page without a height."""
+    with chromium(width, height or 900) as context:
         page = context.new_page()
         page.goto(Path(page_path).resolve().as_uri())
-        page.screenshot(path=str(out), full_page=True)
+        page.screenshot(path=str(out), full_page=height is None)
     return Path(out)
 
 
@@ -61,8 +69,11 @@ def main() -> None:
     parser.add_argument("page", help="an HTML file of the site, e.g. results/site/index.html")
     parser.add_argument("out", help="the PNG to write")
     parser.add_argument("--width", type=int, default=1400, help="viewport width in px")
+    parser.add_argument(
+        "--height", type=int, help="viewport height in px: the first screen only (default: all)"
+    )
     args = parser.parse_args()
-    print(screenshot(args.page, args.out, args.width))
+    print(screenshot(args.page, args.out, args.width, args.height))
 
 
 if __name__ == "__main__":

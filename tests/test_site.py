@@ -5,7 +5,9 @@ The browser checks are in tests/test_site_browser.py (`-m slow`)."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
+import json
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -76,12 +78,9 @@ def test_site_regenerates_byte_for_byte(tmp_path):
     assert {"index.html", "assets/site.js", "assets/site.css"} <= names
     assert {"tasks/combat_3m.html", "tasks/particle_spread.html"} <= names
     assert {"cells/combat_3m/qmix.html", "figures/particle_spread.png"} <= names
-    # records outside the site's parent folder are copied in as stored (committed run folders
-    # are compact: record.json.gz), with their sidecars
-    stored = next(p for p in (V1 / "combat/3m/qmix/v1").iterdir() if p.name.startswith("record"))
-    assert f"records/combat_3m/qmix/1/{stored.name}" in names
-    assert "records/combat_3m/qmix/1/meta.json" in names
-    assert first[f"records/combat_3m/qmix/1/{stored.name}"] == stored.read_bytes()
+    # the data inside the site, the raw records named, never copied
+    assert {"data/cells.csv", "data/seeds.csv", "data/cells/combat_3m/qmix.json"} <= names
+    assert "groups.html" in names and not any(n.startswith("records/") for n in names)
     assert not any(name.endswith(".tmp") for name in names)
 
 
@@ -89,35 +88,51 @@ def test_every_link_and_image_resolves_and_pages_say_what_a_cell_is(tmp_path):
     index = write_committed(tmp_path / "site")
     site = index.parent
     pages = sorted(site.rglob("*.html"))
-    assert len(pages) == 1 + 2 + 4
+    assert len(pages) == 1 + 1 + 2 + 4  # overview, groups, tasks, cells
     for page in pages:
         for ref in local_refs(page):
             assert ref.is_file(), f"{page.relative_to(site)} names a missing {ref}"
+            assert ref.resolve().is_relative_to(site.resolve()), f"{page} links outside: {ref}"
     overview = index.read_text()
     assert "data:image" not in overview and "http" not in overview.replace("http-equiv", "")
     assert overview.count('<tr data-family="combat" data-tier="cpu">') == 1
     assert 'data-filter="family"' in overview and 'data-filter="tier"' in overview
     cell = (site / "cells/combat_3m/qmix.html").read_text()
     for fact in ("d2f78608b51e426026011c8463457a94a9675d78", "inferred", "mixing_embed_dim",
-                 "jaxlib", "cpu, 2 cores", "run_4", "download"):  # fmt: skip
+                 "jaxlib", "cpu, 2 cores", "run_4", "Download", "<svg class=\"seeds\"",
+                 "marl benchmark verify v1 --only combat/3m/qmix"):  # fmt: skip
         assert fact in cell, fact
     task = (site / "tasks/particle_spread.html").read_text()
     assert '<img src="../figures/particle_spread.png"' in task
     assert "Peers' published figures" in task and "JaxMARL" in task
 
 
-def test_records_beside_the_site_are_linked_not_copied(tmp_path):
+def test_the_site_carries_its_data_and_names_the_raw_records(tmp_path):
+    """Every cell's seeds (values and curves) as JSON, every cell and seed as CSV, inside the
+    site; the raw records named by path, never linked outside the folder."""
     write_run(tmp_path / "runs", env_id="particle/spread", algo="ippo", seed=1)
     write_run(tmp_path / "runs", env_id="particle/spread", algo="mappo", shift=1.0, seed=2)
     study = load_study([tmp_path / "runs"])
     index = write_site(study, tmp_path / "site", reps=REPS)
-    assert not (index.parent / "records").exists()
-    cell = index.parent / "cells/particle_spread/ippo.html"
-    targets = [p.resolve() for p in local_refs(cell) if p.name in ("record.json", "meta.json")]
-    assert targets == [
-        (tmp_path / "runs/particle/spread/ippo/run" / name).resolve()
-        for name in ("record.json", "meta.json")
+    site = index.parent
+    assert not (site / "records").exists()
+    cell = site / "cells/particle_spread/ippo.html"
+    assert all(p.resolve().is_relative_to(site.resolve()) for p in local_refs(cell))
+    assert str(tmp_path / "runs/particle/spread/ippo/run") in cell.read_text()
+    data = json.loads((site / "data/cells/particle_spread/ippo.json").read_text())
+    assert [s["run"] for s in data["seeds"]] == ["run_0", "run_1", "run_2"]
+    assert len(data["seeds"][0]["curve"]["steps"]) == len(
+        data["seeds"][0]["curve"]["episode_return"]
+    )
+    rows = list(csv.DictReader(io.StringIO((site / "data/cells.csv").read_text())))
+    assert [(r["task"], r["learner"]) for r in rows] == [
+        ("particle/spread", "ippo"),
+        ("particle/spread", "mappo"),
     ]
+    seeds = list(csv.DictReader(io.StringIO((site / "data/seeds.csv").read_text())))
+    assert len(seeds) == 6 and {r["learner"] for r in seeds} == {"ippo", "mappo"}
+    overview = index.read_text()
+    assert 'href="data/cells.csv"' in overview and 'href="data/seeds.csv"' in overview
 
 
 def test_leaderboard_site_option_writes_the_site_and_names_its_command(tmp_path):
@@ -149,3 +164,20 @@ def test_site_option_refuses_a_file(tmp_path, capsys):
     assert code == 2
     assert capsys.readouterr().err.strip().endswith("exists and is not a directory")
     assert not (tmp_path / "board").exists()  # refused before any work
+
+
+def test_the_citation_on_the_site_is_citation_cff():
+    """The BibTeX the site shows and CITATION.cff at the top level say the same; a LICENSE
+    stands beside them."""
+    import yaml
+
+    from marl.results.site_html import BIBTEX
+
+    root = Path(__file__).resolve().parent.parent
+    cff = yaml.safe_load((root / "CITATION.cff").read_text())
+    assert cff["title"].replace("JAX", "{JAX}") in BIBTEX
+    assert f"version = {{{cff['version']}}}" in BIBTEX and cff["license"] in BIBTEX
+    assert "Apache License" in (root / "LICENSE").read_text()
+    import marl
+
+    assert cff["version"] == marl.__version__

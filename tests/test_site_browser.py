@@ -94,3 +94,69 @@ def test_task_and_cell_pages_resolve(site, browser, path):
     page = open_page(browser, site.parent / path)
     assert not page.errors
     resolves(page)
+
+
+def _inside(site: Path, page) -> None:
+    """Every link and image of `page` lies inside the site's folder."""
+    root = site.parent.resolve()
+    for ref in page.evaluate(REFS):
+        url = urlsplit(ref)
+        assert url.scheme == "file", f"{page.url} links off the file system: {ref}"
+        target = Path(unquote(url.path)).resolve()
+        assert target.is_relative_to(root), f"{page.url} links outside the site: {ref}"
+
+
+def test_no_link_leaves_the_site_folder(site, browser):
+    pages = [site, site.parent / "groups.html", *sorted((site.parent / "tasks").glob("*.html"))]
+    pages += sorted((site.parent / "cells").rglob("*.html"))
+    for path in pages:
+        page = open_page(browser, path)
+        assert not page.errors, path
+        _inside(site, page)
+        page.close()
+
+
+def test_a_phone_sees_a_score_on_the_first_screen(site, browser):
+    page = browser.new_page()
+    page.set_viewport_size({"width": 400, "height": 800})
+    page.goto(site.as_uri())
+    page.wait_for_load_state("load")
+    box = page.locator("#matrix td.score .v").first.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 400, box
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 800, box
+    for path in sorted(site.parent.rglob("*.html")):  # no page wider than the phone
+        page.goto(path.as_uri())
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= 400, f"{path.relative_to(site.parent)} is {width} px wide at 400 px"
+    page.close()
+
+
+def test_the_bulk_download_opens_offline(site, browser):
+    page = open_page(browser, site)
+    for name in ("data/cells.csv", "data/seeds.csv"):
+        link = page.locator(f'a[href="{name}"]')
+        assert link.count() == 1
+        target = Path(unquote(urlsplit(link.evaluate("a => a.href")).path))
+        assert target.is_file() and target.resolve().is_relative_to(site.parent.resolve())
+        text = target.read_text()
+        assert text.startswith("task,learner,") and text.count("\n") > 1
+    cell = open_page(browser, site.parent / "cells/combat_3m/qmix.html")
+    data = cell.locator("a:has-text('JSON')")
+    target = Path(unquote(urlsplit(data.evaluate("a => a.href")).path))
+    assert target.is_file() and '"seeds"' in target.read_text()
+    assert cell.locator("svg.seeds polyline.seed").count() == 5  # a curve per seed
+
+
+def test_the_learner_filter_keeps_one_learners_column(site, browser):
+    page = open_page(browser, site)
+    page.select_option("#filter-learner", "qmix")
+    shown = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#matrix th[data-learner]'))"
+        ".filter(c => !c.hidden).map(c => c.textContent)"
+    )
+    assert shown == ["qmix"]
+    page.select_option("#filter-learner", "all")
+    assert (
+        page.evaluate("() => document.querySelectorAll('#matrix [data-learner][hidden]').length")
+        == 0
+    )

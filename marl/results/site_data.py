@@ -1,11 +1,11 @@
 """The site's content (`marl.results.site`): the scores, each task's unit and figure, each cell's
-records and downloads; read from the `Study`, the numbers from one call, `site_scores`."""
+records; read from the `Study`, the numbers from one call, `site_scores`."""
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -14,7 +14,7 @@ import numpy as np
 
 from marl.results import plots, stats
 from marl.results.leaderboard import leaderboard
-from marl.results.protocol import META, RECORD, Record
+from marl.results.protocol import Record
 from marl.results.published import Published
 from marl.results.study import METRIC, Study, lower_is_better
 
@@ -45,33 +45,24 @@ def href(target: Path, page_dir: Path) -> str:
 
 
 @dataclass
-class Download:
-    """One raw file of a cell: its source and where the site serves it from."""
-
-    label: str
-    source: Path
-    target: Path  # absolute: the copy in OUT/records, or the source itself where linked
-
-    @property
-    def copied(self) -> bool:
-        return self.target != self.source
-
-
-@dataclass
 class Cell:
-    """One learner on one task: the board's row, its records and their downloads."""
+    """One learner on one task: the board's row and its records."""
 
     task: str
     algo: str
     row: dict[str, Any]
     records: list[Record]
     tier: str
-    downloads: list[list[Download]] = field(default_factory=list)  # per record
     key: str = ""  # the benchmark's cell key (`task/algo[@variant]`); "" outside a benchmark
 
     @property
     def page(self) -> str:
         return f"cells/{slug(self.task)}/{slug(self.algo)}.html"
+
+    @property
+    def data(self) -> str:
+        """The cell's data file: per-seed values and curves (`marl.results.site_files`)."""
+        return f"data/cells/{slug(self.task)}/{slug(self.algo)}.json"
 
 
 @dataclass
@@ -115,29 +106,6 @@ def _unit(study: Study, task: str) -> str:
     return unit if all(study.headline_unit(task, a) == unit for a in algos) else study.metric
 
 
-def _downloads(record: Record, index: int, cell_dir: Path, out: Path, site_root: Path) -> list:
-    """A record's raw files (the record as stored, record.json or .json.gz, and its sidecar):
-    linked where they lie under the site's parent folder, else copied into OUT/records."""
-    source = Path(os.path.abspath(record.path))
-    if not source.exists():
-        found = [
-            source.parent / n for n in (RECORD, RECORD + ".gz") if (source.parent / n).exists()
-        ]
-        source = found[0] if found else source
-    files = [("record", source)]
-    if not record.external and (source.parent / META).exists():
-        files.append(("sidecar", source.parent / META))
-    out_list = []
-    for label, src in files:
-        if src.is_relative_to(site_root):
-            out_list.append(Download(label, src, src))
-        else:
-            out_list.append(
-                Download(label, src, out / "records" / cell_dir / str(index) / src.name)
-            )
-    return out_list
-
-
 def _figure(study: Study, task: str, unit: str, path: Path, reps: int, seed: int) -> Path:
     """A task's curves in `unit` against env steps: every learner, mean over seeds with its
     95% bootstrap band."""
@@ -179,7 +147,6 @@ def build_site(
         if other != task:
             raise ValueError(f"tasks {other!r} and {task!r} share the file name {slug(task)!r}")
     tiers_of = _tiers(coverage)
-    site_root = out.parent
     cells: dict[tuple[str, str], Cell] = {}
     tiers: dict[str, list[str]] = {}
     for task, data in board["tasks"].items():
@@ -188,10 +155,6 @@ def build_site(
             entry = study.entries[(task, algo)]
             tier, key = tiers_of.get((task, algo), ("", ""))
             cell = Cell(task, algo, row, list(entry.records), tier, key=key)
-            cell_dir = Path(slug(task)) / slug(algo)
-            cell.downloads = [
-                _downloads(r, k, cell_dir, out, site_root) for k, r in enumerate(cell.records, 1)
-            ]
             cells[(task, algo)] = cell
         tiers[task] = sorted({c.tier for (t, _), c in cells.items() if t == task and c.tier})
     units = {task: _unit(study, task) for task in study.tasks}

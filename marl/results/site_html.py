@@ -7,6 +7,16 @@ from html import escape
 import numpy as np
 
 SHADE = (33, 102, 172)  # the matrix's colour, at an opacity that grows with the score
+# The citation the site shows; CITATION.cff at the top of the repository says the same
+# (tests/test_site.py checks that they agree).
+BIBTEX = """@software{marl_suite,
+  title = {marl: a {JAX} benchmark suite for classical multi-agent reinforcement learning},
+  author = {{The marl developers}},
+  year = {2026},
+  version = {0.1.0},
+  license = {Apache-2.0},
+  note = {Benchmark v1, its records and leaderboard}
+}"""
 RANKED_BY = {"normalised_iqm": "score IQM (scoring v2)", "absolute_mean": "raw mean"}
 
 
@@ -43,15 +53,19 @@ def td(c: Td) -> str:
 
 
 def table(head: list[str], rows: list[list[Td]], cls: str = "", types: list[str] = ()) -> str:
-    """A table of HTML cells (already escaped); `types`: per column `num` or `text` makes the
-    table sortable."""
+    """A table of HTML cells (already escaped), in a box that scrolls sideways; `types`: per
+    column `num` or `text` makes the table sortable."""
     attrs = f' class="{cls}{" sortable" if types else ""}"'.replace('class=" ', 'class="')
     ths = "".join(
         f'<th data-type="{types[i]}">{h}</th>' if types else f"<th>{h}</th>"
         for i, h in enumerate(head)
     )
     body = "".join("<tr>" + "".join(map(td, r)) + "</tr>\n" for r in rows)
-    return f"<table{attrs}><thead><tr>{ths}</tr></thead><tbody>\n{body}</tbody></table>"
+    # in a box that scrolls sideways, so that a wide table never widens a phone's page
+    return (
+        f'<div class="scroll"><table{attrs}><thead><tr>{ths}</tr></thead><tbody>\n{body}'
+        "</tbody></table></div>"
+    )
 
 
 def facts(pairs: list[tuple[str, str]]) -> str:

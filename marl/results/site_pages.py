@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from marl.results.flags import MEANINGS, flagged, names
-from marl.results.leaderboard import device_label
 from marl.results.orders import orders_markdown
 from marl.results.published import steps_text
 from marl.results.ranks import RULE
-from marl.results.site_data import Cell, Site, href, shade
+from marl.results.site_data import Site, href, shade
+from marl.results.site_files import CELLS_CSV, SEEDS_CSV
+from marl.results.site_groups import PAGE as GROUPS
 from marl.results.site_html import (
+    BIBTEX,
     background,
     breakable,
     ci,
@@ -27,7 +27,6 @@ from marl.results.site_html import (
     score,
     table,
 )
-from marl.results.verified import describe
 
 
 # --- overview ---------------------------------------------------------------------------------
@@ -40,7 +39,11 @@ def overview_page(site: Site) -> str:
         tiers.append("none")
     head = ["task", "family", "tier", "ranked by", *map(escape, algos)]
     types = ["text", "text", "text", "text", *["num"] * len(algos)]
-    ths = "".join(f'<th data-type="{t}">{h}</th>' for h, t in zip(head, types, strict=True))
+    extra = ["", ' class="meta"', ' class="meta"', ' class="meta"',
+             *(f' data-learner="{escape(a)}"' for a in algos)]  # fmt: skip
+    ths = "".join(
+        f'<th data-type="{t}"{x}>{h}</th>' for h, t, x in zip(head, types, extra, strict=True)
+    )
     rows = []
     for task in study.tasks:
         pos = shade(site, task)
@@ -48,16 +51,17 @@ def overview_page(site: Site) -> str:
         n = len(data["rows"])
         tds = [
             f'<td class="task"><a href="{escape(site.task_page(task))}">{breakable(task)}</a></td>',
-            f"<td>{escape(task.split('/')[0])}</td>",
-            f"<td>{escape(' '.join(site.tiers[task])) or '&ndash;'}</td>",
-            f"<td>{escape(data['statistic'].replace('_', ' '))}"
+            f'<td class="meta">{escape(task.split("/")[0])}</td>',
+            f'<td class="meta">{escape(" ".join(site.tiers[task])) or "&ndash;"}</td>',
+            f'<td class="meta">{escape(data["statistic"].replace("_", " "))}'
             + (" (lower is better)" if data["lower_is_better"] and not data.get("scoring") else "")
             + "</td>",
         ]
         for algo in algos:
             cell = site.cells.get((task, algo))
             if cell is None:
-                tds.append('<td class="empty" data-sort="">&ndash;</td>')
+                empty = f'data-sort="" data-learner="{escape(algo)}"'
+                tds.append(f'<td class="empty" {empty}>&ndash;</td>')
                 continue
             stat, iv = site.ranked(cell)
             rank = cell.row["rank"]
@@ -68,6 +72,7 @@ def overview_page(site: Site) -> str:
                 tip += "; flagged: " + "; ".join(f"{f['flag']}: {f['detail']}" for f in flags)
             tds.append(
                 f'<td class="score{" flagged" if flags else ""}" data-sort="{value:.4f}" '
+                f'data-learner="{escape(algo)}" '
                 f'style="{background(value)}" title="{escape(tip)}"><a href="{escape(cell.page)}">'
                 f'{score(iv)}<span class="rank">#{rank}</span>{_flag_mark(flags)}</a></td>'
             )
@@ -77,12 +82,18 @@ def overview_page(site: Site) -> str:
             + "".join(tds)
             + "</tr>"
         )
-    controls = _select("family", families) + (
-        _select("tier", tiers, {"none": "outside the benchmark"}) if tiers else ""
+    controls = (
+        _select("family", families)
+        + (_select("tier", tiers, {"none": "outside the benchmark"}) if tiers else "")
+        + _select("learner", algos).replace('data-filter="learner"', 'data-columns="learner"')
     )
     parts = [
         nav(0),
         "<h1>marl leaderboard</h1>",
+        _summary(site),
+        f'<div class="controls">{controls}<span id="shown"></span></div>',
+        f'<div class="scroll"><table id="matrix" class="matrix sortable"><thead><tr>{ths}</tr>'
+        "</thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>",
         "<p>Each cell: the statistic that ranks the task (its IQM over seeds in the task's "
         "natural unit: win rate, success rate, ...; a score between fixed anchors where the "
         "task has none) of the absolute metric (each seed's best evaluated parameters "
@@ -91,13 +102,10 @@ def overview_page(site: Site) -> str:
         "a column to sort, a task for its curves, a cell for its config, provenance, per-seed "
         "values and raw record.</p>",
         f'<p class="small">Shared ranks: {escape(RULE)}</p>',
-        _summary(site),
-        f'<div class="controls">{controls}<span id="shown"></span></div>',
-        f'<table id="matrix" class="matrix sortable"><thead><tr>{ths}</tr></thead><tbody>\n'
-        + "\n".join(rows)
-        + "\n</tbody></table>",
+        _links(),
         _flagged(site),
         _overall(site),
+        _cite(),
     ]
     if site.command:
         parts.append(f'<p class="small">Written by <code>{escape(site.command)}</code>.</p>')
@@ -115,12 +123,45 @@ def _select(name: str, values: list[str], labels: dict[str, str] | None = None) 
     )
 
 
+def _links() -> str:
+    """The other pages and the bulk downloads, all inside the site's folder."""
+    groups = link(GROUPS, "Groups: aggregates, probability of improvement, sensitivity")
+    return (
+        f'<p class="links">{groups} &middot; Download every cell: '
+        f"{link(CELLS_CSV, 'cells.csv')}, every seed: {link(SEEDS_CSV, 'seeds.csv')} "
+        "(each cell's seeds and curves: the JSON linked from its page) &middot; "
+        '<a href="#cite">cite</a></p>'
+    )
+
+
+def _cite() -> str:
+    return (
+        '<h2 id="cite">Cite</h2>\n<p>The software and its benchmark (CITATION.cff at the top '
+        f"of the repository says the same):</p>\n<pre>{escape(BIBTEX)}</pre>"
+    )
+
+
+def _dates(site: Site) -> str:
+    """When the records were trained and the code of the newest (from their sidecars)."""
+    metas = [r.meta for e in site.study.entries.values() for r in e.records if r.meta]
+    made = sorted((str(m["created"]), m) for m in metas if m.get("created"))
+    if not made:
+        return ""
+    first, (last, newest) = made[0][0][:10], made[-1]
+    commit = ((newest.get("code") or {}).get("commit") or "")[:12]
+    return f"records trained {first} to {last[:10]}" + (
+        f", the newest at commit <code>{escape(commit)}</code>" if commit else ""
+    )
+
+
 def _summary(site: Site) -> str:
     cov, board = site.coverage, site.board
     bits = [
         f"{len(site.study.tasks)} tasks, {len(site.study.algorithms)} learners, "
         f"{len(site.cells)} cells"
     ]
+    if _dates(site):
+        bits.append(_dates(site))
     if cov:
         held = sum(r["held"] for r in cov["cells"])
         bits.append(f"benchmark {escape(cov['benchmark'])}: {held} of {len(cov['cells'])} cells")
@@ -318,165 +359,4 @@ def _peers(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-# --- cell -------------------------------------------------------------------------------------
-def cell_page(site: Site, cell: Cell) -> str:
-    row, task = cell.row, cell.task
-    stat, iv = site.ranked(cell)
-    about = [
-        (
-            "rank",
-            f"{row['rank']} of {len(site.board['tasks'][task]['rows'])} (shared ranks: "
-            f"{link('../../' + site.task_page(task), 'the rule')})",
-        ),
-        (f"{escape(stat)} (ranks the task)", escape(ci(iv))),
-        (f"{escape(site.study.metric)} mean, not ranked", escape(ci(row["absolute_mean"]))),
-        ("runs", str(row["runs"])),
-        ("env steps per run", f"{row['env_steps']:,}"),
-        ("wall time", hours(row.get("wall_time_s"))),
-        ("tier", escape(cell.tier) or "&ndash;"),
-        ("flags", escape(names(row.get("flags", []))) or "none"),
-    ]
-    here = site.out / Path(cell.page).parent
-    flags = row.get("flags", [])
-    body = [
-        nav(2, (task, f"../../{site.task_page(task)}"), (cell.algo, None)),
-        f"<h1>{escape(cell.algo)} on {escape(task)}</h1>",
-        facts(about),
-        *(["<h2>Flags</h2>", _flag_list(flags), _explanation(row)] if flags else []),
-        *_reproduce(site, cell),
-        "<h2>Per-seed values</h2>",
-        _seeds(site, cell),
-    ]
-    for k, (record, downloads) in enumerate(zip(cell.records, cell.downloads, strict=True), 1):
-        links = " ".join(
-            f'<a class="download" href="{href(d.target, here)}" download>'
-            f"{escape(d.label)}: {escape(d.source.name)}</a>"
-            for d in downloads
-        )
-        body += [f"<h2>Record {k}: {escape(str(record.path))}</h2>", f"<p>{links}</p>"]
-        body += _provenance(record.meta)
-    return page(f"{cell.algo} on {task}: marl leaderboard", "\n".join(body), 2)
-
-
-def _reproduce(site: Site, cell: Cell) -> list[str]:
-    """How to train a benchmark cell again at its commit, and to re-check it at today's code
-    (`marl benchmark verify`), with the latest re-check's outcome."""
-    if not cell.key or not site.coverage:
-        return []
-    name = site.coverage["benchmark"]
-    codes = [(r.meta or {}).get("code") or {} for r in cell.records]
-    commits = sorted({c["commit"] for c in codes if c.get("commit")})
-    inferred = any(c.get("inferred") for c in codes)
-    out = ["<h2>Reproduce and re-check</h2>"]
-    if len(commits) == 1:
-        out += [
-            f"<p>Trained at commit <code>{escape(commits[0][:12])}</code>"
-            + (" (inferred from the run's date: the records predate naming it)" if inferred else "")
-            + ". To train it again with that code, into a folder of yours:</p>",
-            f"<pre>git checkout {escape(commits[0])}\nmarl benchmark run {escape(name)} --only "
-            f"{escape(cell.key)} --records runs/reproduce-{escape(name)}</pre>",
-        ]
-    verify = f"marl benchmark verify {name} --only {cell.key} --seeds 2"
-    out.append(
-        "<p>To re-check it at today's code (its first seeds re-run, the statistic that ranks "
-        f"the task compared with the interval above):</p><pre>{escape(verify)}</pre>"
-    )
-    v = cell.row.get("verified")
-    if v:
-        out.append(f'<p class="verified"><strong>Re-checked:</strong> {escape(describe(v))} '
-                   f"({escape(str(v.get('created', '')))}).</p>")  # fmt: skip
-    else:
-        out.append("<p>Not re-checked yet.</p>")
-    return out
-
-
-def _seeds(site: Site, cell: Cell) -> str:
-    unit, metric = site.units[cell.task], site.study.metric
-    scoring = site.study.scoring.get(cell.task)
-    rows = []
-    for k, record in enumerate(cell.records, 1):
-        best = (record.meta or {}).get("best_step") or []
-        natural, ret = record.absolute_metric(unit), record.absolute_metric(metric)
-        final = record.final(unit)
-        scores = None if scoring is None else scoring.apply(record.absolute_metric(scoring.metric))
-        for i, run in enumerate(record.runs):
-            norm = None if scores is None else scores[i]
-            rows.append(
-                [
-                    str(k),
-                    escape(run.name),
-                    num(natural[i]),
-                    num(ret[i]),
-                    num(None if norm is None else float(norm)),
-                    num(final[i]),
-                    f"{int(best[i]):,}" if i < len(best) and best[i] is not None else "n/a",
-                    f"{int(run.steps[-1]):,}",
-                ]
-            )
-    u, m = escape(unit), escape(metric)
-    head = ["record", "run", f"{u} (absolute)", f"{m} (absolute)", "score (scoring v2)",
-            f"{u} (last evaluation)", "best step", "env steps"]  # fmt: skip
-    return table(head, rows, "seeds", ["num", "text", *["num"] * 6])
-
-
-def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
-    if isinstance(obj, dict) and obj:
-        return [kv for k, v in obj.items() for kv in _flat(v, f"{prefix}{k}.")]
-    return [(prefix.rstrip("."), obj if isinstance(obj, str) else json.dumps(obj))]
-
-
-def _provenance(meta: dict[str, Any] | None) -> list[str]:
-    if meta is None:
-        return ["<p>An external record: written elsewhere, no sidecar.</p>"]
-    code = meta.get("code") or {}
-    commit = code.get("commit")
-    code_text = (
-        f"<code>{escape(commit)}</code>"
-        + (" (inferred from the run's date)" if code.get("inferred") else "")
-        + (" (uncommitted changes)" if code.get("dirty") else "")
-        if commit
-        else escape(f"marl {code['version']}" if code.get("version") else "unrecorded")
-    )
-    env_version = (meta.get("env_version") or {}).get("version")
-    sps = meta.get("steps_per_second")
-    about = [
-        ("code", code_text),
-        ("env version", escape(str(env_version)) if env_version else "unrecorded"),
-        ("created", escape(str(meta.get("created", "unrecorded")))),
-        ("device", escape(device_label(meta))),
-        ("wall time", hours(meta.get("wall_time"))),
-        ("compile time", hours(meta.get("compile_time"))),
-        ("env steps/s", "n/a" if sps is None else f"{sps:,.0f}"),
-        ("seeds x env steps", f"{meta.get('seeds', '?')} x {meta.get('env_steps', 0):,}"),
-    ]
-    config = meta.get("config") or {}
-    out = [facts(about)]
-    if meta.get("parts"):
-        rows = [
-            [escape(str(p.get("part"))), escape(str(p.get("created"))), hours(p.get("wall_time")),
-             escape(device_label(p))]
-            for p in meta["parts"]
-        ]  # fmt: skip
-        out += [
-            "<h3>Trained in parts</h3>",
-            table(["part", "created", "wall time", "device"], rows),
-        ]
-    algo = {
-        **((config.get("derived") or {}).get("hyperparameters") or {}),
-        **(config.get("algo") or {}),
-    }
-    hyper = [[escape(k), f"<code>{escape(v)}</code>"] for k, v in _flat(algo)]
-    versions = [[escape(k), escape(str(v))] for k, v in (meta.get("versions") or {}).items()]
-    out += [
-        '<div class="beside">',
-        f"<section><h3>Hyperparameters</h3>{table(['algo', 'value'], hyper)}</section>",
-        f"<section><h3>Versions</h3>{table(['package', 'version'], versions)}</section>",
-        "</div>",
-        "<details><summary>Resolved config and protocol</summary><pre>"
-        + escape(json.dumps({"config": config, "protocol": meta.get("protocol")}, indent=1))
-        + "</pre></details>",
-    ]
-    return out
-
-
-__all__ = ["cell_page", "overview_page", "page", "task_page"]
+__all__ = ["overview_page", "page", "task_page"]

@@ -61,7 +61,7 @@
   }
 
   function applyFilters(table) {
-    var selects = document.querySelectorAll('select[data-table="' + table.id + '"]');
+    var selects = document.querySelectorAll('select[data-filter][data-table="' + table.id + '"]');
     var shown = 0;
     var rows = table.tBodies[0].rows;
     Array.prototype.forEach.call(rows, function (row) {
@@ -79,7 +79,22 @@
     }
   }
 
+  function showColumns(select) {
+    var table = document.getElementById(select.getAttribute("data-table"));
+    var want = select.value;
+    table.querySelectorAll("[data-" + select.getAttribute("data-columns") + "]").forEach(function (cell) {
+      var have = cell.getAttribute("data-" + select.getAttribute("data-columns"));
+      cell.hidden = want !== "all" && have !== want;
+    });
+  }
+
   document.querySelectorAll("table.sortable").forEach(makeSortable);
+  document.querySelectorAll("select[data-columns]").forEach(function (select) {
+    select.addEventListener("change", function () {
+      showColumns(select);
+    });
+    showColumns(select);
+  });
   document.querySelectorAll("select[data-filter]").forEach(function (select) {
     var table = document.getElementById(select.getAttribute("data-table"));
     select.addEventListener("change", function () {

@@ -1,0 +1,190 @@
+"""The site's cell pages (`marl.results.site`): a learner on a task, its rank and statistic,
+flags, the commands that reproduce and re-check it, per-seed values and curves, provenance."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from marl.results.flags import names
+from marl.results.leaderboard import device_label
+from marl.results.site_data import Cell, Site, href
+from marl.results.site_files import seed_rows
+from marl.results.site_html import ci, facts, hours, link, nav, num, page, table
+from marl.results.site_pages import _explanation, _flag_list
+from marl.results.site_svg import seed_curves
+from marl.results.verified import describe
+
+DATA_LINK = "Download: every seed of this cell, values and curves (JSON)"
+
+
+# --- cell -------------------------------------------------------------------------------------
+def cell_page(site: Site, cell: Cell) -> str:
+    row, task = cell.row, cell.task
+    stat, iv = site.ranked(cell)
+    about = [
+        (
+            "rank",
+            f"{row['rank']} of {len(site.board['tasks'][task]['rows'])} (shared ranks: "
+            f"{link('../../' + site.task_page(task), 'the rule')})",
+        ),
+        (f"{escape(stat)} (ranks the task)", escape(ci(iv))),
+        (f"{escape(site.study.metric)} mean, not ranked", escape(ci(row["absolute_mean"]))),
+        ("runs", str(row["runs"])),
+        ("env steps per run", f"{row['env_steps']:,}"),
+        ("wall time", hours(row.get("wall_time_s"))),
+        ("tier", escape(cell.tier) or "&ndash;"),
+        ("flags", escape(names(row.get("flags", []))) or "none"),
+    ]
+    here = site.out / Path(cell.page).parent
+    flags = row.get("flags", [])
+    body = [
+        nav(2, (task, f"../../{site.task_page(task)}"), (cell.algo, None)),
+        f"<h1>{escape(cell.algo)} on {escape(task)}</h1>",
+        facts(about),
+        *(["<h2>Flags</h2>", _flag_list(flags), _explanation(row)] if flags else []),
+        *_reproduce(site, cell),
+        "<h2>Per-seed values</h2>",
+        _seeds(site, cell),
+        "<p>" + link(href(site.out / cell.data, here), DATA_LINK) + "</p>",
+        "<h2>Per-seed curves</h2>",
+        _curves(site, cell),
+    ]
+    for k, record in enumerate(cell.records, 1):
+        body += [
+            f"<h2>Record {k}</h2>",
+            f"<p>Raw record (every episode of every evaluation): <code>{escape(str(record.path))}"
+            "</code> in the records the board was made from.</p>",
+        ]
+        body += _provenance(record.meta)
+    return page(f"{cell.algo} on {task}: marl leaderboard", "\n".join(body), 2)
+
+
+def _reproduce(site: Site, cell: Cell) -> list[str]:
+    """How to train a benchmark cell again at its commit, and to re-check it at today's code
+    (`marl benchmark verify`), with the latest re-check's outcome."""
+    if not cell.key or not site.coverage:
+        return []
+    name = site.coverage["benchmark"]
+    codes = [(r.meta or {}).get("code") or {} for r in cell.records]
+    commits = sorted({c["commit"] for c in codes if c.get("commit")})
+    inferred = any(c.get("inferred") for c in codes)
+    out = ["<h2>Reproduce and re-check</h2>"]
+    if len(commits) == 1:
+        out += [
+            f"<p>Trained at commit <code>{escape(commits[0][:12])}</code>"
+            + (" (inferred from the run's date: the records predate naming it)" if inferred else "")
+            + ". To train it again with that code, into a folder of yours:</p>",
+            f"<pre>git checkout {escape(commits[0])}\nmarl benchmark run {escape(name)} --only "
+            f"{escape(cell.key)} --records runs/reproduce-{escape(name)}</pre>",
+        ]
+    verify = f"marl benchmark verify {name} --only {cell.key} --seeds 2"
+    out.append(
+        "<p>To re-check it at today's code (its first seeds re-run, the statistic that ranks "
+        f"the task compared with the interval above):</p><pre>{escape(verify)}</pre>"
+    )
+    v = cell.row.get("verified")
+    if v:
+        out.append(f'<p class="verified"><strong>Re-checked:</strong> {escape(describe(v))} '
+                   f"({escape(str(v.get('created', '')))}).</p>")  # fmt: skip
+    else:
+        out.append("<p>Not re-checked yet.</p>")
+    return out
+
+
+def _seeds(site: Site, cell: Cell) -> str:
+    unit, metric = site.units[cell.task], site.study.metric
+    rows = [
+        [str(r["record"]), escape(r["run"]), num(r["absolute"][unit]), num(r["absolute"][metric]),
+         num(r["score"]), num(r["final"]),
+         "n/a" if r["best_step"] is None else f"{r['best_step']:,}", f"{r['env_steps']:,}"]
+        for r in seed_rows(site, cell)
+    ]  # fmt: skip
+    u, m = escape(unit), escape(metric)
+    head = ["record", "run", f"{u} (absolute)", f"{m} (absolute)", "score (scoring v2)",
+            f"{u} (last evaluation)", "best step", "env steps"]  # fmt: skip
+    return table(head, rows, "seeds", ["num", "text", *["num"] * 6])
+
+
+def _curves(site: Site, cell: Cell) -> str:
+    """Each seed's greedy evaluations in the task's unit against env steps (inline SVG)."""
+    unit = site.units[cell.task]
+    rows = seed_rows(site, cell)
+    svg = seed_curves(
+        [r["curve"]["steps"] for r in rows],
+        [[np.nan if v is None else v for v in r["curve"][unit]] for r in rows],
+        [f"record {r['record']}, {r['run']}" for r in rows],
+        unit.replace("_", " "),
+    )
+    return (
+        f"<figure>{svg}<figcaption>{escape(unit.replace('_', ' '))} of the greedy policy at each "
+        "evaluation, one line per seed (hover for its name), the mean over seeds in bold."
+        "</figcaption></figure>"
+    )
+
+
+def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(obj, dict) and obj:
+        return [kv for k, v in obj.items() for kv in _flat(v, f"{prefix}{k}.")]
+    return [(prefix.rstrip("."), obj if isinstance(obj, str) else json.dumps(obj))]
+
+
+def _provenance(meta: dict[str, Any] | None) -> list[str]:
+    if meta is None:
+        return ["<p>An external record: written elsewhere, no sidecar.</p>"]
+    code = meta.get("code") or {}
+    commit = code.get("commit")
+    code_text = (
+        f"<code>{escape(commit)}</code>"
+        + (" (inferred from the run's date)" if code.get("inferred") else "")
+        + (" (uncommitted changes)" if code.get("dirty") else "")
+        if commit
+        else escape(f"marl {code['version']}" if code.get("version") else "unrecorded")
+    )
+    env_version = (meta.get("env_version") or {}).get("version")
+    sps = meta.get("steps_per_second")
+    about = [
+        ("code", code_text),
+        ("env version", escape(str(env_version)) if env_version else "unrecorded"),
+        ("created", escape(str(meta.get("created", "unrecorded")))),
+        ("device", escape(device_label(meta))),
+        ("wall time", hours(meta.get("wall_time"))),
+        ("compile time", hours(meta.get("compile_time"))),
+        ("env steps/s", "n/a" if sps is None else f"{sps:,.0f}"),
+        ("seeds x env steps", f"{meta.get('seeds', '?')} x {meta.get('env_steps', 0):,}"),
+    ]
+    config = meta.get("config") or {}
+    out = [facts(about)]
+    if meta.get("parts"):
+        rows = [
+            [escape(str(p.get("part"))), escape(str(p.get("created"))), hours(p.get("wall_time")),
+             escape(device_label(p))]
+            for p in meta["parts"]
+        ]  # fmt: skip
+        out += [
+            "<h3>Trained in parts</h3>",
+            table(["part", "created", "wall time", "device"], rows),
+        ]
+    algo = {
+        **((config.get("derived") or {}).get("hyperparameters") or {}),
+        **(config.get("algo") or {}),
+    }
+    hyper = [[escape(k), f"<code>{escape(v)}</code>"] for k, v in _flat(algo)]
+    versions = [[escape(k), escape(str(v))] for k, v in (meta.get("versions") or {}).items()]
+    out += [
+        '<div class="beside">',
+        f"<section><h3>Hyperparameters</h3>{table(['algo', 'value'], hyper)}</section>",
+        f"<section><h3>Versions</h3>{table(['package', 'version'], versions)}</section>",
+        "</div>",
+        "<details><summary>Resolved config and protocol</summary><pre>"
+        + escape(json.dumps({"config": config, "protocol": meta.get("protocol")}, indent=1))
+        + "</pre></details>",
+    ]
+    return out
+
+
+__all__ = ["cell_page"]
