@@ -16,9 +16,13 @@ def describe(o: dict[str, Any]) -> str:
     if "rerun" not in o:
         return f"{head}: {o['verdict']}"
     iv, again = o["committed"], o["rerun"]
+    seeds = ""
+    if o.get("committed_seeds") and o.get("rerun_seeds"):
+        (a, b), (c, d) = o["committed_seeds"], o["rerun_seeds"]
+        seeds = f" (seeds: committed {a:.3f} to {b:.3f}, re-run {c:.3f} to {d:.3f})"
     return (
         f"{head}: {o['statistic']} {again['point']:.3f} against the committed "
-        f"{iv['point']:.3f} [{iv['low']:.3f}, {iv['high']:.3f}]: {o['verdict']}"
+        f"{iv['point']:.3f} [{iv['low']:.3f}, {iv['high']:.3f}]: {o['verdict']}{seeds}"
     )
 
 

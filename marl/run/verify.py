@@ -68,6 +68,15 @@ def _study(folder: Path, declared: dict[str, Any]) -> Any:
     return collect(records, declared=declared)
 
 
+def _seed_range(study: Any, task: str, algo: str) -> list[float]:
+    """[lowest, highest] of the cell's seeds on the ranked statistic's scale (score, or the
+    metric where the task is not scored)."""
+    scores = study.task_scores(task, algo)
+    if scores is None:
+        scores = study.entries[(task, algo)].scores(study.metric)
+    return [float(np.min(scores)), float(np.max(scores))]
+
+
 def _statistic(study: Any, task: str, algo: str) -> tuple[str, dict[str, float], Any]:
     """(name, interval, entry) of the ranked statistic of one cell's records."""
     from marl.results.leaderboard import statistic
@@ -84,8 +93,9 @@ def compare(
     committed: Path, rerun: Path, task: str, algo: str, declared: dict[str, Any]
 ) -> dict[str, Any]:
     """The outcome of a re-run against the committed cell (see the module's docstring)."""
-    name, interval, old = _statistic(_study(committed, declared), task, algo)
-    _, again, new = _statistic(_study(rerun, declared), task, algo)
+    study_old, study_new = _study(committed, declared), _study(rerun, declared)
+    name, interval, old = _statistic(study_old, task, algo)
+    _, again, new = _statistic(study_new, task, algo)
     metric = "episode_return"
     old_runs = {r.name: r for rec in old.records for r in rec.runs}
     pairs = []
@@ -116,6 +126,8 @@ def compare(
         "committed": interval,
         "rerun": again,
         "inside": bool(inside),
+        "committed_seeds": _seed_range(study_old, task, algo),
+        "rerun_seeds": _seed_range(study_new, task, algo),
         "identical_seeds": same,
         "per_seed": pairs,
         "verdict": (
