@@ -100,7 +100,8 @@ def test_every_link_and_image_resolves_and_pages_say_what_a_cell_is(tmp_path):
     cell = (site / "cells/combat_3m/qmix.html").read_text()
     for fact in ("d2f78608b51e426026011c8463457a94a9675d78", "inferred", "mixing_embed_dim",
                  "jaxlib", "cpu, 2 cores", "run_4", "Download", "<svg class=\"seeds\"",
-                 "marl benchmark verify v1 --only combat/3m/qmix"):  # fmt: skip
+                 "marl benchmark verify v1 --only combat/3m/qmix",
+                 "None kept: the cell was trained before parameters were kept"):  # fmt: skip
         assert fact in cell, fact
     task = (site / "tasks/particle_spread.html").read_text()
     assert '<img src="../figures/particle_spread.png"' in task
@@ -181,3 +182,11 @@ def test_the_citation_on_the_site_is_citation_cff():
     import marl
 
     assert cff["version"] == marl.__version__
+
+
+def test_a_cell_with_parameters_names_them_and_the_eval_command(tmp_path):
+    index = write_site(load_study([V1 / "combat/3m/il"]), tmp_path / "site", reps=REPS)
+    page = (index.parent / "cells/combat_3m/il.html").read_text()
+    folder = V1 / "combat/3m/il/v1"
+    assert str(folder / "best_params.f16.msgpack.gz") in page
+    assert f"marl eval {folder} --episodes 320" in page

@@ -48,6 +48,7 @@ def cell_page(site: Site, cell: Cell) -> str:
         facts(about),
         *(["<h2>Flags</h2>", _flag_list(flags), _explanation(row)] if flags else []),
         *_reproduce(site, cell),
+        *_policies(cell),
         "<h2>Per-seed values</h2>",
         _seeds(site, cell),
         "<p>" + link(href(site.out / cell.data, here), DATA_LINK) + "</p>",
@@ -93,6 +94,31 @@ def _reproduce(site: Site, cell: Cell) -> list[str]:
                    f"({escape(str(v.get('created', '')))}).</p>")  # fmt: skip
     else:
         out.append("<p>Not re-checked yet.</p>")
+    return out
+
+
+PARAMS = ("best_params.f16.msgpack.gz", "best_params.msgpack.gz", "best_params.msgpack")
+
+
+def _policies(cell: Cell) -> list[str]:
+    """The trained policies a cell keeps (each seed's best parameters) and the `marl eval`
+    command that plays them again; or that it keeps none."""
+    out = ["<h2>Trained policies</h2>"]
+    kept = []
+    for record in cell.records:
+        folder = Path(record.path).parent
+        found = next((folder / n for n in PARAMS if (folder / n).is_file()), None)
+        if found is not None:
+            episodes = ((record.meta or {}).get("protocol") or {}).get("absolute_episodes", 320)
+            kept.append((found, f"marl eval {folder} --episodes {episodes}"))
+    if not kept:
+        return [*out, "<p>None kept: the cell was trained before parameters were kept.</p>"]
+    for found, command in kept:
+        out += [
+            f"<p>Each seed's best evaluated parameters: <code>{escape(str(found))}</code> beside "
+            "its record. Played again greedily on fresh episodes (the absolute metric's "
+            f"number):</p><pre>{escape(command)}</pre>"
+        ]
     return out
 
 
