@@ -118,9 +118,11 @@ def test_the_overview_order_is_each_task_pages_ranking(tmp_path):
 
 
 def test_no_page_shows_a_scoring_v1_value(tmp_path):
-    """Scoring v1 (min-max to the scripted anchors) appears only in the sensitivity table."""
+    """Scoring v1 (min-max to the scripted anchors) appears only in the sensitivity table, on
+    a site written now and on the committed one."""
     site = write_committed(tmp_path / "site").parent
-    for page in site.rglob("*.html"):
+    committed = Path(__file__).resolve().parent.parent / "results" / "site"
+    for page in [*site.rglob("*.html"), *committed.rglob("*.html")]:
         text = page.read_text().lower()
         if page.name == "groups.html":  # its sensitivity table names scoring v1, labelled
             text = text.partition("sensitivity of the rankings to the scoring rule")[0]
@@ -140,3 +142,22 @@ def test_the_committed_overview_order_is_every_v1_tasks_ranking():
     """results/site as committed: for every v1 task the overview's order is its page's."""
     site = Path(__file__).resolve().parent.parent / "results" / "site"
     assert assert_overview_order_is_the_ranking(site) >= 14
+
+
+def test_the_committed_groups_never_rank_against_their_probability_of_improvement():
+    """results/leaderboard.json: where P(a beats b) has its 95% CI above 0.5, a ranks no lower
+    than b (iql sat above qmix across combat + particle, mappo above mfac on swarm)."""
+    import json
+
+    board = json.loads(
+        (Path(__file__).resolve().parent.parent / "results" / "leaderboard.json").read_text()
+    )
+    checked = 0
+    for group in board["overall"]:
+        rank = {r["algorithm"]: r["rank"] for r in group["rows"]}
+        for pair, iv in group["improvement"].items():
+            a, b = pair.split(" > ")
+            if iv["low"] > 0.5:
+                assert rank[a] <= rank[b], (group["name"], pair, rank)
+                checked += 1
+    assert checked > 10
