@@ -188,16 +188,71 @@ def job_state(entry: dict[str, Any], folder: Path) -> str:
         alive = False
     if alive and entry.get("host") in (None, _host()):
         return "RUNNING"
-    result = Path(folder) / job_id / f"{job_id}_0_result.pkl"
-    if not result.is_file():
-        return "INTERRUPTED"
-    try:
-        import pickle
+    return _outcome_state(read_outcome(Path(folder) / job_id / OUTCOME.format(job_id=job_id)))
 
-        outcome, _ = pickle.loads(result.read_bytes())
-    except Exception:  # noqa: BLE001 - a partial result file
-        return "UNKNOWN"
-    return "FINISHED" if outcome == "success" else "FAILED"
+
+def _outcome_state(outcome: dict[str, Any] | None) -> str:
+    if outcome is None:
+        return "INTERRUPTED"
+    return {"success": "FINISHED", "failed": "FAILED"}.get(outcome.get("outcome"), "UNKNOWN")
+
+
+# --- outcomes: what a job leaves as data (never submitit's pickles: a folder a user passes may
+# hold a crafted one, and unpickling runs code) -------------------------------------------------
+OUTCOME = "{job_id}_outcome.json"
+OUTCOME_BYTES = 64 * 1024  # an outcome is a line; anything longer is not one of ours
+
+
+def read_outcome(path: Path) -> dict[str, Any] | None:
+    """A job's outcome (`{"outcome": "success" | "failed", "error": line}`), None where it left
+    none; `{"outcome": "unreadable"}` where the file is not one."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(OUTCOME_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {"outcome": "unreadable"}
+    try:
+        found = json.loads(data) if len(data) <= OUTCOME_BYTES else None
+    except ValueError:
+        found = None
+    return found if isinstance(found, dict) else {"outcome": "unreadable"}
+
+
+def _write_outcome(outcome: str, error: str | None = None) -> None:
+    """In a job: its outcome beside submitit's files (`OUTCOME` in the job's folder)."""
+    from marl.results.files import write_json
+
+    try:
+        env = _submitit().JobEnvironment()
+    except RuntimeError:  # not in a job (called directly)
+        return
+    write_json(Path(env.paths.folder) / OUTCOME.format(job_id=env.job_id),
+               {"outcome": outcome, "error": error})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A job's target that leaves its outcome as data, read back without unpickling; returns
+    None so that submitit's own result file carries nothing of ours."""
+
+    target: Callable[[], Any]
+
+    def __call__(self) -> None:
+        try:
+            self.target()
+        except BaseException as e:
+            line = (str(e).strip().splitlines() or [""])[-1]
+            _write_outcome("failed", _last_error(f"{type(e).__name__}: {line}") or type(e).__name__)
+            raise
+        _write_outcome("success")
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        """Requeued as itself where its target can be (`TrainJob.checkpoint`)."""
+        if not hasattr(self.target, "checkpoint"):
+            return None
+        return _submitit().helpers.DelayedSubmission(self)
 
 
 def _not_zombie(pid: int) -> bool:
@@ -260,7 +315,7 @@ def _submit_all(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: A
     for job in todo:
         ex.update_parameters(time=time_limit(job, opts), job_name=_job_name(job.key))
         try:
-            submitted = ex.submit(job.target)
+            submitted = ex.submit(Recorded(job.target))
         except Exception as e:  # noqa: BLE001 - sbatch refused it: say so, submit the rest
             failed.append((job.key, f"not submitted: {str(e).strip().splitlines()[-1]}"))
             continue
@@ -287,7 +342,7 @@ def _run_local(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: AN
             while waiting and len(running) < cap:
                 job = waiting.pop(0)
                 ex.update_parameters(timeout_min=time_limit(job, opts))
-                submitted = ex.submit(job.target)
+                submitted = ex.submit(Recorded(job.target))
                 running[job.key] = submitted
                 _record(known, job, str(submitted.job_id), opts)
                 log(f"started {job.key}: local job {submitted.job_id} ({len(running)} running)")
@@ -295,7 +350,7 @@ def _run_local(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: AN
             for key, submitted in list(running.items()):
                 if submitted.done():
                     del running[key]
-                    error = _local_error(submitted)
+                    error = _local_error(submitted, opts.folder)
                     if error:
                         failed.append((key, error))
                         log(f"{key}: failed ({error}); log: {submitted.paths.stderr}")
@@ -314,12 +369,15 @@ def _run_local(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: AN
     return failed
 
 
-def _local_error(submitted: Any) -> str | None:
-    try:
-        submitted.result()
-    except Exception as e:  # noqa: BLE001 - the job's own exception, or submitit's
-        return _last_error(str(e)) or type(e).__name__
-    return None
+def _local_error(submitted: Any, folder: Path) -> str | None:
+    """The failed job's error line from the outcome it left (never its pickled result)."""
+    job_id = str(submitted.job_id)
+    outcome = read_outcome(Path(folder) / job_id / OUTCOME.format(job_id=job_id))
+    if outcome is None:
+        return f"stopped without an outcome (its log: {Path(folder) / job_id})"
+    if outcome.get("outcome") == "success":
+        return None
+    return str(outcome.get("error") or outcome.get("outcome"))
 
 
 def _last_error(text: str) -> str | None:

@@ -1,0 +1,66 @@
+"""The second hostile round: a folder a user points marl at may hold a crafted pickle, a
+symlinked lock or files of their own where marl writes. Nothing in it runs, marl deletes only
+what it wrote, and each reader ends in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+
+import pytest
+from test_benchmark import _cli
+
+from marl.run import launch
+
+
+class _Evil:
+    """Unpickling this runs `touch MARKER`."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _crafted_jobs(records, marker, job_id="4194303"):
+    """A records folder whose launcher state names a dead local job and plants the pickled
+    result submitit would leave, carrying a command."""
+    jobs = records / ".jobs"
+    (jobs / job_id).mkdir(parents=True)
+    entry = {"launcher": "local", "job_id": job_id, "host": None, "submitted": "2026-12-01"}
+    (jobs / "jobs.json").write_text(json.dumps({"combat/3m/qmix": entry}))
+    (jobs / job_id / f"{job_id}_0_result.pkl").write_bytes(pickle.dumps(("success", _Evil(marker))))
+    return jobs
+
+
+def test_no_pickle_in_a_records_folder_runs(tmp_path):
+    pytest.importorskip("submitit")
+    marker = tmp_path / "MARKER"
+    jobs = _crafted_jobs(tmp_path / "records", marker)
+    assert launch.states(jobs) == {"combat/3m/qmix": "INTERRUPTED"}
+    code, out, err = _cli(
+        "benchmark", "status", "v1", "--algo", "qmix", "--records", str(tmp_path / "records"),
+        "--only", "combat/3m/*",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "local 4194303 INTERRUPTED" in out
+    assert not marker.exists()
+
+
+def test_a_jobs_outcome_is_data_it_wrote(tmp_path):
+    """What the launcher reads back of a finished job: a small JSON the job wrote, refused
+    (UNKNOWN) where it is anything else."""
+    folder = tmp_path / "jobs" / "4194302"
+    folder.mkdir(parents=True)
+    entry = {"launcher": "local", "job_id": "4194302", "host": None}
+    path = folder / launch.OUTCOME.format(job_id="4194302")
+    path.write_text(json.dumps({"outcome": "failed", "error": "ValueError: boom"}))
+    assert launch.job_state(entry, tmp_path / "jobs") == "FAILED"
+    path.write_text(json.dumps({"outcome": "success"}))
+    assert launch.job_state(entry, tmp_path / "jobs") == "FINISHED"
+    path.write_bytes(b"\x80\x04crafted")
+    assert launch.job_state(entry, tmp_path / "jobs") == "UNKNOWN"
+    path.write_text(" " * (launch.OUTCOME_BYTES + 10))
+    assert launch.job_state(entry, tmp_path / "jobs") == "UNKNOWN"
