@@ -4,6 +4,7 @@ what it wrote, and each reader ends in one line."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -64,3 +65,54 @@ def test_a_jobs_outcome_is_data_it_wrote(tmp_path):
     assert launch.job_state(entry, tmp_path / "jobs") == "UNKNOWN"
     path.write_text(" " * (launch.OUTCOME_BYTES + 10))
     assert launch.job_state(entry, tmp_path / "jobs") == "UNKNOWN"
+
+
+def test_merge_refuses_an_output_inside_a_part(tmp_path):
+    for name in ("run.part0-1", "run.part1-2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "meta.json").write_text("{}")
+    inside = tmp_path / "run.part0-1" / "merged"
+    code, out, err = _cli(
+        "merge", str(tmp_path / "run.part0-1"), str(tmp_path / "run.part1-2"),
+        "--out", str(inside), "--remove",
+    )  # fmt: skip
+    assert code == 2 and "inside or around the part" in err and "merged" not in out
+    assert (tmp_path / "run.part0-1" / "meta.json").exists()
+    assert (tmp_path / "run.part1-2" / "meta.json").exists()
+
+
+def _users_files(root):
+    """A user's files where marl writes: returns {path: bytes}."""
+    mine = {}
+    for rel in ("records/mine.json", "figures/mine.png", "tasks/mine.html", "notes.txt"):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f"the user's {rel}".encode())
+        mine[path] = path.read_bytes()
+    return mine
+
+
+def test_writing_a_site_or_report_keeps_the_users_files(tmp_path):
+    from test_protocol import write_run
+
+    from marl.results.report import write_report
+    from marl.results.site import write_site
+    from marl.results.study import load_study
+    from marl.results.written import MANIFEST
+
+    write_run(tmp_path / "runs", algo="ippo", seed=1)
+    study = load_study([tmp_path / "runs"])
+    site, report = tmp_path / "site", tmp_path / "report"
+    mine = {**_users_files(site), **_users_files(report)}
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not marl's")
+    for _ in range(2):
+        write_site(study, site, reps=50)
+        write_report(study, report, reps=50)
+        # a crafted manifest names files outside the folder (with their true hashes)
+        digest = hashlib.sha256(outside.read_bytes()).hexdigest()
+        for root in (site, report / "figures"):
+            files = {"../outside.txt": digest, str(outside): digest, "a/../../outside.txt": digest}
+            (root / MANIFEST).write_text(json.dumps({"files": files}))
+    assert all(path.read_bytes() == data for path, data in mine.items())
+    assert outside.read_text() == "not marl's"

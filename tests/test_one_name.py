@@ -86,9 +86,7 @@ def test_each_script_names_its_command_and_what_it_feeds():
         assert said, (
             f"{path.name}: the docstring says not what it feeds (Feeds ... / Maintains ...)"
         )
-        named = re.findall(
-            r"`((?:results|tests/data|docs/pages/assets)/[^`<*\[]*)", said.group(1)
-        )
+        named = re.findall(r"`((?:results|tests/data|docs/pages/assets)/[^`<*\[]*)", said.group(1))
         assert named, f"{path.name}: names no results page or committed data"
         for name in named:
             assert (ROOT / name).exists(), f"{path.name}: {name} does not exist"

@@ -84,14 +84,20 @@ def test_report_files_are_self_contained(tmp_path):
 
 
 def test_a_report_written_again_keeps_only_its_own_figures(tmp_path):
+    """A rewrite removes the figures marl drew before and not now; a user's file stays."""
+    mine = tmp_path / "out" / "figures" / "aggregates.png"  # a user's, not marl's
+    mine.parent.mkdir(parents=True)
+    mine.write_bytes(b"the user's")
     study = _study(tmp_path / "runs")
-    stale = tmp_path / "out" / "figures" / "aggregates.png"  # an earlier layout's name
-    stale.parent.mkdir(parents=True)
-    stale.write_bytes(b"")
-    paths = write_report(study, tmp_path / "out", reps=200)
-    assert not stale.exists()
-    shown = sorted(p.name for p in stale.parent.glob("*.png"))
-    assert len(shown) == 6 and all(f"figures/{n}" in paths["md"].read_text() for n in shown)
+    write_report(study, tmp_path / "out", reps=200)
+    simple = mine.parent / "task_particle_simple.png"
+    assert simple.exists()
+    only_spread = load_study([tmp_path / "runs" / "a", tmp_path / "runs" / "b"], facts=NO_ANCHORS)
+    paths = write_report(only_spread, tmp_path / "out", reps=200)
+    assert not simple.exists()  # marl's, no longer shown: gone
+    assert mine.read_bytes() == b"the user's"
+    shown = sorted(p.name for p in mine.parent.glob("*.png") if p != mine)
+    assert shown and all(f"figures/{n}" in paths["md"].read_text() for n in shown)
 
 
 def test_leaderboard_ranks_and_marks_external(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import io
 import json
 import re
@@ -69,8 +70,15 @@ def local_refs(page: Path) -> list[Path]:
 
 def test_site_regenerates_byte_for_byte(tmp_path):
     a = write_committed(tmp_path / "a" / "site").parent
-    (a / "tasks" / "stale.html").write_text("from an earlier writing")
-    write_committed(a)  # rewriting prunes what it no longer writes
+    (a / "tasks" / "mine.html").write_text("the user's own page")
+    gone = a / "cells" / "combat_3m" / "old.html"  # an earlier writing's cell, marl's
+    gone.write_text("an earlier cell")
+    manifest = json.loads((a / ".marl-written.json").read_text())
+    manifest["files"]["cells/combat_3m/old.html"] = hashlib.sha256(b"an earlier cell").hexdigest()
+    (a / ".marl-written.json").write_text(json.dumps(manifest))
+    write_committed(a)  # rewriting removes marl's earlier files it no longer writes
+    assert not gone.exists() and (a / "tasks" / "mine.html").read_text() == "the user's own page"
+    (a / "tasks" / "mine.html").unlink()
     b = write_committed(tmp_path / "b" / "site").parent
     first, second = files(a), files(b)
     assert first == second

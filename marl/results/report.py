@@ -402,12 +402,12 @@ def html_page(
 
 
 def prune_figures(fig_dir: Path, figs: dict[str, Path]) -> None:
-    """Remove the PNGs in `fig_dir` that this writing did not draw (an earlier report's
-    figures for tasks or groups it no longer has), so the folder holds what the page shows."""
-    keep = {Path(p).resolve() for p in figs.values()}
-    for png in Path(fig_dir).glob("*.png"):
-        if png.resolve() not in keep:
-            png.unlink()
+    """Remove the figures an earlier writing of marl's drew in `fig_dir` and this one did not
+    (tasks or groups it no longer has); a file marl did not write stays
+    (`marl.results.written`)."""
+    from marl.results.written import prune
+
+    prune(fig_dir, figs.values())
 
 
 def write_report(

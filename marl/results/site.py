@@ -25,7 +25,6 @@ deterministic (sorted, no timestamps), so the site regenerates byte for byte fro
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +38,10 @@ from marl.results.site_groups import PAGE as GROUPS
 from marl.results.site_groups import groups_page
 from marl.results.site_pages import overview_page, task_page
 from marl.results.study import Study
+from marl.results.written import prune
 
 ASSETS = Path(__file__).resolve().parent / "site_assets"
 ASSET_FILES = ("site.css", "site.js")
-OWNED = ("assets", "cells", "data", "figures", "tasks")  # folders a rewrite prunes
 __all__ = ["build_site", "site_scores", "write_site"]
 
 
@@ -58,8 +57,9 @@ def write_site(
     notes: dict[str, str] | None = None,
     verified: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
-    """Write the site into `out` (pages, figures, assets, raw records), remove the files an
-    earlier writing left in its folders, and return `out/index.html`. `coverage`: the
+    """Write the site into `out` (pages, figures, assets, data), remove the files an earlier
+    writing of marl's left there and this one did not write (never a file of the user's:
+    `marl.results.written`), and return `out/index.html`. `coverage`: the
     benchmark's cells (`marl.run.benchmark.coverage`), which give each cell its tier;
     `command`: what regenerates the site, shown on the overview; `notes`: explanations of
     flagged cells (cell id -> paragraph, `marl.results.flags`), on their pages."""
@@ -87,7 +87,7 @@ def write_site(
         written.add(_write(out / cell.data, cell_json(site, cell)))
     written.add(_write(out / CELLS_CSV, cells_csv(site)))
     written.add(_write(out / SEEDS_CSV, seeds_csv(site)))
-    _prune(out, written)
+    prune(out, written)  # only marl's earlier files (`marl.results.written`)
     return out / "index.html"
 
 
@@ -95,18 +95,3 @@ def _write(path: Path, data: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data)
     return path
-
-
-def _prune(out: Path, keep: set[Path]) -> None:
-    """Remove files in the site's own folders that this writing did not write, then the
-    folders left empty."""
-    keep = {Path(os.path.abspath(p)) for p in keep}
-    for folder in OWNED:
-        root = out / folder
-        if not root.is_dir():
-            continue
-        for path in sorted(root.rglob("*"), reverse=True):
-            if path.is_file() and path not in keep:
-                path.unlink()
-            elif path.is_dir() and not any(path.iterdir()):
-                path.rmdir()

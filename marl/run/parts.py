@@ -185,8 +185,15 @@ def _params(dirs: list[Path], name: str) -> bytes | None:
 
 def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
     """Write the whole run's directory `dest` from its parts (see the module docstring)."""
-    dirs, metas, total = check_parts([Path(d) for d in dirs])
     dest = Path(dest)
+    here = dest.resolve()
+    for d in map(Path, dirs):  # removing the parts would take the merged run, or the reverse
+        there = d.resolve()
+        if here == there or here.is_relative_to(there) or there.is_relative_to(here):
+            raise UsageError(
+                f"--out {dest}: inside or around the part {d}; merge into a directory of its own"
+            )
+    dirs, metas, total = check_parts([Path(d) for d in dirs])
     if (dest / META).exists():
         raise UsageError(f"{dest}: a run is there already; merge into another directory")
     dest.mkdir(parents=True, exist_ok=True)
