@@ -106,9 +106,10 @@ def test_committed_site_regenerates_byte_for_byte(tmp_path, monkeypatch):
     assert written == sorted(p.relative_to(old) for p in old.rglob("*") if p.is_file())
     for rel in written:
         if rel.name == ".marl-written.json":  # hashes of pages that name the aside --out
-            assert json.loads((new / rel).read_text())["files"].keys() == json.loads(
-                (old / rel).read_text()
-            )["files"].keys()
+            assert (
+                json.loads((new / rel).read_text())["files"].keys()
+                == json.loads((old / rel).read_text())["files"].keys()
+            )
             continue
         data = (new / rel).read_bytes().replace(f"--out {board}".encode(), b"--out results")
         assert data == (old / rel).read_bytes(), (

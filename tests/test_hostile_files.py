@@ -116,3 +116,21 @@ def test_writing_a_site_or_report_keeps_the_users_files(tmp_path):
             (root / MANIFEST).write_text(json.dumps({"files": files}))
     assert all(path.read_bytes() == data for path, data in mine.items())
     assert outside.read_text() == "not marl's"
+
+
+def test_a_lock_that_is_a_link_is_refused_and_nothing_is_written_through_it(tmp_path, capsys):
+    """`resume=true` into a folder whose `.lock` links to a user's file: one line, the file
+    unchanged."""
+    from test_hostile import TINY
+
+    from marl import cli
+
+    victim = tmp_path / "precious.txt"
+    victim.write_text("the user's data")
+    run = tmp_path / "runs" / "particle" / "simple" / "ippo" / "r"
+    run.mkdir(parents=True)
+    (run / ".lock").symlink_to(victim)
+    code = cli.main(["train", *TINY, f"out={tmp_path / 'runs'}", "name=r", "resume=true"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert victim.read_text() == "the user's data"
+    assert code == 2 and err[-1].startswith("marl: error:") and "is a link" in err[-1]

@@ -29,7 +29,9 @@ class FolderBusy(RuntimeError):
 def holder(folder: Path) -> str:
     """Who holds `folder`'s lock, as its lock file says (`pid 812 on host n1 since ...`)."""
     try:
-        text = (Path(folder) / LOCK).read_text(errors="replace").strip()
+        fd = os.open(Path(folder) / LOCK, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            text = f.read(400).decode(errors="replace").strip()
     except OSError:
         text = ""
     return " ".join(text.split())[:200] or "a process that has not said who it is yet"
@@ -60,7 +62,14 @@ class FolderLock:
         """Take the lock without waiting (FolderBusy when another process holds it), then
         write who holds it."""
         while self._fd is None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:  # never through a link: a `.lock` that points elsewhere is refused
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            except OSError as e:
+                if e.errno != errno.ELOOP:
+                    raise
+                raise OSError(
+                    e.errno, f"{self.path} is a link; marl never writes through one (remove it)"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:
@@ -69,7 +78,7 @@ class FolderLock:
                     raise
                 raise FolderBusy(busy(self.folder)) from None
             try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+                same = os.fstat(fd).st_ino == os.lstat(self.path).st_ino
             except FileNotFoundError:
                 same = False
             if not same:  # its holder removed the file as we locked it: lock the new one
@@ -95,7 +104,7 @@ def locked_by_another(folder: Path) -> bool:
     """Whether another process holds `folder`'s lock now (a quick probe; nothing is kept)."""
     path = Path(folder) / LOCK
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return False
     try:
