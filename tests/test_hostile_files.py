@@ -134,3 +134,54 @@ def test_a_lock_that_is_a_link_is_refused_and_nothing_is_written_through_it(tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert victim.read_text() == "the user's data"
     assert code == 2 and err[-1].startswith("marl: error:") and "is a link" in err[-1]
+
+
+def _gzip_bomb(path, size):
+    """A gzip file of `size` zero bytes, written in pieces (a few hundred KB on disk)."""
+    import gzip
+
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        block = bytes(2**20)
+        for _ in range(size // len(block)):
+            f.write(block)
+
+
+def test_a_gzip_bomb_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    """A record.json.gz that inflates past the bound: one line naming it, within seconds."""
+    import time
+
+    from test_protocol import write_run
+
+    from marl import cli
+    from marl.results import files
+
+    monkeypatch.setattr(files, "INFLATE_LIMIT", 8 * 2**20)  # the same rule, a smaller bomb
+    run, *_ = write_run(tmp_path / "runs", algo="ippo", seed=1)
+    (run / "record.json").unlink()
+    _gzip_bomb(run / "record.json.gz", 64 * 2**20)
+    start = time.monotonic()
+    code = cli.main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("marl: error:") and "inflates past" in err[-1]
+    assert time.monotonic() - start < 10
+
+
+def test_a_yaml_alias_bomb_is_refused_in_one_line(tmp_path, capsys):
+    """A 550-byte alias bomb in a run's config.yaml or in a --benchmark file: one line."""
+    import time
+
+    from marl import cli
+
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+    for k in range(1, 9):
+        bomb += f"{chr(97 + k)}: &{chr(97 + k)} [" + ",".join([f"*{chr(96 + k)}"] * 9) + "]\n"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(bomb)
+    (tmp_path / "bomb.yaml").write_text(bomb)
+    for args in (["eval", str(run)], ["benchmark", "status", str(tmp_path / "bomb.yaml")]):
+        start = time.monotonic()
+        code = cli.main(args)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and err[-1].startswith("marl: error:") and "aliases" in err[-1], args
+        assert time.monotonic() - start < 10

@@ -44,11 +44,21 @@ def stored(path: str | Path) -> Path:
     return packed if packed.exists() else path
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The bytes of `path` or of its compacted copy (`stored`), decompressed."""
+INFLATE_LIMIT = 256 * 2**20  # bytes a compacted file may inflate to (marl's largest: ~1 MB)
+
+
+def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of `path` or of its compacted copy (`stored`), decompressed; a ValueError
+    where a compacted file inflates past `limit` (a gzip bomb: 16 MB can hold 16 GiB)."""
     path = stored(path)
-    data = path.read_bytes()
-    return gzip.decompress(data) if path.name.endswith(GZ) else data
+    limit = INFLATE_LIMIT if limit is None else limit
+    if not path.name.endswith(GZ):
+        return path.read_bytes()
+    with gzip.open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: inflates past {limit:,} bytes; not a file marl wrote")
+    return data
 
 
 def read_text(path: str | Path) -> str:
@@ -88,3 +98,27 @@ def float_list(values: Any) -> list[float]:
     if a.dtype.kind == "f" and a.dtype.itemsize <= 4:
         return [float(str(v)) for v in a.astype(np.float32).ravel()]
     return [float(v) for v in a.astype(np.float64).ravel()]
+
+
+YAML_BYTES = 4 * 2**20  # a config, definition or notes file is kilobytes
+
+
+def read_yaml(path: str | Path, limit: int = YAML_BYTES) -> Any:
+    """A YAML file read as data, bounded: at most `limit` bytes, no aliases (a 550-byte alias
+    bomb expands to gigabytes), `yaml.safe_load`; a ValueError naming the file otherwise."""
+    import yaml
+
+    path = Path(path)
+    with open(path, "rb") as f:
+        raw = f.read(limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"{path}: larger than {limit:,} bytes; not a file marl reads")
+    try:
+        text = raw.decode()
+        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=yaml.SafeLoader)):
+            raise ValueError(f"{path}: YAML aliases (*name) are refused: marl reads plain data")
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not YAML: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not YAML: nested too deeply") from None

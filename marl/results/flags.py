@@ -119,20 +119,10 @@ def names(flags: list[dict[str, str]]) -> str:
 def read_notes(path: str | Path) -> dict[str, str]:
     """Explanations: cell id (`task/algo`) -> one paragraph (its whitespace folded), from a YAML
     mapping read as data (`yaml.safe_load`); a ValueError naming the file where it is not one."""
-    import yaml
+    from marl.results.files import read_yaml
 
     path = Path(path)
-    with path.open("rb") as f:  # bounded: a notes file is a few paragraphs
-        raw = f.read(NOTES_BYTES + 1)
-    if len(raw) > NOTES_BYTES:
-        raise ValueError(f"{path}: larger than {NOTES_BYTES:,} bytes; not a notes file")
-    try:
-        text = raw.decode()
-        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=yaml.SafeLoader)):
-            raise ValueError(f"{path}: YAML aliases are refused in a notes file")
-        data = yaml.safe_load(text) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not YAML: {e}") from None
+    data = read_yaml(path, limit=NOTES_BYTES) or {}  # bounded: a few paragraphs, no aliases
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of cell (task/algo) to explanation")
     out = {}

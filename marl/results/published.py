@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from marl.results.files import read_yaml
 
 SHIPPED = Path(__file__).resolve().parents[1] / "conf" / "published.yaml"
 BASES = {
@@ -111,7 +111,7 @@ def read_published(path: str | Path = SHIPPED) -> list[Published]:
     """The sources of a published-figures file (default: the shipped one); a malformed entry
     fails with one line naming it."""
     path = Path(path)
-    data = yaml.safe_load(path.read_text())
+    data = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("sources"), list):
         raise ValueError(f"{path}: expected a mapping with a 'sources' list")
     return [_source(i, e, str(path)) for i, e in enumerate(data["sources"])]

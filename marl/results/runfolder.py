@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from marl.results.files import read_json, read_text, stored
+from marl.results.files import read_json, read_text, read_yaml, stored
 from marl.results.protocol import (
     META,
     RecordError,
@@ -123,7 +122,11 @@ def read_run(path: str | Path) -> FinishedRun:
     text = config_path.read_text() if config_path.is_file() else ""
     head = text.partition("\n")[0]  # "# resolved config of this run; command: marl train ..."
     command = (head.partition("command: ")[2] or None) if head.startswith("#") else None
-    return FinishedRun(path, _json(path / FINAL), yaml.safe_load(text) or {}, meta, command)
+    try:
+        config = (read_yaml(config_path) if text else None) or {}
+    except ValueError as e:
+        raise RecordError(str(e)) from None
+    return FinishedRun(path, _json(path / FINAL), config, meta, command)
 
 
 def evaluations(path: str | Path) -> list[tuple[int, dict[str, np.ndarray]]]:

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from marl.run.parts import merge, parse_span, part_name, parts_done
 
 if TYPE_CHECKING:
@@ -102,9 +100,15 @@ def load(name: str) -> dict[str, Any]:
     path = Path(name) if name.endswith((".yaml", ".yml")) else DEFINITIONS / f"{name}.yaml"
     if not path.is_file():
         raise BenchmarkError(f"benchmark {name!r} unknown; valid: {', '.join(names())}")
+    from marl.results.files import read_yaml
     from marl.run.config import ConfigError, check_literal
 
-    data = yaml.safe_load(path.read_text())
+    try:
+        data = read_yaml(path)
+    except (OSError, ValueError) as e:
+        raise BenchmarkError(str(e)) from None
+    if not isinstance(data, dict):
+        raise BenchmarkError(f"{path}: expected a benchmark definition (a mapping)")
     try:
         check_literal(data)  # a file is data: no `${oc.env:...}` resolved from it
     except ConfigError as e:

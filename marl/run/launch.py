@@ -28,8 +28,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from marl.run.errors import UsageError
 
 LAUNCHERS = ("local", "slurm")
@@ -74,7 +72,12 @@ def options(launcher: str, folder: Path, config: str | None = None, **flags: Any
         path = Path(config)
         if not path.is_file():
             raise UsageError(f"--launcher-config {config}: no such file")
-        data = yaml.safe_load(path.read_text()) or {}
+        from marl.results.files import read_yaml
+
+        try:
+            data = read_yaml(path) or {}
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--launcher-config {config}: {e}") from None
         if not isinstance(data, dict):
             raise UsageError(f"--launcher-config {config}: expected a mapping of options")
         unknown = sorted(set(data) - set(LaunchOptions.keys()))

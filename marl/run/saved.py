@@ -22,7 +22,6 @@ from typing import Any
 
 import jax
 import numpy as np
-import yaml
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Train, seed_params
@@ -78,12 +77,12 @@ def run_config(path: str | Path, allow: Sequence[str] = ()) -> RunConfig:
     cfg_path = Path(path) / "config.yaml"
     if not cfg_path.is_file():
         raise SavedRunError(f"{path} is not a run directory (no config.yaml)")
+    from marl.results.files import read_yaml
+
     try:
-        data = yaml.safe_load(cfg_path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise SavedRunError(f"{cfg_path}: not YAML: {str(e).splitlines()[0]}") from None
-    except RecursionError:
-        raise SavedRunError(f"{cfg_path}: not YAML: nested too deeply") from None
+        data = read_yaml(cfg_path)
+    except (OSError, ValueError) as e:
+        raise SavedRunError(str(e)) from None
     if not isinstance(data, dict):
         raise SavedRunError(f"{cfg_path}: expected a mapping, got {type(data).__name__}")
     data.pop("derived", None)
