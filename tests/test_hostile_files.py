@@ -185,3 +185,25 @@ def test_a_yaml_alias_bomb_is_refused_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and err[-1].startswith("marl: error:") and "aliases" in err[-1], args
         assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("value", [1e6, -3, 2.5, "320", float("inf")])
+def test_a_meta_cannot_size_a_readers_work(tmp_path, capsys, value):
+    """`absolute_episodes=1e6` in a meta.json kept `marl report` busy for minutes (the random
+    anchor's episodes): refused in one line naming the file and field."""
+    import time
+
+    from test_protocol import write_run
+
+    from marl import cli
+
+    run, *_ = write_run(tmp_path / "runs", env_id="particle/simple", algo="ippo", seed=1)
+    meta = json.loads((run / "meta.json").read_text())
+    meta["protocol"]["absolute_episodes"] = value
+    meta.pop("anchors")  # a task whose records carry no anchors: the reader computes them
+    (run / "meta.json").write_text(json.dumps(meta))
+    start = time.monotonic()
+    code = cli.main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "protocol/absolute_episodes" in err[-1], err
+    assert time.monotonic() - start < 10

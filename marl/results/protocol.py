@@ -376,6 +376,7 @@ def _load_file(path: Path, skipped: list[Path] | None, parts: bool = False) -> l
                 skipped.append(path.parent)
             return []
         _check_anchors(meta_path, meta)
+        _check_sizes(meta_path, meta)
     return parse(path, data, meta)
 
 
@@ -398,6 +399,23 @@ def read_meta(folder: str | Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise RecordError(f"{path}: expected a JSON object")
     return meta
+
+
+SIZES = {"absolute_episodes": 100_000, "eval_episodes": 100_000}  # protocol counts' bounds
+
+
+def _check_sizes(path: Path, meta: dict[str, Any]) -> None:
+    """A sidecar's protocol counts, which size work a reader does (the episodes of an anchor
+    computed for a task whose records carry none), are whole numbers within bounds."""
+    protocol = meta.get("protocol") or {}
+    for key, most in SIZES.items():
+        value = protocol.get(key) if isinstance(protocol, dict) else None
+        if value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number and 1 <= value <= most and float(value).is_integer()):
+            bound = f"expected a whole number 1..{most:,}, got {value!r}"
+            raise _fail(path, f"protocol/{key}", bound)
 
 
 def _check_anchors(path: Path, meta: dict[str, Any]) -> None:
