@@ -207,3 +207,41 @@ def test_a_meta_cannot_size_a_readers_work(tmp_path, capsys, value):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "protocol/absolute_episodes" in err[-1], err
     assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("size", [-5, 0, 2.5, True])
+def test_a_learner_declaring_a_bad_update_size_is_refused(tmp_path, capsys, monkeypatch, size):
+    """A learner whose Train says steps_per_update=-5 produced a finished record."""
+    import marl
+    from marl import cli
+    from marl.core import registry
+
+    monkeypatch.setattr(registry, "_ALGORITHMS", dict(registry._ALGORITHMS))
+
+    def bad(env, cfg=None, total_updates=None):
+        train = marl.algorithm("ippo")(env, cfg, total_updates)
+        return train._replace(steps_per_update=size)
+
+    marl.register_algorithm("bad-size", bad)
+    code = cli.main(["train", "env=particle/simple", "algo=bad-size", f"out={tmp_path}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "steps_per_update" in err[-1], err
+    assert not list(tmp_path.rglob("record.json"))
+
+
+def test_merged_parts_evaluated_at_other_steps_are_refused(tmp_path):
+    from marl.run import parts
+    from marl.run.errors import UsageError
+
+    def part(name, first, steps):
+        d = tmp_path / name
+        d.mkdir()
+        runs = {"run_0": {f"step_{k}": {"step_count": s} for k, s in enumerate(steps)}}
+        (d / "record.json").write_text(json.dumps({"particle": {"simple": {"ippo": runs}}}))
+        return d, {"config": {"part": f"{first}:{first + 1}"}}
+
+    (a, ma), (b, mb) = part("p0", 0, [0, 100, 200]), part("p1", 1, [0, 100, 250])
+    with pytest.raises(UsageError, match="evaluated at other steps"):
+        parts._record([a, b], [ma, mb])
+    (c, mc) = part("p2", 1, [0, 100, 200])
+    assert set(parts._record([a, c], [ma, mc])["particle"]["simple"]["ippo"]) == {"run_0", "run_1"}

@@ -473,7 +473,10 @@ def _learner(
                 f"algo {algo}: its make_train returned {type(probe).__name__}, not a "
                 "marl.core.learner.Train (init, step, params, policy, steps_per_update)"
             )
-        steps_per_update = int(probe.steps_per_update)
+        steps_per_update = probe.steps_per_update
+        if not str(steps_per_update).isdigit() or int(steps_per_update) < 1:
+            raise ConfigError(f"algo {algo}: steps_per_update={steps_per_update!r}, not >= 1")
+        steps_per_update = int(steps_per_update)
         total_updates = settings.total_updates(steps_per_update)
         return steps_per_update, make_train(env, dict(algo_cfg), total_updates)
     except (TypeError, ValueError, KeyError) as e:

@@ -135,8 +135,10 @@ def _timings(metas: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _record(dirs: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any]:
-    """record.json of the whole run: each part's `run_k` renumbered `run_{first + k}`."""
+    """record.json of the whole run: each part's `run_k` renumbered `run_{first + k}`; parts
+    whose runs were evaluated at other steps are refused (one run, one evaluation grid)."""
     out: dict[str, Any] = {}
+    grid = None
     for d, meta in zip(dirs, metas, strict=True):
         first, _ = part_of(meta)
         for env, tasks in _read(d / RECORD).items():
@@ -144,8 +146,27 @@ def _record(dirs: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any]:
                 for algo, runs in algos.items():
                     into = out.setdefault(env, {}).setdefault(task, {}).setdefault(algo, {})
                     for name, data in runs.items():
+                        steps = _steps(data)
+                        grid = steps if grid is None else grid
+                        if steps != grid:
+                            raise UsageError(
+                                f"{d}: {name} of its record is evaluated at other steps than "
+                                f"{dirs[0]}'s runs ({_show(steps)} against {_show(grid)})"
+                            )
                         into[f"run_{first + int(name.rsplit('_', 1)[1])}"] = data
     return out
+
+
+def _steps(run: Any) -> list[Any]:
+    """A record's run: the env steps of its evaluations, in order."""
+    if not isinstance(run, dict):
+        return []
+    keys = sorted((k for k in run if k.startswith("step_")), key=lambda k: (len(k), k))
+    return [run[k].get("step_count") if isinstance(run[k], dict) else None for k in keys]
+
+
+def _show(steps: list[Any]) -> str:
+    return ", ".join(map(str, steps[:4])) + (", ..." if len(steps) > 4 else "")
 
 
 def _metrics(dirs: list[Path]) -> str:
@@ -194,6 +215,7 @@ def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
                 f"--out {dest}: inside or around the part {d}; merge into a directory of its own"
             )
     dirs, metas, total = check_parts([Path(d) for d in dirs])
+    record = _record(dirs, metas)  # refused before anything is written
     if (dest / META).exists():
         raise UsageError(f"{dest}: a run is there already; merge into another directory")
     dest.mkdir(parents=True, exist_ok=True)
@@ -255,7 +277,7 @@ def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
     atomic_write(dest / CONFIG, header + yaml.safe_dump(config, sort_keys=False))
     write_json(dest / FINAL, final)
     write_json(dest / META, meta)
-    write_json(dest / RECORD, _record(dirs, metas), indent=None)  # last: the run is complete
+    write_json(dest / RECORD, record, indent=None)  # last: the run is complete
     if remove_parts:
         for d in dirs:
             shutil.rmtree(d)
