@@ -245,3 +245,22 @@ def test_merged_parts_evaluated_at_other_steps_are_refused(tmp_path):
         parts._record([a, b], [ma, mb])
     (c, mc) = part("p2", 1, [0, 100, 200])
     assert set(parts._record([a, c], [ma, mc])["particle"]["simple"]["ippo"]) == {"run_0", "run_1"}
+
+
+def test_a_failing_benchmark_cell_is_one_line_unless_asked(tmp_path, monkeypatch):
+    from test_benchmark import _definition
+
+    from marl.run import jobs
+
+    def broken(run):
+        raise RuntimeError("boom\nsecond line of a long message")
+
+    monkeypatch.setattr(jobs, "train_run", broken)
+    monkeypatch.setenv("MARL_TRACEBACK", "0")  # the tests set it; a user does not
+    path = str(_definition(tmp_path))
+    code, out, err = _cli("benchmark", "run", path, "--tier", "cpu", "--only", "particle/simple/*")
+    assert code == 1 and "Traceback" not in err + out
+    assert "failed: particle/simple/ippo: RuntimeError: boom second line of a long message" in err
+    monkeypatch.setenv("MARL_TRACEBACK", "1")
+    code, out, err = _cli("benchmark", "run", path, "--tier", "cpu", "--only", "particle/simple/*")
+    assert code == 1 and "Traceback" in err

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import os
 import re
 import statistics
 import time
@@ -335,13 +336,19 @@ def run_cells(
         except KeyboardInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 - one broken cell must not stop the others
-            traceback.print_exc()
-            failed.append((cell, f"{type(e).__name__}: {e}"))
-            log(f"{cell.key} failed: {type(e).__name__}: {e}; going on")
+            if os.environ.get("MARL_TRACEBACK", "") not in ("", "0"):
+                traceback.print_exc()
+            failed.append((cell, f"{type(e).__name__}: {_first_line(e)}"))
+            log(f"{cell.key} failed: {type(e).__name__}: {_first_line(e)}; going on")
             continue
         if done is None:
             raise KeyboardInterrupt
     return failed
+
+
+def _first_line(e: BaseException) -> str:
+    """An exception's message on one line (the traceback under MARL_TRACEBACK=1)."""
+    return " ".join(str(e).split())[:300]
 
 
 def measure_cells(
