@@ -264,3 +264,21 @@ def test_a_failing_benchmark_cell_is_one_line_unless_asked(tmp_path, monkeypatch
     monkeypatch.setenv("MARL_TRACEBACK", "1")
     code, out, err = _cli("benchmark", "run", path, "--tier", "cpu", "--only", "particle/simple/*")
     assert code == 1 and "Traceback" in err
+
+
+@pytest.mark.parametrize("field", ["nan", "matrix"])
+def test_a_crossplay_record_with_nan_ratings_is_refused(tmp_path, field):
+    from pathlib import Path
+
+    from marl.results.contests import read_contests
+
+    root = Path(__file__).resolve().parent.parent / "results" / "crossplay"
+    record = json.loads((root / "particle/adversary/crossplay.json").read_text())
+    if field == "nan":
+        record["ratings"][0]["elo"] = float("nan")
+    else:
+        record["matrix"]["score"][0][1] = 7.0
+    (tmp_path / "crossplay.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="ratings|matrix"):
+        read_contests([tmp_path])
+    assert read_contests([root])  # the committed records pass

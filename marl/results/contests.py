@@ -20,7 +20,7 @@ def read_contests(folders: list[str | Path]) -> list[dict[str, Any]]:
     found: dict[str, tuple[Path, dict[str, Any]]] = {}
     for folder in folders:
         for path in sorted(Path(folder).rglob(RECORD)):
-            record = json.loads(path.read_text())
+            record = _checked(path, json.loads(path.read_text()))
             task = record["task"]
             if task in found:
                 raise ValueError(
@@ -28,6 +28,32 @@ def read_contests(folders: list[str | Path]) -> list[dict[str, Any]]:
                 )
             found[task] = (path, record)
     return [found[t][1] for t in sorted(found)]
+
+
+def _checked(path: Path, record: Any) -> dict[str, Any]:
+    """A cross-play record whose ratings are finite numbers and whose matrix holds scores in
+    [0, 1] (or null); a ValueError naming the file and the field otherwise (NaN ratings were
+    ranked)."""
+    if not isinstance(record, dict) or not isinstance(record.get("task"), str):
+        raise ValueError(f"{path}: not a cross-play record (no task)")
+    ratings = record.get("ratings")
+    if not isinstance(ratings, list) or not ratings:
+        raise ValueError(f"{path}: ratings: expected a list of players' ratings")
+    for k, r in enumerate(ratings):
+        for key in ("elo", "low", "high"):
+            v = r.get(key) if isinstance(r, dict) else None
+            if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v):
+                raise ValueError(f"{path}: ratings[{k}].{key}: expected a finite number, got {v!r}")
+    for key in ("score", "low", "high"):
+        rows = (record.get("matrix") or {}).get(key)
+        cells = [x for row in rows for x in row] if isinstance(rows, list) else [None, "missing"]
+        if any(
+            x is not None
+            and (isinstance(x, bool) or not isinstance(x, int | float) or not 0 <= x <= 1)
+            for x in cells
+        ):
+            raise ValueError(f"{path}: matrix.{key}: expected scores in [0, 1] or null")
+    return record
 
 
 def slug(task: str) -> str:
