@@ -282,3 +282,27 @@ def test_a_crossplay_record_with_nan_ratings_is_refused(tmp_path, field):
     with pytest.raises(ValueError, match="ratings|matrix"):
         read_contests([tmp_path])
     assert read_contests([root])  # the committed records pass
+
+
+def test_a_flipped_bit_in_a_checkpoint_is_refused(tmp_path):
+    """One flipped bit in a saved segment resumed to other parameters unnoticed: the segment
+    carries a sha256 of its arrays, checked on restore."""
+    import jax
+    import numpy as np
+
+    from marl.learning import checkpoint
+
+    store = checkpoint.SegmentCheckpoints(tmp_path / "checkpoint")
+    state = {"w": jax.numpy.arange(4096.0)}
+    history = checkpoint.stack_history([5], [{"r": np.ones(2)}], [{"loss": np.zeros(2)}])
+    store.save(1, state, {"w": np.ones(3, np.float32)}, history)
+    chunks = [p for p in (tmp_path / "checkpoint" / "1").rglob("*") if p.is_file()]
+    chunk = max(chunks, key=lambda p: p.stat().st_size)  # the big leaf's data
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    like = {"w": np.zeros(4096, np.float32)}
+    with pytest.raises(checkpoint.CheckpointError, match="sha256|cannot restore"):
+        checkpoint.SegmentCheckpoints(tmp_path / "checkpoint").restore(
+            1, like, {"w": np.zeros(3, np.float32)}
+        )

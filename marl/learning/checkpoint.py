@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import json
 import logging
 import shutil
 import sys
@@ -68,6 +70,22 @@ def _pack(tree: Any) -> dict[str, Any]:
         if x.size:
             out[str(i)] = x
     return out
+
+
+def digest(packed: dict[str, Any]) -> str:
+    """sha256 over `_pack`'s leaves (index, dtype, shape, bytes): what `restore` checks, so a
+    flipped bit in a saved segment is refused, never resumed from."""
+    h = hashlib.sha256()
+    for key in sorted(packed, key=int):
+        a = np.asarray(packed[key])  # in the dtype JAX restores it as (float64 -> float32)
+        a = a.astype(jax.dtypes.canonicalize_dtype(a.dtype), copy=False)
+        h.update(f"{key}:{a.dtype.str}:{a.shape};".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def _digest_path(directory: Path, segment: int) -> Path:
+    return directory / f"digest-{segment}.json"
 
 
 def _unpack(packed: dict[str, Any], like: Any) -> Any:
@@ -150,6 +168,18 @@ def _mute_leftovers() -> None:
     sys.excepthook = sys.unraisablehook = lambda *args: None
 
 
+def _read_digest(directory: Path, segment: int) -> str | None:
+    """The sha256 saved with `segment`; None for a checkpoint saved before digests were."""
+    path = _digest_path(directory, segment)
+    if not path.is_file():
+        return None
+    try:
+        found = json.loads(path.read_text()[:1000])["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"{path.name} is not a digest") from None
+    return str(found)
+
+
 class CheckpointError(RuntimeError):
     """A saved segment that cannot be restored (truncated, corrupt): one line naming it."""
 
@@ -200,6 +230,11 @@ class SegmentCheckpoints:
                     ),
                 )
                 self._manager.wait_until_finished()
+            for old in self.directory.glob("digest-*.json"):
+                old.unlink()
+            path = _digest_path(self.directory, segment)
+            path.with_suffix(".tmp").write_text(json.dumps({"sha256": digest(arrays)}))
+            path.with_suffix(".tmp").replace(path)  # whole or not there
         except Exception as e:  # noqa: BLE001 - orbax and tensorstore raise many kinds
             _mute_leftovers()  # orbax's abandoned writes would speak again as the process ends
             text = str(e)
@@ -230,6 +265,9 @@ class SegmentCheckpoints:
                         arrays=ocp.args.StandardRestore(abstract), history=ocp.args.PyTreeRestore()
                     ),
                 )
+            expected = _read_digest(self.directory, segment)
+            if expected is not None and digest(dict(out.arrays)) != expected:
+                raise ValueError("its arrays differ from what was saved (sha256 mismatch)")
             arrays = _unpack(dict(out.arrays), like)
             history = jax.tree.map(np.asarray, dict(out.history))
         except Exception as e:  # noqa: BLE001 - orbax and tensorstore raise many kinds
