@@ -83,10 +83,12 @@ def _reproduce(site: Site, cell: Cell) -> list[str]:
             f"<pre>git checkout {escape(commits[0])}\nmarl benchmark run {escape(name)} --only "
             f"{escape(cell.key)} --records runs/reproduce-{escape(name)}</pre>",
         ]
-    verify = f"marl benchmark verify {name} --only {cell.key} --seeds 2"
+    verify = f"marl benchmark verify {name} --only {cell.key}"
     out.append(
-        "<p>To re-check it at today's code (its first seeds re-run, the statistic that ranks "
-        f"the task compared with the interval above):</p><pre>{escape(verify)}</pre>"
+        "<p>To re-check it at today's code (re-run whole, the statistic that ranks the task "
+        "compared with the interval above, each seed with the committed one; <code>--seeds 2"
+        "</code> re-runs two seeds, a quicker check that cannot reproduce exactly, since "
+        f"fewer seeds compile another program):</p><pre>{escape(verify)}</pre>"
     )
     v = cell.row.get("verified")
     if v:
