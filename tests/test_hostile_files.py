@@ -306,3 +306,50 @@ def test_a_flipped_bit_in_a_checkpoint_is_refused(tmp_path):
         checkpoint.SegmentCheckpoints(tmp_path / "checkpoint").restore(
             1, like, {"w": np.zeros(3, np.float32)}
         )
+
+
+def test_one_crafted_records_folder_runs_nothing_changes_nothing_and_each_reader_is_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 95's acceptance: a records folder with a pickle, a symlinked lock, a YAML alias
+    bomb and a gzip bomb. Every reader pointed at it: no code runs, no file outside marl's own
+    outputs changes, one line within 10 s each."""
+    import time
+
+    from test_protocol import write_run
+
+    from marl import cli
+    from marl.results import files
+
+    monkeypatch.setattr(files, "INFLATE_LIMIT", 8 * 2**20)  # the same rule, a smaller bomb
+    monkeypatch.setenv("MARL_TRACEBACK", "0")
+    records, marker, victim = tmp_path / "records", tmp_path / "MARKER", tmp_path / "victim.txt"
+    victim.write_text("the user's")
+    _crafted_jobs(records, marker)
+    run, *_ = write_run(records / "runs", algo="ippo", seed=1)
+    (run / "record.json").unlink()
+    _gzip_bomb(run / "record.json.gz", 64 * 2**20)
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{chr(97 + k)}: &{chr(97 + k)} [" + ",".join([f"*{chr(96 + k)}"] * 9) + "]\n"
+        for k in range(1, 9)
+    )
+    (run / "config.yaml").write_text(bomb)
+    (run / ".lock").symlink_to(victim)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()}
+    readers = [
+        ["report", str(records / "runs"), "--out", str(tmp_path / "out")],
+        ["leaderboard", str(records / "runs"), "--out", str(tmp_path / "board")],
+        ["eval", str(run)],
+        ["benchmark", "status", "v1", "--algo", "qmix", "--records", str(records), "--only", "x/*"],
+    ]
+    for args in readers:
+        start = time.monotonic()
+        code = cli.main(args)
+        out = capsys.readouterr()
+        assert time.monotonic() - start < 10, args
+        errors = [line for line in out.err.splitlines() if line.startswith("marl: error:")]
+        assert code in (0, 2) and len(errors) == (code == 2), (args, out.err)
+        assert "Traceback" not in out.err, args
+    assert not marker.exists() and victim.read_text() == "the user's"
+    after = {p: p.read_bytes() for p in before}
+    assert after == before
