@@ -38,8 +38,9 @@ def bounds(frames: Sequence[dict[str, Any]]) -> float:
     return extent
 
 
-def draw_frame(ax: Axes, frame: dict[str, Any], half_width: float = ARENA, title: str = "") -> None:
-    """Draw one frame on `ax` (cleared first)."""
+def draw_frame(ax: Axes, frame: dict[str, Any], title: str = "", half_width: float = ARENA) -> None:
+    """Draw one frame on `ax` (cleared first): the viewer contract's `(ax, frame, title)`,
+    the arena's `half_width` after it."""
     ax.clear()
     ax.set_xlim(-half_width, half_width)
     ax.set_ylim(-half_width, half_width)
@@ -80,7 +81,7 @@ def save_gif(
     return write_gif(
         frames,
         path,
-        lambda ax, f, t: draw_frame(ax, f, half_width, t),
+        lambda ax, f, t: draw_frame(ax, f, t, half_width),
         fps=fps,
         titles=titles,
         dpi=dpi,
