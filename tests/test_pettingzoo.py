@@ -178,3 +178,46 @@ def test_every_family_renders_the_mode_it_advertises(env_id):
     frame = env.render()
     assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8
     assert frame.std() > 0  # something was drawn
+
+
+@pytest.mark.parametrize(
+    "action, error",
+    [(9, ValueError), (-1, ValueError), (np.nan, ValueError), (1.0, ValueError),
+     (True, ValueError), ("1", ValueError), (None, KeyError)],
+)  # fmt: skip
+def test_invalid_discrete_actions_are_refused(action, error):
+    """Out of range, NaN, a float, a bool, a string, a missing agent: refused, not taken."""
+    env = parallel_env("particle/spread")
+    env.reset(seed=0)
+    first, *rest = env.agents
+    actions = {a: 0 for a in rest}
+    if action is not None:
+        actions[first] = action
+    with pytest.raises(error):
+        env.step(actions)
+
+
+def test_a_masked_out_action_is_taken_as_an_allowed_one_and_said():
+    env = parallel_env("combat/3m")
+    _, infos = env.reset(seed=0)
+    agent = env.agents[0]
+    masked = int(np.flatnonzero(infos[agent]["action_mask"] == 0)[0])
+    actions = {a: int(np.flatnonzero(infos[a]["action_mask"])[0]) for a in env.agents}
+    actions[agent] = masked
+    _, _, _, _, infos = env.step(actions)
+    assert infos[agent]["masked_action"] == masked
+
+
+@pytest.mark.parametrize("bad", [[np.nan, 0.0], [0.0], [0.0, 0.0, 0.0], [5.0, 0.0]])
+def test_invalid_continuous_actions_are_refused(bad):
+    env = parallel_env("particle/spread", continuous_actions=True)
+    env.reset(seed=0)
+    space = env.action_space(env.agents[0])
+    actions = {a: np.zeros(space.shape, np.float32) for a in env.agents}
+    actions[env.agents[0]] = (
+        np.asarray(bad + [0.0] * (space.shape[0] - 2), np.float32)
+        if len(bad) == 2
+        else np.asarray(bad, np.float32)
+    )
+    with pytest.raises(ValueError):
+        env.step(actions)

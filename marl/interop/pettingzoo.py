@@ -9,6 +9,11 @@
   ["action_mask"]` (int8), or, with `action_mask="obs"`, PettingZoo's observation-dict convention
   `{"observation": ..., "action_mask": ...}`. A step leaves out agents that have left; their
   slot takes the first action their mask allows (zeros for continuous actions).
+- Actions are checked as PettingZoo's spaces hold them: every live agent needs one (KeyError);
+  a discrete one is an integer of the agent's range, a continuous one finite numbers of its
+  size within the box (ValueError otherwise). A discrete action its mask disallows is taken as
+  the first allowed one, and the agent's info carries `masked_action` (PettingZoo's own tests
+  sample actions without the mask).
   `reset(seed=s)` draws the episode from `jax.random.key(s)`; `reset()` without a seed continues
   the env's own key chain. `render()` returns an RGB array drawn by the family's viewer.
 - `aec_env(...)`: the same env in PettingZoo's AEC form, through PettingZoo's own
@@ -114,6 +119,7 @@ class MarlParallelEnv(ParallelEnv):
         self._key: jax.Array | None = None
         self._state: Any = None
         self._ts: Any = None  # the current TimeStep on the host (NumPy leaves)
+        self._replaced: dict[str, int] = {}  # masked-out actions taken as allowed ones
 
     # --- spaces ------------------------------------------------------------------------------
     def observation_space(self, agent: str) -> gymnasium.Space:
@@ -143,16 +149,37 @@ class MarlParallelEnv(ParallelEnv):
         return {a: {"action_mask": self._mask(self._index[a])} for a in agents}
 
     def _actions(self, actions: dict[str, Any]) -> jax.Array:
+        """The joint action, refusing what the spaces do not hold (PettingZoo's rule: one
+        valid action per live agent): a discrete action is an integer of the agent's range; a
+        continuous one finite, of the agent's size, within bounds. A discrete action its mask
+        disallows (PettingZoo's own tests sample without the mask) is taken as the first one
+        the mask allows, and the agent's info says so (`masked_action`)."""
+        missing = sorted(set(self.agents) - set(actions))
+        if missing:
+            raise KeyError(f"no action for agents in the episode: {missing}")
         spec = self.spec
         if spec.discrete:
-            # an agent not in `actions` (it has left) takes the first action its mask allows
-            out = np.argmax(np.asarray(self._ts.avail_actions), axis=-1).astype(np.int32)
+            avail = np.asarray(self._ts.avail_actions)
+            out = np.argmax(avail, axis=-1).astype(np.int32)  # agents gone: any allowed one
             for a, act in actions.items():
-                out[self._index[a]] = int(np.asarray(act).reshape(()))
+                i, n = self._index[a], spec.action_sizes[self._index[a]]
+                v = np.asarray(act)
+                if v.dtype.kind not in "iu" or v.size != 1 or not 0 <= int(v.reshape(())) < n:
+                    raise ValueError(f"action of {a}: expected an integer 0..{n - 1}, got {act!r}")
+                if avail[i, int(v.reshape(()))]:
+                    out[i] = int(v.reshape(()))
+                else:
+                    self._replaced[a] = int(v.reshape(()))
             return jnp.asarray(out)
         out = np.zeros((spec.num_agents, spec.action_dim), np.float32)
         for a, act in actions.items():
-            row = np.asarray(act, np.float32).reshape(-1)
+            space = self._act_spaces[a]
+            row = np.asarray(act)
+            if row.dtype.kind not in "iuf" or row.shape != space.shape:
+                raise ValueError(f"action of {a}: expected {space.shape} numbers, got {act!r}")
+            row = row.astype(np.float32)
+            if not np.all(np.isfinite(row)) or np.any(row < space.low) or np.any(row > space.high):
+                raise ValueError(f"action of {a}: {row.tolist()} is outside {space}")
             out[self._index[a], : row.shape[0]] = row
         return jnp.asarray(out)
 
@@ -182,6 +209,7 @@ class MarlParallelEnv(ParallelEnv):
         if unknown:
             raise KeyError(f"actions for agents not in the episode: {unknown}")
         before = list(self.agents)
+        self._replaced = {}
         self._state, ts = self._step(self._next_key(), self._state, self._actions(actions))
         self._ts = ts = jax.device_get(ts)
         terminated, truncated = bool(ts.terminated), bool(ts.truncated)
@@ -189,6 +217,8 @@ class MarlParallelEnv(ParallelEnv):
         terms = {a: terminated or not bool(ts.alive[self._index[a]]) for a in before}
         truncs = {a: truncated and not terms[a] for a in before}
         obs, infos = self._obs(before), self._infos(before)
+        for a, action in self._replaced.items():
+            infos[a] = {**infos[a], "masked_action": action}
         self.agents = [a for a in before if not (terms[a] or truncs[a])]
         return obs, rewards, terms, truncs, infos
 
