@@ -353,3 +353,21 @@ def test_one_crafted_records_folder_runs_nothing_changes_nothing_and_each_reader
     assert not marker.exists() and victim.read_text() == "the user's"
     after = {p: p.read_bytes() for p in before}
     assert after == before
+
+
+def test_an_unwritable_records_folder_is_refused_before_the_work(tmp_path, monkeypatch):
+    """`marl benchmark run --records DIR` into a folder it cannot make trained first and
+    failed after; it is refused in one line before any cell starts."""
+    from test_benchmark import _definition
+
+    from marl.run import jobs
+
+    trained = []
+    monkeypatch.setattr(jobs, "train_run", lambda run: trained.append(run) or run.folder)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    code, out, err = _cli(
+        "benchmark", "run", str(_definition(tmp_path)), "--records", str(blocker / "r"),
+        "--tier", "cpu",
+    )  # fmt: skip
+    assert code == 2 and "--records" in err and "not a directory" in err and not trained

@@ -67,6 +67,8 @@ def _benchmark(args: argparse.Namespace) -> int:
     except bm.BenchmarkError as e:
         raise UsageError(str(e)) from None
     records = Path(args.records or d["records"])
+    if args.action in ("run", "measure"):  # found before the work, not after it
+        output_dir(str(records), "--records")
     launch = launch_options(args, records / JOBS_FOLDER)
     if args.action == "run":  # parts trained elsewhere that now cover a cell's seeds
         for _, run in runs:
@@ -125,6 +127,7 @@ def _verify(args: argparse.Namespace, bm: Any) -> int:
     own = Path(d["records"]).resolve()
     if scratch.resolve() == own or scratch.resolve().is_relative_to(own):
         raise UsageError(f"--records {scratch}: the benchmark's own records; give one of yours")
+    output_dir(str(scratch), "--records")
     outcomes = verify.verify_cells(d, chosen, scratch, args.seeds, jobs.train_run)
     path = verify.log_path(d)
     if path is not None and outcomes:
