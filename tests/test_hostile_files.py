@@ -166,15 +166,21 @@ def test_a_gzip_bomb_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
     assert time.monotonic() - start < 10
 
 
+def _alias_bomb() -> str:
+    """About 550 bytes of YAML whose aliases expand to 9**9 strings."""
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+    for k in range(1, 9):
+        bomb += f"{chr(97 + k)}: &{chr(97 + k)} [" + ",".join([f"*{chr(96 + k)}"] * 9) + "]\n"
+    return bomb
+
+
 def test_a_yaml_alias_bomb_is_refused_in_one_line(tmp_path, capsys):
     """A 550-byte alias bomb in a run's config.yaml or in a --benchmark file: one line."""
     import time
 
     from marl import cli
 
-    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
-    for k in range(1, 9):
-        bomb += f"{chr(97 + k)}: &{chr(97 + k)} [" + ",".join([f"*{chr(96 + k)}"] * 9) + "]\n"
+    bomb = _alias_bomb()
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.yaml").write_text(bomb)
@@ -329,10 +335,7 @@ def test_one_crafted_records_folder_runs_nothing_changes_nothing_and_each_reader
     run, *_ = write_run(records / "runs", algo="ippo", seed=1)
     (run / "record.json").unlink()
     _gzip_bomb(run / "record.json.gz", 64 * 2**20)
-    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
-        f"{chr(97 + k)}: &{chr(97 + k)} [" + ",".join([f"*{chr(96 + k)}"] * 9) + "]\n"
-        for k in range(1, 9)
-    )
+    bomb = _alias_bomb()
     (run / "config.yaml").write_text(bomb)
     (run / ".lock").symlink_to(victim)
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()}

@@ -24,6 +24,12 @@ def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
+def ranked_key(task: dict[str, Any]) -> str:
+    """The row field that ranks a summarised task: its score IQM where it is scored, else the
+    mean of the metric."""
+    return "normalised_iqm" if task.get("scoring") else "absolute_mean"
+
+
 def statistic(task: dict[str, Any], metric: str) -> str:
     """The name of what ranks a task's learners, displayed wherever its scores are shown:
     `won IQM` (scored in a natural unit), `score IQM` (scored between anchors) or
@@ -65,7 +71,7 @@ def leaderboard(
     orders = peer_orders(study, list(published), reps=reps, seed=seed)
     tasks = {}
     for task, data in summary["tasks"].items():
-        key = "normalised_iqm" if data.get("scoring") else "absolute_mean"
+        key = ranked_key(data)
         # normalised scores rise towards the reference whatever the metric's direction
         sign = 1.0 if key == "absolute_mean" and data.get("lower_is_better") else -1.0
         ranks = shared_ranks(

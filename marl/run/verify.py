@@ -79,12 +79,12 @@ def _seed_range(study: Any, task: str, algo: str) -> list[float]:
 
 def _statistic(study: Any, task: str, algo: str) -> tuple[str, dict[str, float], Any]:
     """(name, interval, entry) of the ranked statistic of one cell's records."""
-    from marl.results.leaderboard import statistic
+    from marl.results.leaderboard import ranked_key, statistic
     from marl.results.report import summarise
 
     summary = summarise(study)
     data = summary["tasks"][task]
-    key = "normalised_iqm" if data.get("scoring") else "absolute_mean"
+    key = ranked_key(data)
     name = statistic({"ranked_by": key, **data}, study.metric)
     return name, data["algorithms"][algo][key], study.entries[(task, algo)]
 
