@@ -117,9 +117,11 @@ def test_every_command_parses_with_marls_parser(tmp_path, capsys):
     (train,) = [line for line in lines if line.startswith("marl train")]
     assert cli.main([*shlex.split(train)[1:2], "--dry-run", *shlex.split(train)[2:]]) == 0
     assert "combat/3m with qmix: 5 seeds" in capsys.readouterr().out
-    (run,) = [a for a in parsed if a.command == "benchmark"]
+    (run,) = [a for a in parsed if a.command == "benchmark" and a.action == "run"]
+    (check,) = [a for a in parsed if a.command == "benchmark" and a.action == "verify"]
     (board,) = [a for a in parsed if a.command == "leaderboard"]
-    assert run.action == "run" and run.name == "v1" and run.algo and run.records
+    assert run.name == "v1" and run.algo and run.records
+    assert check.name == "v1" and check.only == ["combat/3m/il"]
     assert board.runs == ["results/benchmark/v1", run.records]
 
 
