@@ -91,9 +91,16 @@ STOPPED = textwrap.dedent(
 )
 
 
-def test_a_stopped_launcher_stops_its_local_jobs(tmp_path):
+@pytest.mark.parametrize("ctrl_c", [False, True], ids=["sigterm", "ctrl-c"])
+def test_a_stopped_launcher_stops_its_local_jobs_in_one_line(tmp_path, ctrl_c):
+    """SIGTERM to the launcher, or Ctrl-C in its terminal (SIGINT to the whole process group,
+    the jobs' controllers included): the jobs end, and no traceback reaches the console."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", STOPPED, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", STOPPED, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     pid_file = tmp_path / "pid"
     deadline = time.monotonic() + 120
@@ -101,9 +108,13 @@ def test_a_stopped_launcher_stops_its_local_jobs(tmp_path):
         time.sleep(0.2)
     assert pid_file.exists(), "the job never started"
     time.sleep(0.5)
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=120)
+    if ctrl_c:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "stopped" in out
+    assert "Traceback" not in err, err
     pid = int(pid_file.read_text())
     deadline = time.monotonic() + 30
     while _alive(pid) and time.monotonic() < deadline:
@@ -171,6 +182,28 @@ def test_time_limits_and_options_fail_in_one_line(tmp_path):
         launch.options("slurm", tmp_path, str(bad))
     with pytest.raises(UsageError, match="--launcher 'pbs' unknown; valid: local, slurm"):
         launch.options("pbs", tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('partition: "gpu\\n#SBATCH --wrap=rm"\n', "partition=.*a name on one line"),
+        ("account: [a, b]\n", "account=.*a name on one line"),
+        ("mem_gb: lots\n", "mem_gb='lots': expected a number of GB > 0"),
+        ("mem_gb: -4\n", "mem_gb=-4"),
+        ("setup: module load cuda\n", "setup=.*a list of shell lines"),
+        ("setup: [[nested]]\n", "setup=.*a list of shell lines"),
+        ("additional: {'x y': 1}\n", "additional=.*#SBATCH keys"),
+        ('additional: {gres: "gpu:1\\nrm -rf ~"}\n', "additional=.*on one line"),
+    ],
+)
+def test_launcher_config_values_are_checked(tmp_path, text, says):
+    """A value that would break (or add lines to) a job script fails in one line, never
+    reaching submitit."""
+    config = tmp_path / "launcher.yaml"
+    config.write_text(text)
+    with pytest.raises(UsageError, match=says):
+        launch.options("slurm", tmp_path / "jobs", str(config))
 
 
 def test_launcher_flags_need_a_launcher_and_submitit_is_named(tmp_path, monkeypatch):

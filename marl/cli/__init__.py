@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from marl.learning import interrupt
 from marl.learning.logs import quiet_library_logs
 from marl.learning.xla import configure_xla
 from marl.run.errors import UsageError
@@ -26,7 +27,16 @@ __all__ = ["UsageError", "failure_line", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `marl` command line; returns the exit code."""
+    """Run the `marl` command line; returns the exit code (130 after Ctrl-C)."""
+    interrupt.install()  # Ctrl-C: one line at any point, a run stopped where it can resume
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("marl: interrupted", file=sys.stderr, flush=True)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     configure_xla()
     from marl.cli.parser import build_parser
 

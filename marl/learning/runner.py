@@ -33,6 +33,7 @@ import numpy as np
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Train, seed_params
+from marl.learning import interrupt
 from marl.learning.checkpoint import SegmentCheckpoints, stack_history, template, unstack
 from marl.learning.evaluation import evaluate
 from marl.learning.memory import check_run_fits
@@ -89,10 +90,13 @@ def run(
     warn_if_unsafe()
     say = log or (lambda _: None)
     loop = _Loop(env, train, settings, say, on_evaluation, on_train_metrics, checkpoints)
-    loop.start(devices, init_inputs)  # every seed's state: fresh and evaluated, or resumed
-    loop.compile()  # the segment program
-    for k in range(loop.done + 1, loop.num_segments + 1):
-        loop.segment(k)  # train, check, evaluate, keep the best, checkpoint, log
+    with interrupt.deferred():  # Ctrl-C stops at a safe point (under the command line)
+        loop.start(devices, init_inputs)  # every seed's state: fresh and evaluated, or resumed
+        loop.compile()  # the segment program
+        interrupt.check()
+        for k in range(loop.done + 1, loop.num_segments + 1):
+            loop.segment(k)  # train, check, evaluate, keep the best, checkpoint, log
+            interrupt.check()
     return loop.finish()  # final and best parameters, the absolute metric, timings
 
 

@@ -22,80 +22,25 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from marl.run.errors import UsageError
+from marl.run.launch_options import LAUNCHERS, LaunchOptions, options
 
-LAUNCHERS = ("local", "slurm")
+__all__ = ["LAUNCHERS", "Job", "LaunchOptions", "launch", "options", "read_jobs", "job_state"]
+
 JOBS_FILE = "jobs.json"
+CONTROLLER_LOG = "controllers.log"  # what the local jobs' controllers say (a stop's tracebacks)
 INSTALL = 'pip install -e ".[cluster]"'
 # a job's time limit: the run's measured training time x MARGIN + SLACK_MIN (evaluations,
 # compiles and a slower node); an unmeasured run gets DEFAULT_LIMIT_MIN
 MARGIN, SLACK_MIN, DEFAULT_LIMIT_MIN = 2.0, 15, 24 * 60
 ALIVE = ("PENDING", "RUNNING", "REQUEUED", "CONFIGURING", "COMPLETING", "SUSPENDED")
-
-
-@dataclass(frozen=True)
-class LaunchOptions:
-    """Where and how jobs run. Flags override the yaml file's keys (`--launcher-config`)."""
-
-    launcher: str
-    folder: Path  # submitit's logs and pickles, and jobs.json
-    jobs: int | None = None  # at most this many at once (local: processes; Slurm: array cap)
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    constraint: str | None = None
-    gpus_per_job: int = 0
-    cpus_per_job: int | None = None
-    mem_gb: float | None = None
-    time_limit_min: int | None = None  # every job's limit (default: from the measured cost)
-    setup: tuple[str, ...] = ()  # shell lines run before each job (module load, venv)
-    additional: dict[str, Any] = field(default_factory=dict)  # more #SBATCH keys
-
-    @classmethod
-    def keys(cls) -> list[str]:
-        return [f.name for f in fields(cls) if f.name not in ("launcher", "folder")]
-
-
-def options(launcher: str, folder: Path, config: str | None = None, **flags: Any) -> LaunchOptions:
-    """The launch options: the yaml file `config` (keys of `LaunchOptions`), then the flags
-    that are not None. Unknown keys and wrong values fail in one line."""
-    if launcher not in LAUNCHERS:
-        raise UsageError(f"--launcher {launcher!r} unknown; valid: {', '.join(LAUNCHERS)}")
-    values: dict[str, Any] = {}
-    if config:
-        path = Path(config)
-        if not path.is_file():
-            raise UsageError(f"--launcher-config {config}: no such file")
-        from marl.results.files import read_yaml
-
-        try:
-            data = read_yaml(path) or {}
-        except (OSError, ValueError) as e:
-            raise UsageError(f"--launcher-config {config}: {e}") from None
-        if not isinstance(data, dict):
-            raise UsageError(f"--launcher-config {config}: expected a mapping of options")
-        unknown = sorted(set(data) - set(LaunchOptions.keys()))
-        if unknown:
-            raise UsageError(
-                f"--launcher-config {config}: unknown key(s) {', '.join(unknown)}; valid: "
-                f"{', '.join(LaunchOptions.keys())}"
-            )
-        values.update(data)
-    values.update({k: v for k, v in flags.items() if v is not None})
-    values["setup"] = tuple(values.get("setup") or ())
-    for key in ("jobs", "gpus_per_job", "cpus_per_job", "time_limit_min"):
-        v = values.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise UsageError(f"launcher option {key}={v!r}: expected a whole number >= 0")
-    if values.get("jobs") == 0:
-        raise UsageError("--jobs 0: give at least 1")
-    return LaunchOptions(launcher=launcher, folder=Path(folder), **values)
 
 
 @dataclass(frozen=True)
@@ -345,7 +290,8 @@ def _run_local(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: AN
             while waiting and len(running) < cap:
                 job = waiting.pop(0)
                 ex.update_parameters(timeout_min=time_limit(job, opts))
-                submitted = ex.submit(Recorded(job.target))
+                with _stderr_into(Path(opts.folder) / CONTROLLER_LOG):
+                    submitted = ex.submit(Recorded(job.target))
                 running[job.key] = submitted
                 _record(known, job, str(submitted.job_id), opts)
                 log(f"started {job.key}: local job {submitted.job_id} ({len(running)} running)")
@@ -370,6 +316,25 @@ def _run_local(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: AN
     if stop:
         raise KeyboardInterrupt
     return failed
+
+
+@contextmanager
+def _stderr_into(path: Path) -> Iterator[None]:
+    """This process's stderr appended to `path` while inside: the local job's controller
+    (submitit's, started here) inherits it, so its tracebacks when a stop interrupts it land
+    in the jobs folder, not on the launcher's console (the job's own output has its log)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
 
 
 def _local_error(submitted: Any, folder: Path) -> str | None:
