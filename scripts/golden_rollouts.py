@@ -35,6 +35,7 @@ ENVS = {
     "combat": ["combat/3m", "combat/2s3z", "combat/smacv2_5_units", "combat/battle64"],
     "pathfinding": ["pathfinding/random_grid", "pathfinding/rooms"],
     "cleanup": ["cleanup/comm", "cleanup/nocomm"],
+    "grid": ["grid/random8", "grid/lifelong20"],
     "swarm": ["swarm/aggregation", "swarm/vicsek", "swarm/kuramoto"],
     "jaxmarl": ["jaxmarl/smax"],
 }

@@ -1,0 +1,215 @@
+"""Where episodes come from: the generator part of the grid family.
+
+A generator draws, for a key, one instance: the obstacle grid [H, W] bool, each agent's start
+[N, 2] and its goals [N, G, 2] (G = 1, or the sequence an agent cycles through under
+`on_target="restart"`), in map coordinates (x the row, y the column, as POGEMA).
+
+- `RandomMaps(height, width, density)`: each cell an obstacle with probability `density`
+  (POGEMA's `generate_obstacles`); starts and goals drawn as POGEMA's `placing` draws them:
+  each agent a free start cell and a goal cell of the same connected component, no cell used
+  twice. A map whose components cannot hold N start-goal pairs is drawn again (up to
+  `RETRIES` times, then the obstacle-free grid).
+- `MapPool(maps)`: fixed grids (POGEMA's map strings, MovingAI `.map` text or arrays), one
+  drawn per episode, starts and goals drawn on it as above.
+- `Instances(maps, starts, goals)`: fixed instances (a published instance set, or a test's),
+  one drawn per episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+RETRIES = 16
+
+
+def parse_grid(text: str) -> np.ndarray:
+    """A POGEMA map string ('.' free, '#' obstacle; agent letters and '@$!' marks count as
+    free) or a MovingAI `.map` file's text ('.', 'G', 'S' free; '@', 'O', 'T', 'W' blocked) ->
+    [H, W] bool obstacles."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    if lines and lines[0].startswith("type"):  # MovingAI: type, height, width, map, rows
+        start = next(i for i, line in enumerate(lines) if line == "map") + 1
+        rows = lines[start:]
+        blocked = "@OTW"
+    else:
+        rows = [r for line in lines for r in line.split()]
+        blocked = "#"
+    if not rows or len({len(r) for r in rows}) != 1:
+        raise ValueError("a grid needs rows of one length")
+    return np.array([[c in blocked for c in row] for row in rows], bool)
+
+
+def components(free: Array) -> Array:
+    """[H, W] int32 label of each free cell's 4-connected component (the smallest flat index
+    in it); obstacles get H * W."""
+    h, w = free.shape
+    big = h * w
+    start = jnp.where(free, jnp.arange(big, dtype=jnp.int32).reshape(h, w), big)
+
+    def spread(lab: Array) -> Array:
+        pad = jnp.pad(lab, 1, constant_values=big)
+        nb = jnp.minimum(
+            jnp.minimum(pad[:-2, 1:-1], pad[2:, 1:-1]), jnp.minimum(pad[1:-1, :-2], pad[1:-1, 2:])
+        )
+        return jnp.where(free, jnp.minimum(lab, nb), big)
+
+    def body(c: tuple[Array, Array]) -> tuple[Array, Array]:
+        return c[1], spread(c[1])
+
+    _, out = jax.lax.while_loop(lambda c: jnp.any(c[0] != c[1]), body, (start, spread(start)))
+    return out
+
+
+def capacity(labels: Array) -> Array:
+    """How many start-goal pairs the components of `labels` hold."""
+    big = labels.size
+    counts = jnp.zeros(big + 1, jnp.int32).at[labels.reshape(-1)].add(1)
+    return jnp.sum(counts[:big] // 2)
+
+
+def place(key: Array, free: Array, num_agents: int) -> tuple[Array, Array]:
+    """Each agent a start and a goal in one component, uniformly among the cells left, no cell
+    twice: ([N, 2], [N, 2]) int32. Needs `capacity(components(free)) >= N`."""
+    h, w = free.shape
+    big = h * w
+    labels = components(free).reshape(-1)
+    counts = jnp.zeros(big + 1, jnp.int32).at[labels].add(1)
+
+    def one(c: tuple[Array, Array], k: Array) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+        unused, left = c  # [big] cells not yet used, [big + 1] cells left per component
+        k1, k2 = jax.random.split(k)
+        can = unused & (left[labels] >= 2)
+        s = jax.random.categorical(k1, jnp.where(can, 0.0, -jnp.inf))
+        unused = unused.at[s].set(False)
+        g = jax.random.categorical(k2, jnp.where(unused & (labels == labels[s]), 0.0, -jnp.inf))
+        unused = unused.at[g].set(False)
+        left = left.at[labels[s]].add(-2)
+        return (unused, left), (s, g)
+
+    keys = jax.random.split(key, num_agents)
+    _, (s, g) = jax.lax.scan(one, (free.reshape(-1), counts), keys)
+    cell = lambda i: jnp.stack([i // w, i % w], -1).astype(jnp.int32)  # noqa: E731
+    return cell(s), cell(g)
+
+
+@dataclass(frozen=True)
+class RandomMaps:
+    """Random grids of `height` x `width` cells, each an obstacle with probability `density`."""
+
+    height: int = 8
+    width: int = 8
+    density: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not (1 <= self.height <= 4096 and 1 <= self.width <= 4096):
+            raise ValueError("height and width must be in 1..4096")
+        if not 0.0 <= self.density <= 1.0:
+            raise ValueError(f"density must be in [0, 1], got {self.density}")
+
+    def check(self, num_agents: int) -> None:
+        if 2 * num_agents > self.height * self.width:
+            raise ValueError(
+                f"{num_agents} agents need {2 * num_agents} cells; the grid has "
+                f"{self.height * self.width}"
+            )
+
+    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array]:
+        shape = (self.height, self.width)
+
+        def draw(c: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
+            k, _, tries = c
+            k, sub = jax.random.split(k)
+            return k, jax.random.bernoulli(sub, self.density, shape), tries + 1
+
+        def short(c: tuple[Array, Array, Array]) -> Array:
+            return (capacity(components(~c[1])) < num_agents) & (c[2] <= RETRIES)
+
+        key, first = jax.random.split(key)
+        _, grid, tries = jax.lax.while_loop(short, draw, draw((first, jnp.zeros(shape, bool), 0)))
+        grid = jnp.where(tries > RETRIES, False, grid)
+        starts, goals = place(key, ~grid, num_agents)
+        return grid, starts, goals[:, None]
+
+
+@dataclass(frozen=True, eq=False)
+class MapPool:
+    """Fixed grids (strings or [H, W] arrays, one size), one per episode; starts and goals
+    drawn on it."""
+
+    maps: tuple[Any, ...]
+    grids: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        grids = [parse_grid(m) if isinstance(m, str) else np.asarray(m, bool) for m in self.maps]
+        if not grids or len({g.shape for g in grids}) != 1:
+            raise ValueError("a map pool needs at least one grid, all of one size")
+        object.__setattr__(self, "grids", np.stack(grids))
+
+    @property
+    def height(self) -> int:
+        return int(self.grids.shape[1])
+
+    @property
+    def width(self) -> int:
+        return int(self.grids.shape[2])
+
+    def check(self, num_agents: int) -> None:
+        for i, g in enumerate(self.grids):
+            if int(capacity(components(jnp.asarray(~g)))) < num_agents:
+                raise ValueError(f"map {i} cannot hold {num_agents} start-goal pairs")
+
+    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array]:
+        k1, k2 = jax.random.split(key)
+        grid = jnp.asarray(self.grids)[jax.random.randint(k1, (), 0, len(self.grids))]
+        starts, goals = place(k2, ~grid, num_agents)
+        return grid, starts, goals[:, None]
+
+
+@dataclass(frozen=True, eq=False)
+class Instances:
+    """Fixed instances: grids [M, H, W], starts [M, N, 2], goals [M, N, 2] or goal sequences
+    [M, N, G, 2]; one drawn per episode."""
+
+    maps: Any
+    starts: Any
+    goals: Any
+
+    def __post_init__(self) -> None:
+        grids = np.asarray(self.maps, bool)
+        starts, goals = np.asarray(self.starts, np.int32), np.asarray(self.goals, np.int32)
+        if goals.ndim == 3:
+            goals = goals[:, :, None]
+        if grids.ndim != 3 or starts.shape[:1] != grids.shape[:1] or starts.shape[2:] != (2,):
+            raise ValueError("instances need grids [M, H, W] and starts [M, N, 2]")
+        if goals.shape[:2] != starts.shape[:2] or goals.shape[3:] != (2,):
+            raise ValueError("goals must be [M, N, 2] or [M, N, G, 2], beside starts [M, N, 2]")
+        for cells in (starts, goals):
+            x, y = cells[..., 0], cells[..., 1]
+            inside = (x >= 0) & (x < grids.shape[1]) & (y >= 0) & (y < grids.shape[2])
+            if not inside.all():
+                raise ValueError("a start or goal lies outside its grid")
+        object.__setattr__(self, "maps", grids)
+        object.__setattr__(self, "starts", starts)
+        object.__setattr__(self, "goals", goals)
+
+    @property
+    def height(self) -> int:
+        return int(self.maps.shape[1])
+
+    @property
+    def width(self) -> int:
+        return int(self.maps.shape[2])
+
+    def check(self, num_agents: int) -> None:
+        if self.starts.shape[1] != num_agents:
+            raise ValueError(f"the instances have {self.starts.shape[1]} agents, not {num_agents}")
+
+    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array]:
+        i = jax.random.randint(key, (), 0, self.maps.shape[0])
+        return jnp.asarray(self.maps)[i], jnp.asarray(self.starts)[i], jnp.asarray(self.goals)[i]
