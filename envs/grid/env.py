@@ -80,6 +80,8 @@ class GridMAPF(MultiAgentEnv[GridState]):
         episode_limit: steps per episode (POGEMA's `max_episode_steps`, default 64).
     """
 
+    viewer_module = "marl.envs.grid.viewer"
+
     def __init__(
         self,
         maps: Maps | dict = DEFAULT_MAPS,
@@ -236,4 +238,5 @@ class GridMAPF(MultiAgentEnv[GridState]):
             "pos": np.asarray(state.pos) - r,
             "goal": np.asarray(state.goal) - r,
             "active": np.asarray(state.active),
+            "finish": self.on_target.mode == "finish",
         }
