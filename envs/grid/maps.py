@@ -47,23 +47,48 @@ def parse_grid(text: str) -> np.ndarray:
 
 def components(free: Array) -> Array:
     """[H, W] int32 label of each free cell's 4-connected component (the smallest flat index
-    in it); obstacles get H * W."""
+    in it); obstacles get H * W. Parents point to smaller cells of the component: each sweep
+    hooks a parent under the smallest label next to its children (a scatter-min, Shiloach and
+    Vishkin's hooking) and then jumps pointers, so it ends in a few dozen sweeps where label
+    propagation alone takes the component's diameter."""
     h, w = free.shape
     big = h * w
-    start = jnp.where(free, jnp.arange(big, dtype=jnp.int32).reshape(h, w), big)
+    ok = jnp.concatenate([free.reshape(-1), jnp.array([False])])
+    start = jnp.where(ok, jnp.arange(big + 1, dtype=jnp.int32), big)
 
-    def spread(lab: Array) -> Array:
-        pad = jnp.pad(lab, 1, constant_values=big)
+    def sweep(lab: Array) -> Array:
+        grid = lab[:big].reshape(h, w)
+        pad = jnp.pad(grid, 1, constant_values=big)
         nb = jnp.minimum(
             jnp.minimum(pad[:-2, 1:-1], pad[2:, 1:-1]), jnp.minimum(pad[1:-1, :-2], pad[1:-1, 2:])
         )
-        return jnp.where(free, jnp.minimum(lab, nb), big)
+        low = jnp.where(ok, jnp.minimum(lab, jnp.append(nb.reshape(-1), big)), big)
+        lab = lab.at[lab].min(low)  # hook: a parent takes its children's smallest neighbour
+        lab = jnp.where(ok, jnp.minimum(lab, low), big)
+        for _ in range(3):  # jump: point to the parent's parent
+            lab = jnp.where(ok, lab[lab], big)
+        return lab
 
     def body(c: tuple[Array, Array]) -> tuple[Array, Array]:
-        return c[1], spread(c[1])
+        return c[1], sweep(c[1])
 
-    _, out = jax.lax.while_loop(lambda c: jnp.any(c[0] != c[1]), body, (start, spread(start)))
-    return out
+    _, out = jax.lax.while_loop(lambda c: jnp.any(c[0] != c[1]), body, (start, sweep(start)))
+    return out[:big].reshape(h, w)
+
+
+def _pairs(key: Array, labels: Array) -> tuple[Array, Array, Array]:
+    """The free cells in a random order grouped by component, and where a start-goal pair
+    begins: (order [HW] cell indices, pair [HW] bool at the first cell of each pair)."""
+    big = labels.size
+    flat = labels.reshape(-1)
+    order = jnp.lexsort((jax.random.uniform(key, (big,)), flat))  # by component, then random
+    lab = flat[order]
+    i = jnp.arange(big)
+    first = jnp.concatenate([jnp.array([True]), lab[1:] != lab[:-1]])
+    rank = i - jax.lax.cummax(jnp.where(first, i, 0))
+    nxt = jnp.concatenate([lab[1:], jnp.array([big + 1], lab.dtype)])
+    pair = (rank % 2 == 0) & (nxt == lab) & (lab < big)
+    return order, pair, lab
 
 
 def capacity(labels: Array) -> Array:
@@ -73,27 +98,21 @@ def capacity(labels: Array) -> Array:
     return jnp.sum(counts[:big] // 2)
 
 
-def place(key: Array, free: Array, num_agents: int) -> tuple[Array, Array]:
-    """Each agent a start and a goal in one component, uniformly among the cells left, no cell
-    twice: ([N, 2], [N, 2]) int32. Needs `capacity(components(free)) >= N`."""
+def place(
+    key: Array, free: Array, num_agents: int, labels: Array | None = None
+) -> tuple[Array, Array]:
+    """Each agent a start and a goal in one connected component, no cell twice: the free
+    cells are shuffled within their components and paired off, and N of the pairs drawn
+    uniformly (a component is drawn in proportion to the pairs it holds, as POGEMA's
+    `placing` fills components as its shuffled cells reach them). ([N, 2], [N, 2]) int32;
+    needs `capacity(labels) >= N`."""
     h, w = free.shape
-    big = h * w
-    labels = components(free).reshape(-1)
-    counts = jnp.zeros(big + 1, jnp.int32).at[labels].add(1)
-
-    def one(c: tuple[Array, Array], k: Array) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
-        unused, left = c  # [big] cells not yet used, [big + 1] cells left per component
-        k1, k2 = jax.random.split(k)
-        can = unused & (left[labels] >= 2)
-        s = jax.random.categorical(k1, jnp.where(can, 0.0, -jnp.inf))
-        unused = unused.at[s].set(False)
-        g = jax.random.categorical(k2, jnp.where(unused & (labels == labels[s]), 0.0, -jnp.inf))
-        unused = unused.at[g].set(False)
-        left = left.at[labels[s]].add(-2)
-        return (unused, left), (s, g)
-
-    keys = jax.random.split(key, num_agents)
-    _, (s, g) = jax.lax.scan(one, (free.reshape(-1), counts), keys)
+    labels = components(free) if labels is None else labels
+    k1, k2 = jax.random.split(key)
+    order, pair, _ = _pairs(k1, labels)
+    priority = jnp.where(pair, jax.random.uniform(k2, pair.shape), -1.0)
+    _, at = jax.lax.top_k(priority, num_agents)
+    s, g = order[at], order[at + 1]
     cell = lambda i: jnp.stack([i // w, i % w], -1).astype(jnp.int32)  # noqa: E731
     return cell(s), cell(g)
 
@@ -122,18 +141,23 @@ class RandomMaps:
     def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array]:
         shape = (self.height, self.width)
 
-        def draw(c: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
-            k, _, tries = c
+        def draw(c: tuple) -> tuple:
+            k, _, _, tries = c
             k, sub = jax.random.split(k)
-            return k, jax.random.bernoulli(sub, self.density, shape), tries + 1
+            grid = jax.random.bernoulli(sub, self.density, shape)
+            return k, grid, components(~grid), tries + 1
 
-        def short(c: tuple[Array, Array, Array]) -> Array:
-            return (capacity(components(~c[1])) < num_agents) & (c[2] <= RETRIES)
+        def short(c: tuple) -> Array:
+            return (capacity(c[2]) < num_agents) & (c[3] <= RETRIES)
 
         key, first = jax.random.split(key)
-        _, grid, tries = jax.lax.while_loop(short, draw, draw((first, jnp.zeros(shape, bool), 0)))
+        empty = jnp.zeros(shape, bool)
+        _, grid, labels, tries = jax.lax.while_loop(
+            short, draw, draw((first, empty, components(~empty), 0))
+        )
+        labels = jnp.where(tries > RETRIES, components(~empty), labels)
         grid = jnp.where(tries > RETRIES, False, grid)
-        starts, goals = place(key, ~grid, num_agents)
+        starts, goals = place(key, ~grid, num_agents, labels)
         return grid, starts, goals[:, None]
 
 
