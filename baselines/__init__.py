@@ -3,9 +3,9 @@ per-task results: `normalised = (score - random) / (reference - random)`, the re
 the task's scripted policy.
 
 Scripted policies: particle scenarios (`baselines.particle`), focus fire on combat battles
-(`baselines.combat`), the wavefront planner on pathfinding maps (`baselines.pathfinding`) and
-go-to-nearest-plastic on cleanup seas (`baselines.cleanup`); the last two are privileged: they
-read the environment state."""
+(`baselines.combat`), the wavefront planner on pathfinding maps (`baselines.pathfinding`),
+POGEMA's A* agent on grid maps (`baselines.grid`) and go-to-nearest-plastic on cleanup seas
+(`baselines.cleanup`); the last three are privileged: they read the environment state."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from marl.learning.evaluation import evaluate
 
 from .cleanup import greedy_policy
 from .combat import focus_fire_policy
+from .grid import astar_policy
 from .particle import Gains, NoScriptedPolicy, scripted_ids
 from .pathfinding import PlannerGains, planner_policy
 from .random import random_policy
@@ -29,6 +30,7 @@ __all__ = [
     "NoScriptedPolicy",
     "PlannerGains",
     "anchor_scores",
+    "astar_policy",
     "focus_fire_policy",
     "greedy_policy",
     "planner_policy",

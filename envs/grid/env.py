@@ -69,7 +69,7 @@ class GridMAPF(MultiAgentEnv[GridState]):
     """Grid multi-agent pathfinding (POGEMA's semantics): 5 actions (wait, up, down, left,
     right), an observation window of radius `obs_radius`, a reward of 1 on reaching a goal.
 
-    Args:
+    Constructor:
         maps: the instances (`RandomMaps`, `MapPool`, `Instances`, or a mapping of
             `RandomMaps` fields).
         collision: `Collision` or its rule: "priority" (POGEMA's default), "block_both",
@@ -81,6 +81,7 @@ class GridMAPF(MultiAgentEnv[GridState]):
     """
 
     viewer_module = "marl.envs.grid.viewer"
+    reference_policy = "marl.baselines.grid:astar_policy"
 
     def __init__(
         self,

@@ -1,0 +1,92 @@
+"""The grid family's own parts: connected components, start-goal placement, the presets and
+their overrides, the lifelong goal draw and the A* reference policy. (Equality with pogema
+is tests/test_grid_pogema.py.)"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import ndimage
+
+import marl
+from marl.baselines import anchor_scores
+from marl.envs.grid import GridMAPF, Instances, MapPool, RandomMaps, components, place
+from marl.envs.grid.targets import new_goals
+
+
+def test_components_equal_scipys_labels():
+    for seed in range(6):
+        grid = np.asarray(jax.random.bernoulli(jax.random.key(seed), 0.4, (19, 13)))
+        labels = np.asarray(components(jnp.asarray(~grid))).reshape(-1)
+        ref, count = ndimage.label(~grid)
+        for k in range(1, count + 1):
+            cells = np.flatnonzero(ref.reshape(-1) == k)
+            assert (labels[cells] == cells.min()).all()
+        assert (labels[grid.reshape(-1)] == grid.size).all()
+
+
+def test_place_puts_each_pair_in_one_component_and_no_cell_twice():
+    grid = np.asarray(jax.random.bernoulli(jax.random.key(3), 0.35, (12, 12)))
+    ref, _ = ndimage.label(~grid)
+    for seed in range(5):
+        starts, goals = place(jax.random.key(seed), jnp.asarray(~grid), 20)
+        s, g = np.asarray(starts), np.asarray(goals)
+        cells = [tuple(c) for c in np.concatenate([s, g])]
+        assert len(set(cells)) == 40
+        assert not grid[s[:, 0], s[:, 1]].any() and not grid[g[:, 0], g[:, 1]].any()
+        assert (ref[s[:, 0], s[:, 1]] == ref[g[:, 0], g[:, 1]]).all()
+
+
+def test_a_map_too_crowded_is_drawn_again_then_left_empty():
+    maps = RandomMaps(4, 4, 1.0)  # every draw is all obstacles: the empty grid after retries
+    grid, starts, goals = maps(jax.random.key(0), 8)
+    assert not bool(grid.any()) and len({tuple(c) for c in np.asarray(starts).tolist()}) == 8
+    with pytest.raises(ValueError, match="need 18 cells"):
+        GridMAPF(maps=RandomMaps(3, 3, 0.0), num_agents=9)
+
+
+def test_presets_and_their_overrides():
+    env = marl.make("grid/random8", collision="soft", maps={"density": 0.1}, num_agents=4)
+    assert env.maps == RandomMaps(8, 8, 0.1) and env.collision.rule == "soft"
+    assert env.spec.name == "grid/random8" and env.spec.num_agents == 4
+    life = marl.make("grid/lifelong20")
+    assert life.spec.metric_names == ("avg_throughput",)
+    assert life.spec.headline_metric == "avg_throughput"
+    with pytest.raises(ValueError, match="unknown collision rule 'bump'"):
+        marl.make("grid/random8", collision="bump")
+    pool = GridMAPF(maps=MapPool(("....\n.#..\n....",)), num_agents=3, obs_radius=2)
+    state, ts = pool.reset(jax.random.key(0))
+    assert ts.obs.shape == (3, 3 * 25)
+    assert bool(state.obstacles[2 + 1, 2 + 1])  # the map's one obstacle, padded by r = 2
+
+
+def test_a_lifelong_goal_is_drawn_from_the_agents_component_never_its_cell():
+    grid = np.zeros((5, 5), bool)
+    grid[:, 2] = True  # two halves
+    labels = components(jnp.asarray(~grid))
+    pos = jnp.asarray([[0, 0], [4, 4]], jnp.int32)
+    seen = set()
+    for seed in range(40):
+        g = np.asarray(new_goals(jax.random.key(seed), labels, pos, jnp.ones(2, bool)))
+        assert g[0, 1] < 2 and g[1, 1] > 2
+        assert tuple(g[0]) != (0, 0) and tuple(g[1]) != (4, 4)
+        seen.add(tuple(g[0]))
+    assert len(seen) >= 8  # spread over the 9 other cells of its half
+
+
+def test_the_astar_agent_walks_a_shortest_path_and_beats_random():
+    grid = np.array([[0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]], bool)
+    env = GridMAPF(maps=Instances(grid[None], [[[0, 0]]], [[[2, 0]]]), num_agents=1, obs_radius=1)
+    policy = marl.baselines.astar_policy(env)
+    state, ts = env.reset(jax.random.key(0))
+    carry = policy.initial_carry()
+    for t in range(10):  # the path around the wall is 8 moves
+        a, carry = policy.act(None, state, ts.avail_actions, carry, t == 0, jax.random.key(t), True)
+        state, ts = env.step(jax.random.key(t), state, a)
+        if bool(ts.terminated):
+            break
+    assert bool(ts.terminated) and t == 7
+    scores = anchor_scores(marl.make("grid/random8"), num_episodes=32)
+    assert scores["reference"] > 2 * scores["random"]
