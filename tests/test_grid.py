@@ -54,6 +54,8 @@ def test_presets_and_their_overrides():
     life = marl.make("grid/lifelong20")
     assert life.spec.metric_names == ("avg_throughput",)
     assert life.spec.headline_metric == "avg_throughput"
+    with pytest.raises(ValueError, match="RandomMaps has no field.s. nope; valid: height"):
+        marl.make("grid/random8", maps={"nope": 2})
     with pytest.raises(ValueError, match="unknown collision rule 'bump'"):
         marl.make("grid/random8", collision="bump")
     pool = GridMAPF(maps=MapPool(("....\n.#..\n....",)), num_agents=3, obs_radius=2)

@@ -16,7 +16,7 @@ actions: cells, observations, rewards, terminations and metrics
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import jax
@@ -54,6 +54,17 @@ class GridState(struct.PyTreeNode):
     t: Array  # [] int32
 
 
+def fields_over(part: Any, values: dict) -> Any:
+    """`part` with the fields in `values` replaced; an unknown field named in one line."""
+    valid = [f.name for f in fields(part) if f.init]
+    unknown = sorted(set(values) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"{type(part).__name__} has no field(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
+        )
+    return replace(part, **values)
+
+
 def _part(value: Any, kind: type, default: Any) -> Any:
     """A part from its object, its name (a string) or a mapping of fields over `default`."""
     if isinstance(value, kind):
@@ -61,7 +72,7 @@ def _part(value: Any, kind: type, default: Any) -> Any:
     if isinstance(value, str):
         return kind(value)
     if isinstance(value, dict):
-        return replace(default, **value)
+        return fields_over(default, value)
     raise ValueError(f"expected a {kind.__name__}, a name or a mapping, got {value!r}")
 
 

@@ -10,11 +10,10 @@ cells at density 0.3, 256 steps), in the finish (one goal each) and lifelong (re
 from __future__ import annotations
 
 import inspect
-from dataclasses import replace
 from functools import wraps
 from typing import Any
 
-from .env import GridMAPF
+from .env import GridMAPF, fields_over
 from .maps import RandomMaps
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -38,7 +37,7 @@ def preset(name: str) -> Any:
     def make(**kwargs: Any) -> GridMAPF:
         maps = kwargs.get("maps")
         if isinstance(maps, dict):
-            kwargs["maps"] = replace(values["maps"], **maps)
+            kwargs["maps"] = fields_over(values["maps"], maps)
         return GridMAPF(**{**values, "name": f"grid/{name}", **kwargs})
 
     params = [
