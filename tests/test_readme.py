@@ -84,7 +84,7 @@ def test_environment_table_is_the_catalogs():
 
 def test_the_families_counted_are_the_registrys():
     families = {env_id.split("/")[0] for env_id in BUILTIN_FACTS} - {"jaxmarl"}
-    assert len(families) == 5 and "five environment\nfamilies" in README
+    assert len(families) == 6 and "six environment\nfamilies" in README
 
 
 def test_learner_table_is_the_registrys():

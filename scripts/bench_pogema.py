@@ -1,0 +1,116 @@
+"""marl's grid family against pogema, stepped in one run: env steps per second at 1, 64 and
+1,024 parallel envs with 64, 256 and 1,024 agents, and marl's ratio to pogema.
+
+pogema runs in an interpreter of its own (it pins numpy <= 1.26.4; scripts/pogema_reference.py
+says how to make one), started from this script in the same run, and is stepped the way its
+users step it: one `pogema_v0` env per process, a Python list of envs stepped one after the
+other for K parallel envs (so its rate per env step does not depend on K; measured at 1 and
+64). marl's side is `GridMAPF` under `jit(vmap(step))` on random actions, auto-reset
+included, compile excluded (printed apart). Both on POGEMA's defaults otherwise: priority
+collisions, finish on target, observation radius 5, random maps at density 0.3, 64 x 64
+cells (room for 1,024 start-goal pairs).
+
+    python scripts/bench_pogema.py --pogema .venv-pogema/bin/python
+    python scripts/bench_pogema.py --pogema .venv-pogema/bin/python --agents 64 --envs 1 64
+
+Feeds `results/bench.md` (its grid table, with the command and the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+POGEMA_SIDE = r"""
+import json, sys, time
+import numpy as np
+from pogema import GridConfig, pogema_v0
+agents, envs, steps, size = (int(a) for a in sys.argv[1:5])
+pool = [pogema_v0(GridConfig(num_agents=agents, size=size, density=0.3, seed=i,
+                             max_episode_steps=10**9)) for i in range(envs)]
+for e in pool:
+    e.reset()
+rng = np.random.default_rng(0)
+acts = [rng.integers(5, size=agents).tolist() for _ in range(steps)]
+start = time.perf_counter()
+for t in range(steps):
+    for e in pool:
+        e.step(list(acts[t]))
+print(json.dumps({"steps_per_s": steps * envs / (time.perf_counter() - start)}))
+"""
+
+
+def pogema_rate(python: str, agents: int, envs: int, steps: int, size: int) -> float:
+    out = subprocess.run(
+        [python, "-c", POGEMA_SIDE, str(agents), str(envs), str(steps), str(size)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["steps_per_s"])
+
+
+def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, float]:
+    """(env steps per second, compile seconds) of `GridMAPF` under jit(vmap(step))."""
+    import jax
+    import jax.numpy as jnp
+
+    from marl.core.wrappers import AutoReset
+    from marl.envs.grid import GridMAPF, RandomMaps
+
+    env = AutoReset(
+        GridMAPF(maps=RandomMaps(size, size, 0.3), num_agents=agents, episode_limit=64)
+    )
+    keys = jax.random.split(jax.random.key(0), envs)
+    states, _ = jax.jit(jax.vmap(env.reset))(keys)
+
+    def run(states, key):
+        def one(c, k):
+            s, _ = c
+            ka, ks = jax.random.split(k)
+            acts = jax.random.randint(ka, (envs, agents), 0, 5)
+            s, ts = env.step_batch(jax.random.split(ks, envs), s, acts)
+            return (s, ts.reward.sum()), None
+
+        (states, total), _ = jax.lax.scan(one, (states, jnp.float32(0)), jax.random.split(key, steps))
+        return states, total
+
+    t0 = time.perf_counter()
+    program = jax.jit(run).lower(states, jax.random.key(1)).compile()
+    compile_s = time.perf_counter() - t0
+    states, total = program(states, jax.random.key(1))  # warm
+    jax.block_until_ready(total)
+    t0 = time.perf_counter()
+    states, total = program(states, jax.random.key(2))
+    jax.block_until_ready(total)
+    return steps * envs / (time.perf_counter() - t0), compile_s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pogema", required=True, help="an interpreter with pogema 1.4.0")
+    ap.add_argument("--agents", type=int, nargs="+", default=[64, 256, 1024])
+    ap.add_argument("--envs", type=int, nargs="+", default=[1, 64, 1024])
+    ap.add_argument("--size", type=int, default=64, help="map side, cells")
+    ap.add_argument("--budget", type=float, default=2e5, help="agent-steps per measurement")
+    args = ap.parse_args()
+    print("| agents | envs | marl steps/s | compile s | pogema steps/s | marl/pogema |")
+    print("|---|---|---|---|---|---|")
+    for agents in args.agents:
+        peer_steps = max(5, int(args.budget / agents))
+        peer = pogema_rate(args.pogema, agents, 1, peer_steps, args.size)
+        for envs in args.envs:
+            steps = max(4, min(200, int(args.budget * 4 / (agents * envs))))
+            ours, compile_s = marl_rate(agents, envs, steps, args.size)
+            print(
+                f"| {agents:,} | {envs:,} | {ours:,.0f} | {compile_s:.1f} | {peer:,.1f} | "
+                f"{ours / peer:,.1f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
