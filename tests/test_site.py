@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -198,3 +199,18 @@ def test_a_cell_with_parameters_names_them_and_the_eval_command(tmp_path):
     folder = V1 / "combat/3m/il/v1"
     assert str(folder / "best_params.f16.msgpack.gz") in page
     assert f"marl eval {folder} --episodes 320" in page
+
+
+def test_records_made_at_one_instant_still_make_a_site(tmp_path):
+    """Two cells whose metas share a `created` time (parts merged together) tie on the sort
+    key; the site was an "unexpected TypeError" (comparing the metas) before."""
+    for cell in CELLS[:2]:
+        dst = tmp_path / cell
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(V1 / cell, dst)
+        meta = json.loads((dst / "v1" / "meta.json").read_text())
+        meta["created"] = "2026-12-06T23:08:11+00:00"
+        (dst / "v1" / "meta.json").write_text(json.dumps(meta))
+    study = load_study([tmp_path / c for c in CELLS[:2]])
+    index = write_site(study, tmp_path / "site", reps=REPS, command="marl leaderboard (test)")
+    assert "records trained 2026-12-06 to 2026-12-06" in index.read_text()

@@ -144,10 +144,11 @@ def _cite() -> str:
 def _dates(site: Site) -> str:
     """When the records were trained and the code of the newest (from their sidecars)."""
     metas = [r.meta for e in site.study.entries.values() for r in e.records if r.meta]
-    made = sorted((str(m["created"]), m) for m in metas if m.get("created"))
+    made = sorted((m for m in metas if m.get("created")), key=lambda m: str(m["created"]))
     if not made:
-        return ""
-    first, (last, newest) = made[0][0][:10], made[-1]
+        return ""  # records made at one instant tie on the key alone, never on the metas
+    first, newest = str(made[0]["created"])[:10], made[-1]
+    last = str(newest["created"])
     commit = ((newest.get("code") or {}).get("commit") or "")[:12]
     return f"records trained {first} to {last[:10]}" + (
         f", the newest at commit <code>{escape(commit)}</code>" if commit else ""
