@@ -61,9 +61,7 @@ def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, flo
     from marl.core.wrappers import AutoReset
     from marl.envs.grid import GridMAPF, RandomMaps
 
-    env = AutoReset(
-        GridMAPF(maps=RandomMaps(size, size, 0.3), num_agents=agents, episode_limit=64)
-    )
+    env = AutoReset(GridMAPF(maps=RandomMaps(size, size, 0.3), num_agents=agents, episode_limit=64))
     keys = jax.random.split(jax.random.key(0), envs)
     states, _ = jax.jit(jax.vmap(env.reset))(keys)
 
@@ -75,7 +73,9 @@ def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, flo
             s, ts = env.step_batch(jax.random.split(ks, envs), s, acts)
             return (s, ts.reward.sum()), None
 
-        (states, total), _ = jax.lax.scan(one, (states, jnp.float32(0)), jax.random.split(key, steps))
+        (states, total), _ = jax.lax.scan(
+            one, (states, jnp.float32(0)), jax.random.split(key, steps)
+        )
         return states, total
 
     t0 = time.perf_counter()
