@@ -210,9 +210,7 @@ class GridMAPF(MultiAgentEnv[GridState]):
                 goal = jnp.take_along_axis(state.goals, goal_index[:, None, None], 1)[:, 0]
             else:
                 goal_index = state.goal_index
-                goal = jnp.where(
-                    on_goal[:, None], new_goals(key, state.labels, pos, on_goal), state.goal
-                )
+                goal = jnp.where(on_goal[:, None], new_goals(key, state.labels, pos), state.goal)
         reached = state.reached + reach.astype(jnp.int32)
         before = state.solve
         state = state.replace(

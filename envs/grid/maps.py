@@ -76,7 +76,7 @@ def components(free: Array) -> Array:
     return out[:big].reshape(h, w)
 
 
-def _pairs(key: Array, labels: Array) -> tuple[Array, Array, Array]:
+def _pairs(key: Array, labels: Array) -> tuple[Array, Array]:
     """The free cells in a random order grouped by component, and where a start-goal pair
     begins: (order [HW] cell indices, pair [HW] bool at the first cell of each pair)."""
     big = labels.size
@@ -88,7 +88,7 @@ def _pairs(key: Array, labels: Array) -> tuple[Array, Array, Array]:
     rank = i - jax.lax.cummax(jnp.where(first, i, 0))
     nxt = jnp.concatenate([lab[1:], jnp.array([big + 1], lab.dtype)])
     pair = (rank % 2 == 0) & (nxt == lab) & (lab < big)
-    return order, pair, lab
+    return order, pair
 
 
 def capacity(labels: Array) -> Array:
@@ -109,7 +109,7 @@ def place(
     h, w = free.shape
     labels = components(free) if labels is None else labels
     k1, k2 = jax.random.split(key)
-    order, pair, _ = _pairs(k1, labels)
+    order, pair = _pairs(k1, labels)
     priority = jnp.where(pair, jax.random.uniform(k2, pair.shape), -1.0)
     _, at = jax.lax.top_k(priority, num_agents)
     s, g = order[at], order[at + 1]

@@ -50,7 +50,7 @@ class OnTarget:
         return "avg_throughput" if self.mode == "restart" else "csr"
 
 
-def new_goals(key: Array, labels: Array, pos: Array, reached: Array) -> Array:
+def new_goals(key: Array, labels: Array, pos: Array) -> Array:
     """[N, 2] a new goal for each agent: a cell of its component other than its own, uniformly
     (the agents that did not reach their goal get one too; the caller keeps theirs)."""
     h, w = labels.shape
