@@ -5,10 +5,14 @@ pogema runs in an interpreter of its own (it pins numpy <= 1.26.4; scripts/pogem
 says how to make one), started from this script in the same run, and is stepped the way its
 users step it: one `pogema_v0` env per process, a Python list of envs stepped one after the
 other for K parallel envs (so its rate per env step does not depend on K; measured at 1 and
-64). marl's side is `GridMAPF` under `jit(vmap(step))` on random actions, auto-reset
-included, compile excluded (printed apart). Both on POGEMA's defaults otherwise: priority
-collisions, finish on target, observation radius 5, random maps at density 0.3, 64 x 64
-cells (room for 1,024 start-goal pairs).
+64), each reset when its episode ends. marl's side is `GridMAPF` under `jit(vmap(step))`
+on random actions, auto-reset included, observations consumed (summed, so none is
+optimised away), compile excluded (printed apart), timed over one whole episode (each env
+resets once; the best of the runs that fill 3 s). Episodes of 64 steps on both sides;
+POGEMA's defaults otherwise: priority collisions, finish on target, observation radius 5,
+random maps at density 0.3, 64 x 64 cells (room for 1,024 start-goal pairs). The last
+column bounds the ratio on the machine: a program that does nothing but write and read each
+step's float32 observations (3 x 11 x 11 per agent), against pogema.
 
     python scripts/bench_pogema.py --pogema .venv-pogema/bin/python
     python scripts/bench_pogema.py --pogema .venv-pogema/bin/python --agents 64 --envs 1 64
@@ -30,7 +34,7 @@ import numpy as np
 from pogema import GridConfig, pogema_v0
 agents, envs, steps, size = (int(a) for a in sys.argv[1:5])
 pool = [pogema_v0(GridConfig(num_agents=agents, size=size, density=0.3, seed=i,
-                             max_episode_steps=10**9)) for i in range(envs)]
+                             max_episode_steps=64)) for i in range(envs)]
 for e in pool:
     e.reset()
 rng = np.random.default_rng(0)
@@ -38,7 +42,9 @@ acts = [rng.integers(5, size=agents).tolist() for _ in range(steps)]
 start = time.perf_counter()
 for t in range(steps):
     for e in pool:
-        e.step(list(acts[t]))
+        obs, reward, terminated, truncated, info = e.step(list(acts[t]))
+        if all(terminated) or all(truncated):
+            e.reset()
 print(json.dumps({"steps_per_s": steps * envs / (time.perf_counter() - start)}))
 """
 
@@ -67,11 +73,11 @@ def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, flo
 
     def run(states, key):
         def one(c, k):
-            s, _ = c
+            s, total = c
             ka, ks = jax.random.split(k)
             acts = jax.random.randint(ka, (envs, agents), 0, 5)
             s, ts = env.step_batch(jax.random.split(ks, envs), s, acts)
-            return (s, ts.reward.sum()), None
+            return (s, total + ts.reward.sum() + ts.obs.sum()), None
 
         (states, total), _ = jax.lax.scan(
             one, (states, jnp.float32(0)), jax.random.split(key, steps)
@@ -83,10 +89,41 @@ def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, flo
     compile_s = time.perf_counter() - t0
     states, total = program(states, jax.random.key(1))  # warm
     jax.block_until_ready(total)
-    t0 = time.perf_counter()
-    states, total = program(states, jax.random.key(2))
-    jax.block_until_ready(total)
-    return steps * envs / (time.perf_counter() - t0), compile_s
+    best, spent, i = float("inf"), 0.0, 2
+    while spent < 3.0:  # the best of the runs that fill 3 s (one at least)
+        t0 = time.perf_counter()
+        states, total = program(states, jax.random.key(i))
+        jax.block_until_ready(total)
+        took = time.perf_counter() - t0
+        best, spent, i = min(best, took), spent + took, i + 1
+    return steps * envs / best, compile_s
+
+
+def floor_rate(agents: int, envs: int, steps: int, obs_dim: int) -> float:
+    """Env steps per second of a program that only writes and reads each step's float32
+    observations [envs, agents, obs_dim]: the memory traffic any env with POGEMA's
+    observation pays, so `floor_rate / pogema` bounds the ratio reachable on this machine."""
+    import jax
+    import jax.numpy as jnp
+
+    def run(obs):
+        def one(c, _):
+            obs, total = c
+            obs = obs * 0.5 + 1.0
+            return (obs, total + obs.sum()), None
+
+        return jax.lax.scan(one, (obs, jnp.float32(0)), None, length=steps)[0][1]
+
+    program = jax.jit(run).lower(jnp.zeros((envs, agents, obs_dim), jnp.float32)).compile()
+    obs = jnp.zeros((envs, agents, obs_dim), jnp.float32)
+    jax.block_until_ready(program(obs))
+    best, spent = float("inf"), 0.0
+    while spent < 3.0:
+        t0 = time.perf_counter()
+        jax.block_until_ready(program(obs))
+        took = time.perf_counter() - t0
+        best, spent = min(best, took), spent + took
+    return steps * envs / best
 
 
 def main() -> None:
@@ -95,19 +132,22 @@ def main() -> None:
     ap.add_argument("--agents", type=int, nargs="+", default=[64, 256, 1024])
     ap.add_argument("--envs", type=int, nargs="+", default=[1, 64, 1024])
     ap.add_argument("--size", type=int, default=64, help="map side, cells")
-    ap.add_argument("--budget", type=float, default=2e5, help="agent-steps per measurement")
+    ap.add_argument("--budget", type=float, default=2e5, help="pogema's agent-steps, each count")
     args = ap.parse_args()
-    print("| agents | envs | marl steps/s | compile s | pogema steps/s | marl/pogema |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| agents | envs | marl steps/s | compile s | pogema steps/s | marl/pogema "
+        "| observation-write bound |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for agents in args.agents:
         peer_steps = max(5, int(args.budget / agents))
         peer = pogema_rate(args.pogema, agents, 1, peer_steps, args.size)
         for envs in args.envs:
-            steps = max(4, min(200, int(args.budget * 4 / (agents * envs))))
-            ours, compile_s = marl_rate(agents, envs, steps, args.size)
+            ours, compile_s = marl_rate(agents, envs, 64, args.size)
+            bound = floor_rate(agents, envs, 64, 3 * 11**2)
             print(
                 f"| {agents:,} | {envs:,} | {ours:,.0f} | {compile_s:.1f} | {peer:,.1f} | "
-                f"{ours / peer:,.1f} |",
+                f"{ours / peer:,.1f} | {bound / peer:,.0f} |",
                 flush=True,
             )
 

@@ -39,6 +39,18 @@ def test_place_puts_each_pair_in_one_component_and_no_cell_twice():
         assert (ref[s[:, 0], s[:, 1]] == ref[g[:, 0], g[:, 1]]).all()
 
 
+@pytest.mark.parametrize("side", [12, 200])  # packed single-key sorts; lexsort past 2^15 cells
+def test_cells_shuffle_within_their_components(side):
+    from marl.envs.grid.maps import _shuffle_by_component
+
+    labels = jnp.asarray(np.random.default_rng(side).integers(0, 7, side * side), jnp.int32)
+    orders = [np.asarray(_shuffle_by_component(jax.random.key(s), labels)) for s in range(2)]
+    for order in orders:
+        assert sorted(order.tolist()) == list(range(side * side))  # a permutation
+        assert (np.diff(np.asarray(labels)[order]) >= 0).all()  # grouped by component
+    assert (orders[0] != orders[1]).any()  # and random within one
+
+
 def test_a_map_too_crowded_is_drawn_again_then_left_empty():
     maps = RandomMaps(4, 4, 1.0)  # every draw is all obstacles: the empty grid after retries
     grid, starts, goals = maps(jax.random.key(0), 8)

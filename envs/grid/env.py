@@ -42,7 +42,9 @@ class GridState(struct.PyTreeNode):
     padded coordinates, x the row)."""
 
     obstacles: Array  # [H + 2r, W + 2r] bool: the map, its frame, free cells beyond
-    labels: Array  # [H + 2r, W + 2r] int32 connected component of each free cell
+    labels: (
+        Array  # [H + 2r, W + 2r] int32 each free cell's component (new goals drawn; else [1, 1])
+    )
     pos: Array  # [N, 2] int32
     goal: Array  # [N, 2] int32 the current goal
     goals: Array  # [N, G, 2] int32 the goal sequence (restart with G >= 2 cycles through it)
@@ -164,7 +166,9 @@ class GridMAPF(MultiAgentEnv[GridState]):
         goals = goals + r
         state = GridState(
             obstacles=padded,
-            labels=components(~padded),
+            labels=components(~padded)
+            if self._draws_goals(goals)
+            else jnp.zeros((1, 1), jnp.int32),
             pos=starts + r,
             goal=goals[:, 0],
             goals=goals,
@@ -177,6 +181,11 @@ class GridMAPF(MultiAgentEnv[GridState]):
         )
         zero = {m: jnp.zeros((), jnp.float32) for m in self.spec.metric_names}
         return state, self._timestep(state, jnp.zeros(n, jnp.float32), jnp.bool_(False), zero)
+
+    def _draws_goals(self, goals: Array) -> bool:
+        """Whether steps draw new goals (restart without a goal sequence): only then do they
+        need the components."""
+        return self.on_target.mode == "restart" and goals.shape[1] == 1
 
     # --- step ------------------------------------------------------------------------------
     def step_env(self, key: Array, state: GridState, actions: Array) -> tuple[GridState, TimeStep]:

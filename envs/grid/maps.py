@@ -76,12 +76,28 @@ def components(free: Array) -> Array:
     return out[:big].reshape(h, w)
 
 
+def _shuffle_by_component(key: Array, flat: Array) -> Array:
+    """The cell indices [HW] grouped by `flat` label, in a random order within each label.
+    Two single-key sorts of packed int32 keys (a random rank, then label and rank) where the
+    bits fit (maps up to 2^15 cells), as XLA sorts one int32 operand several times faster
+    than a key-value pair; `lexsort` beyond."""
+    big = flat.shape[0]
+    bits = max(1, (big - 1).bit_length())  # a cell index or a rank
+    if 2 * bits + 1 > 31:
+        return jnp.lexsort((jax.random.uniform(key, (big,)), flat))
+    cells = jnp.arange(big, dtype=jnp.int32)
+    noise = jax.random.randint(key, (big,), 0, 1 << (31 - bits), jnp.int32)
+    order = jnp.sort((noise << bits) | cells) & ((1 << bits) - 1)  # a random permutation
+    ranked = jnp.sort((flat[order] << bits) | cells)  # by label, then by random rank
+    return order[ranked & ((1 << bits) - 1)]
+
+
 def _pairs(key: Array, labels: Array) -> tuple[Array, Array]:
     """The free cells in a random order grouped by component, and where a start-goal pair
     begins: (order [HW] cell indices, pair [HW] bool at the first cell of each pair)."""
     big = labels.size
     flat = labels.reshape(-1)
-    order = jnp.lexsort((jax.random.uniform(key, (big,)), flat))  # by component, then random
+    order = _shuffle_by_component(key, flat)
     lab = flat[order]
     i = jnp.arange(big)
     first = jnp.concatenate([jnp.array([True]), lab[1:] != lab[:-1]])
@@ -151,11 +167,9 @@ class RandomMaps:
             return (capacity(c[2]) < num_agents) & (c[3] <= RETRIES)
 
         key, first = jax.random.split(key)
-        empty = jnp.zeros(shape, bool)
-        _, grid, labels, tries = jax.lax.while_loop(
-            short, draw, draw((first, empty, components(~empty), 0))
-        )
-        labels = jnp.where(tries > RETRIES, components(~empty), labels)
+        empty, one = jnp.zeros(shape, bool), jnp.zeros(shape, jnp.int32)  # one component: 0
+        _, grid, labels, tries = jax.lax.while_loop(short, draw, draw((first, empty, one, 0)))
+        labels = jnp.where(tries > RETRIES, one, labels)
         grid = jnp.where(tries > RETRIES, False, grid)
         starts, goals = place(key, ~grid, num_agents, labels)
         return grid, starts, goals[:, None]
