@@ -17,15 +17,20 @@ Episodes: for every collision system (priority, block_both, soft) and on-target 
 nothing, restart), random instances from pogema's own generator (maps, starts, goals; under
 restart, goal sequences drawn on the start's component, so both sides follow the same goals),
 crowded ones (many agents on small maps) and hand-built ones (a swap, a chain into vacated
-cells, three agents contending for one cell, a rotation), with random actions biased to moves.
+cells, three agents contending for one cell, a rotation), with random actions biased to moves;
+and two instances of each published instance set (envs/grid/data/pogema_<set>.npz, maps of
+several sizes in one array) in the set's own setting, for 32 steps.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import numpy as np
+
+SETS = Path(__file__).resolve().parents[1] / "envs" / "grid" / "data"
 
 RULES = ("priority", "block_both", "soft")
 MODES = ("finish", "nothing", "restart")
@@ -176,6 +181,26 @@ def episodes(seed: int, per_case: int):
                 yield name, grid, starts, goals, actions, rule, mode, 1, len(actions) + 1
 
 
+def set_episodes(seed: int, per_set: int = 2):
+    """(name, grid, starts, goals, actions, rule, mode, radius, limit, set, index) on the
+    first `per_set` instances of each published set, at its smallest agent count."""
+    rng = np.random.default_rng(seed + 1)
+    for path in sorted(SETS.glob("pogema_*.npz")):
+        data = np.load(path)
+        config = json.loads(str(data["settings"]))
+        n = config["num_agents"][0]
+        maps = np.unpackbits(data["maps"], axis=-1, count=int(data["width"])).astype(bool)
+        for i in range(per_set):
+            h, w = data["sizes"][i]
+            grid = maps[i, :h, :w].astype(int).tolist()
+            starts = data["starts"][i, :n].astype(int).tolist()
+            goals = data["goals"][i, :n].astype(int).tolist()
+            actions = rng.choice(5, size=(32, n), p=[0.1, 0.225, 0.225, 0.225, 0.225]).tolist()
+            name = path.stem.removeprefix("pogema_")
+            yield (f"{name}{i}", grid, starts, goals, actions, config["collision"],
+                   config["on_target"], config["obs_radius"], 32, name, i)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0)
@@ -183,13 +208,14 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     arrays, index = {}, []
-    for i, (name, grid, starts, goals, actions, rule, mode, radius, limit) in enumerate(
-        episodes(args.seed, args.episodes)
+    cases = [(*e, None, None) for e in episodes(args.seed, args.episodes)]
+    for i, (name, grid, starts, goals, actions, rule, mode, radius, limit, of, at) in enumerate(
+        cases + list(set_episodes(args.seed))
     ):
         rec = play(grid, starts, goals, actions, rule, mode, radius, limit)
         index.append(
             {"name": name, "rule": rule, "mode": mode, "radius": radius, "limit": limit,
-             "metrics": rec.pop("metrics")}
+             "metrics": rec.pop("metrics"), "set": of, "instance": at}
         )  # fmt: skip
         arrays[f"e{i}_grid"] = np.asarray(grid, bool)
         arrays[f"e{i}_starts"] = np.asarray(starts, np.int16)

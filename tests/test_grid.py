@@ -53,7 +53,7 @@ def test_cells_shuffle_within_their_components(side):
 
 def test_a_map_too_crowded_is_drawn_again_then_left_empty():
     maps = RandomMaps(4, 4, 1.0)  # every draw is all obstacles: the empty grid after retries
-    grid, starts, goals = maps(jax.random.key(0), 8)
+    grid, starts, goals, _ = maps(jax.random.key(0), 8)
     assert not bool(grid.any()) and len({tuple(c) for c in np.asarray(starts).tolist()}) == 8
     with pytest.raises(ValueError, match="need 18 cells"):
         GridMAPF(maps=RandomMaps(3, 3, 0.0), num_agents=9)

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from marl.envs.grid import GridMAPF, Instances
+from marl.envs.grid.sets import pogema_set
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "data" / "pogema_golden.npz"
@@ -48,9 +49,11 @@ def _env(ep: dict) -> tuple[GridMAPF, object]:
     share one compiled program)."""
     grid, starts, goals = ep["grid"], ep["starts"], ep["goals"]
     key = (ep["rule"], ep["mode"], int(ep["radius"]), int(ep["limit"]), grid.shape, goals.shape)
+    key += (ep.get("set"),)
     if key not in _ENVS:
+        maps = Instances(grid[None], starts[None], goals[None])
         env = GridMAPF(
-            maps=Instances(grid[None], starts[None], goals[None]),
+            maps=pogema_set(ep["set"]) if ep.get("set") else maps,
             collision=ep["rule"],
             on_target=ep["mode"],
             obs_radius=int(ep["radius"]),
@@ -64,7 +67,11 @@ def _env(ep: dict) -> tuple[GridMAPF, object]:
 def replay(ep: dict) -> list[str]:
     """Play `ep`'s actions in marl; every difference from pogema's record, as lines."""
     env, step = _env(ep)
-    state, ts = env.reset_to(ep["grid"], ep["starts"], ep["goals"])
+    if ep.get("set"):  # the set's own arrays: a smaller map inside a larger grid, its size
+        sets, i, k = pogema_set(ep["set"]), ep["instance"], len(ep["starts"])
+        state, ts = env.reset_to(sets.maps[i], sets.starts[i, :k], sets.goals[i, :k], sets.sizes[i])
+    else:
+        state, ts = env.reset_to(ep["grid"], ep["starts"], ep["goals"])
     r, n = env.r, env.num_agents
     wrong: list[str] = []
 
@@ -131,6 +138,16 @@ QUICK = ("crowded0", "swap", "contend", "rotation")
 @pytest.mark.parametrize("rule", ["priority", "block_both", "soft"])
 def test_equals_pogema_step_for_step(rule):
     _check([e for e in load(GOLDEN) if e["rule"] == rule and e["name"] in QUICK])
+
+
+def test_published_instance_sets_equal_pogema():
+    episodes = [e for e in load(GOLDEN) if e.get("set")]
+    assert {e["set"] for e in episodes} == {"random", "mazes", "warehouse", "movingai"}
+    sets = {e["set"]: pogema_set(e["set"]) for e in episodes}
+    # some maps sit inside a larger array: the frame and the free cells beyond are checked
+    assert any((s.sizes[e["instance"]] < s.maps.shape[1:]).any() for e in episodes
+               for s in [sets[e["set"]]])  # fmt: skip
+    _check(episodes)
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """`GridMAPF`: multi-agent pathfinding on a grid as POGEMA defines it, composed of parts.
 
 ```
-reset: maps(key) -> grid, starts, goals -> pad by r (a frame of obstacles) -> observe
+reset: maps(key) -> grid, starts, goals, size -> pad by r (a frame of obstacles) -> observe
 step:  collision(grid, cells, actions, on the grid) -> cells
        on_target: rewards, who leaves the grid (finish), new goals (restart) -> metrics
        observe (observation.Window), global state
@@ -53,6 +53,7 @@ class GridState(struct.PyTreeNode):
     agents: Array  # [H + 2r, W + 2r] bool the agents' grid as POGEMA keeps it (observations)
     reached: Array  # [N] int32 goals reached this episode
     solve: Array  # [N] int32 step it finished (finish) / arrived to stay (nothing); -1
+    size: Array  # [2] int32 the map's height and width (at most H, W)
     t: Array  # [] int32
 
 
@@ -140,13 +141,15 @@ class GridMAPF(MultiAgentEnv[GridState]):
 
     # --- reset -----------------------------------------------------------------------------
     def reset(self, key: Array) -> tuple[GridState, TimeStep]:
-        grid, starts, goals = self.maps(key, self.num_agents)
-        return self.reset_to(grid, starts, goals)
+        return self.reset_to(*self.maps(key, self.num_agents))
 
-    def reset_to(self, grid: Array, starts: Array, goals: Array) -> tuple[GridState, TimeStep]:
+    def reset_to(
+        self, grid: Array, starts: Array, goals: Array, size: Array | None = None
+    ) -> tuple[GridState, TimeStep]:
         """An episode on a given instance (map coordinates): grid [H, W] bool, starts [N, 2],
-        goals [N, 2] or goal sequences [N, G, 2]. As POGEMA, start and first-goal cells are
-        made free."""
+        goals [N, 2] or goal sequences [N, G, 2], and the map's size [2] (default H, W; a
+        smaller map sits in the grid's top-left corner). As POGEMA, start and first-goal
+        cells are made free, and a frame of obstacles surrounds the map, free cells beyond."""
         r, n = self.r, self.num_agents
         goals = jnp.asarray(goals, jnp.int32)
         goals = goals[:, None] if goals.ndim == 2 else goals
@@ -155,14 +158,12 @@ class GridMAPF(MultiAgentEnv[GridState]):
         grid = grid.at[starts[:, 0], starts[:, 1]].set(False)
         grid = grid.at[goals[:, 0, 0], goals[:, 0, 1]].set(False)
         h, w = grid.shape
-        padded = jnp.zeros((h + 2 * r, w + 2 * r), bool)
-        padded = (
-            padded.at[r - 1, r - 1 : w + r + 1].set(True).at[h + r, r - 1 : w + r + 1].set(True)
-        )
-        padded = (
-            padded.at[r - 1 : h + r + 1, r - 1].set(True).at[r - 1 : h + r + 1, w + r].set(True)
-        )
-        padded = padded.at[r : h + r, r : w + r].set(grid)
+        size = jnp.asarray((h, w) if size is None else size, jnp.int32)
+        x = jnp.arange(h + 2 * r)[:, None] - r
+        y = jnp.arange(w + 2 * r)[None, :] - r
+        inside = (x >= 0) & (x < size[0]) & (y >= 0) & (y < size[1])
+        ring = (x >= -1) & (x <= size[0]) & (y >= -1) & (y <= size[1]) & ~inside
+        padded = ring | (inside & jnp.pad(grid, r))
         goals = goals + r
         state = GridState(
             obstacles=padded,
@@ -177,6 +178,7 @@ class GridMAPF(MultiAgentEnv[GridState]):
             agents=occupancy(padded.shape, starts + r, jnp.ones(n, bool)),
             reached=jnp.zeros(n, jnp.int32),
             solve=jnp.full(n, -1, jnp.int32),
+            size=size,
             t=jnp.zeros((), jnp.int32),
         )
         zero = {m: jnp.zeros((), jnp.float32) for m in self.spec.metric_names}
@@ -241,7 +243,9 @@ class GridMAPF(MultiAgentEnv[GridState]):
         avail = jnp.ones((self.num_agents, 5), bool).at[:, 1:].set(state.active[:, None])
         return TimeStep(
             obs=obs,
-            state=global_state(state.obstacles, state.pos, state.goal, state.active, self.r),
+            state=global_state(
+                state.obstacles, state.pos, state.goal, state.active, self.r, state.size
+            ),
             avail_actions=avail,
             reward=reward,
             terminated=jnp.asarray(terminated, bool),
@@ -252,8 +256,9 @@ class GridMAPF(MultiAgentEnv[GridState]):
 
     def render_frame(self, state: GridState) -> dict[str, Any]:
         r = self.r
+        h, w = (int(v) for v in np.asarray(state.size))
         return {
-            "obstacles": np.asarray(state.obstacles[r:-r, r:-r]),
+            "obstacles": np.asarray(state.obstacles[r : r + h, r : r + w]),
             "pos": np.asarray(state.pos) - r,
             "goal": np.asarray(state.goal) - r,
             "active": np.asarray(state.active),

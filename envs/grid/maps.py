@@ -1,8 +1,9 @@
 """Where episodes come from: the generator part of the grid family.
 
 A generator draws, for a key, one instance: the obstacle grid [H, W] bool, each agent's start
-[N, 2] and its goals [N, G, 2] (G = 1, or the sequence an agent cycles through under
-`on_target="restart"`), in map coordinates (x the row, y the column, as POGEMA).
+[N, 2], its goals [N, G, 2] (G = 1, or the sequence an agent cycles through under
+`on_target="restart"`), in map coordinates (x the row, y the column, as POGEMA), and the
+map's size [2] int32 (H, W, or less where instances of several sizes share the array).
 
 - `RandomMaps(height, width, density)`: each cell an obstacle with probability `density`
   (POGEMA's `generate_obstacles`); starts and goals drawn as POGEMA's `placing` draws them:
@@ -11,8 +12,10 @@ A generator draws, for a key, one instance: the obstacle grid [H, W] bool, each 
   `RETRIES` times, then the obstacle-free grid).
 - `MapPool(maps)`: fixed grids (POGEMA's map strings, MovingAI `.map` text or arrays), one
   drawn per episode, starts and goals drawn on it as above.
-- `Instances(maps, starts, goals)`: fixed instances (a published instance set, or a test's),
-  one drawn per episode.
+- `Instances(maps, starts, goals, sizes)`: fixed instances (a published instance set, or a
+  test's), one drawn per episode; maps of several sizes share one array (each map in its
+  top-left corner, `sizes` saying how far it reaches); N may be fewer than the instances'
+  agents (the first N play, as pogema takes the first `num_agents` of `agents_xy`).
 """
 
 from __future__ import annotations
@@ -154,7 +157,7 @@ class RandomMaps:
                 f"{self.height * self.width}"
             )
 
-    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array]:
+    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array, Array]:
         shape = (self.height, self.width)
 
         def draw(c: tuple) -> tuple:
@@ -172,7 +175,7 @@ class RandomMaps:
         labels = jnp.where(tries > RETRIES, one, labels)
         grid = jnp.where(tries > RETRIES, False, grid)
         starts, goals = place(key, ~grid, num_agents, labels)
-        return grid, starts, goals[:, None]
+        return grid, starts, goals[:, None], jnp.asarray(shape, jnp.int32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,21 +205,23 @@ class MapPool:
             if int(capacity(components(jnp.asarray(~g)))) < num_agents:
                 raise ValueError(f"map {i} cannot hold {num_agents} start-goal pairs")
 
-    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array]:
+    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array, Array]:
         k1, k2 = jax.random.split(key)
         grid = jnp.asarray(self.grids)[jax.random.randint(k1, (), 0, len(self.grids))]
         starts, goals = place(k2, ~grid, num_agents)
-        return grid, starts, goals[:, None]
+        return grid, starts, goals[:, None], jnp.asarray(grid.shape, jnp.int32)
 
 
 @dataclass(frozen=True, eq=False)
 class Instances:
     """Fixed instances: grids [M, H, W], starts [M, N, 2], goals [M, N, 2] or goal sequences
-    [M, N, G, 2]; one drawn per episode."""
+    [M, N, G, 2], and optionally each map's size [M, 2] (default H, W); one drawn per
+    episode."""
 
     maps: Any
     starts: Any
     goals: Any
+    sizes: Any = None
 
     def __post_init__(self) -> None:
         grids = np.asarray(self.maps, bool)
@@ -227,14 +232,20 @@ class Instances:
             raise ValueError("instances need grids [M, H, W] and starts [M, N, 2]")
         if goals.shape[:2] != starts.shape[:2] or goals.shape[3:] != (2,):
             raise ValueError("goals must be [M, N, 2] or [M, N, G, 2], beside starts [M, N, 2]")
+        full = np.broadcast_to(np.asarray(grids.shape[1:], np.int32), (len(grids), 2))
+        sizes = full.copy() if self.sizes is None else np.asarray(self.sizes, np.int32)
+        if sizes.shape != (len(grids), 2) or (sizes < 1).any() or (sizes > full).any():
+            raise ValueError(f"sizes must be [M, 2] within the grids' {grids.shape[1:]}")
         for cells in (starts, goals):
             x, y = cells[..., 0], cells[..., 1]
-            inside = (x >= 0) & (x < grids.shape[1]) & (y >= 0) & (y < grids.shape[2])
-            if not inside.all():
-                raise ValueError("a start or goal lies outside its grid")
+            h = sizes[:, 0].reshape((-1,) + (1,) * (x.ndim - 1))
+            w = sizes[:, 1].reshape((-1,) + (1,) * (x.ndim - 1))
+            if not ((x >= 0) & (x < h) & (y >= 0) & (y < w)).all():
+                raise ValueError("a start or goal lies outside its map")
         object.__setattr__(self, "maps", grids)
         object.__setattr__(self, "starts", starts)
         object.__setattr__(self, "goals", goals)
+        object.__setattr__(self, "sizes", sizes)
 
     @property
     def height(self) -> int:
@@ -245,9 +256,13 @@ class Instances:
         return int(self.maps.shape[2])
 
     def check(self, num_agents: int) -> None:
-        if self.starts.shape[1] != num_agents:
-            raise ValueError(f"the instances have {self.starts.shape[1]} agents, not {num_agents}")
+        if num_agents > self.starts.shape[1]:
+            raise ValueError(
+                f"the instances have {self.starts.shape[1]} agents; {num_agents} asked for"
+            )
 
-    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array]:
+    def __call__(self, key: Array, num_agents: int) -> tuple[Array, Array, Array, Array]:
         i = jax.random.randint(key, (), 0, self.maps.shape[0])
-        return jnp.asarray(self.maps)[i], jnp.asarray(self.starts)[i], jnp.asarray(self.goals)[i]
+        starts = jnp.asarray(self.starts[:, :num_agents])[i]
+        goals = jnp.asarray(self.goals[:, :num_agents])[i]
+        return jnp.asarray(self.maps)[i], starts, goals, jnp.asarray(self.sizes)[i]

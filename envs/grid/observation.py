@@ -54,12 +54,16 @@ class Window:
         return jnp.concatenate([walls.reshape(n, -1), near.reshape(n, -1), target], axis=1)
 
 
-def global_state(obstacles: Array, pos: Array, goal: Array, active: Array, r: int) -> Array:
+def global_state(
+    obstacles: Array, pos: Array, goal: Array, active: Array, r: int, size: Array | None = None
+) -> Array:
     """POGEMA's `get_state` (cells normalised by the map's size, the map's obstacles) and
-    the active flags: [4 N + H W + N] float32."""
+    the active flags: [4 N + H W + N] float32. `size` [2] is the map's (default H, W); the
+    grid beyond a smaller map (its frame included) is part of the obstacles block."""
     inner = obstacles[r:-r, r:-r]
     h, w = inner.shape
-    scale = jnp.asarray([max(h - 1, 1), max(w - 1, 1)], jnp.float32)
+    size = jnp.asarray((h, w) if size is None else size, jnp.float32)
+    scale = jnp.maximum(size - 1.0, 1.0)
     norm = lambda c: ((c - r).astype(jnp.float32) / scale).reshape(-1)  # noqa: E731
     return jnp.concatenate(
         [norm(pos), norm(goal), inner.reshape(-1).astype(jnp.float32), active.astype(jnp.float32)]

@@ -4,7 +4,9 @@ the preset's generator field by field: `env.kwargs.maps.density=0.2`).
 
 Settings follow POGEMA: its `GridConfig` defaults (8 x 8 cells, density 0.3, observation
 radius 5, 64 steps) and the random-map setting of its paper's benchmark (maps of about 20 x 20
-cells at density 0.3, 256 steps), in the finish (one goal each) and lifelong (restart) modes.
+cells at density 0.3, 256 steps), in the finish (one goal each) and lifelong (restart) modes;
+and the POGEMA benchmark's published MAPF instance sets (`sets.py`) with their settings, at
+the smallest agent count each reports (`env.kwargs.num_agents` picks another).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from .env import GridMAPF, fields_over
 from .maps import RandomMaps
+from .sets import NAMES, settings
 
 PRESETS: dict[str, dict[str, Any]] = {
     "random8": {"maps": RandomMaps(8, 8, 0.3), "num_agents": 8, "episode_limit": 64},
@@ -26,11 +29,25 @@ PRESETS: dict[str, dict[str, Any]] = {
         "episode_limit": 256,
     },
 }
+for _set in NAMES:  # the instances themselves load when a task is built
+    _s = settings(_set)
+    PRESETS[f"pogema_{_set}"] = {
+        "maps": f"pogema/{_set}",
+        "num_agents": _s["num_agents"][0],
+        "collision": _s["collision"],
+        "on_target": _s["on_target"],
+        "episode_limit": _s["episode_limit"],
+        "obs_radius": _s["obs_radius"],
+    }
 
 
 def preset(name: str) -> Any:
     """The constructor of `grid/<name>`: `GridMAPF` with the preset's parts as defaults."""
-    values = PRESETS[name]
+    values = dict(PRESETS[name])
+    if isinstance(values["maps"], str):  # "pogema/<set>": a published instance set
+        from .sets import pogema_set
+
+        values["maps"] = pogema_set(values["maps"].split("/", 1)[1])
     base = inspect.signature(GridMAPF)
 
     @wraps(GridMAPF)
