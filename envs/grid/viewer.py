@@ -43,4 +43,4 @@ def draw_frame(ax: Axes, frame: dict[str, Any], title: str = "") -> None:
             x, y = pos[i]
             ax.add_patch(Circle((y + 0.5, x + 0.5), 0.38, color=colours[i], alpha=0.9, zorder=3))
     done = int((~active).sum()) if frame.get("finish") else int(np.all(pos == goal, -1).sum())
-    ax.text(0.2, -0.25, f"on goal: {done}/{len(pos)}", fontsize=7, va="bottom")
+    ax.text(0.2, h + 0.25, f"on goal: {done}/{len(pos)}", fontsize=7, va="top")  # below
