@@ -8,10 +8,10 @@ and `<set>-mapf.yaml`, whose `scenarios` give each instance's map, `agents_xy` a
     python scripts/pogema_instances.py --source ../pogema-benchmark
     python scripts/pogema_instances.py --source ../pogema-benchmark --sets random mazes
 
-Feeds `envs/grid/data/pogema_<set>.npz`, which `marl.envs.grid.sets.pogema_set` loads and the
-`grid/pogema_<set>` tasks play: every instance, maps of several sizes in one array (each in the
-top-left corner, its size beside it), in the scenarios' order, with the set's environment
-settings (collision system, on-target mode, episode limit, agent counts).
+Feeds `envs/grid/data/` (a `pogema_<set>.npz` per set), which `marl.envs.grid.sets.pogema_set`
+loads and the `grid/pogema_<set>` tasks play: every instance, maps of several sizes in one
+array (each in the top-left corner, its size beside it), in the scenarios' order, with the
+set's environment settings (collision system, on-target mode, episode limit, agent counts).
 """
 
 from __future__ import annotations

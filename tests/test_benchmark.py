@@ -112,7 +112,7 @@ def test_only_takes_a_cell_name_as_status_prints_it(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["status", "v0"], "benchmark 'v0' unknown; valid: contests, swarms, v1"),
+        (["status", "v0"], "benchmark 'v0' unknown; valid: contests, grid, swarms, v1"),
         (["status", "v1", "--tier", "tpu"], "tier 'tpu' unknown; valid: all, cpu, gpu"),
         (["status", "v1", "--only", "combat/3m/maddpg"], "matches no cell"),
     ],

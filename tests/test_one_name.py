@@ -75,8 +75,8 @@ def _definitions_in_scripts() -> set[str]:
 
 def test_each_script_names_its_command_and_what_it_feeds():
     """scripts/ holds reproducible studies and the tools that keep committed results: each
-    docstring gives its command and the results page (or the committed data, or the docs'
-    images) it feeds."""
+    docstring gives its command and the results page (or the committed data: tests', an env
+    family's package data; or the docs' images) it feeds."""
     import re
 
     for path in sorted((ROOT / "scripts").glob("*.py")):
@@ -86,7 +86,9 @@ def test_each_script_names_its_command_and_what_it_feeds():
         assert said, (
             f"{path.name}: the docstring says not what it feeds (Feeds ... / Maintains ...)"
         )
-        named = re.findall(r"`((?:results|tests/data|docs/pages/assets)/[^`<*\[]*)", said.group(1))
+        named = re.findall(
+            r"`((?:results|tests/data|docs/pages/assets|envs/\w+/data)/[^`<*\[]*)", said.group(1)
+        )
         assert named, f"{path.name}: names no results page or committed data"
         for name in named:
             assert (ROOT / name).exists(), f"{path.name}: {name} does not exist"
