@@ -104,3 +104,23 @@ def test_the_astar_agent_walks_a_shortest_path_and_beats_random():
     assert bool(ts.terminated) and t == 7
     scores = anchor_scores(marl.make("grid/random8"), num_episodes=32)
     assert scores["reference"] > 2 * scores["random"]
+
+
+def test_arrivals_pay_each_agent_for_ending_on_its_goal():
+    grid = np.zeros((1, 4), bool)
+    maps = Instances(grid[None], [[[0, 0], [0, 3]]], [[[0, 1], [0, 2]]])
+    env = GridMAPF(maps=maps, num_agents=2, on_target="nothing", reward="arrivals", obs_radius=1)
+    assert not env.spec.shared_reward
+    pogema = GridMAPF(maps=maps, num_agents=2, on_target="nothing", obs_radius=1)
+    state, _ = env.reset(jax.random.key(0))
+    same, _ = pogema.reset(jax.random.key(0))
+    paid, paid_pogema = [], []
+    for a in ([4, 0], [3, 0], [4, 3]):  # 0 arrives, 0 leaves, 0 arrives and 1 arrives: all on
+        state, ts = env.step(jax.random.key(1), state, jnp.asarray(a))
+        same, tp = pogema.step(jax.random.key(1), same, jnp.asarray(a))
+        paid.append(np.asarray(ts.reward).tolist())
+        paid_pogema.append(np.asarray(tp.reward).tolist())
+    assert paid == [[1, 0], [-1, 0], [2, 2]]  # the last step: arrivals and POGEMA's shared 1
+    assert paid_pogema == [[0, 0], [0, 0], [1, 1]]
+    with pytest.raises(ValueError, match="unknown reward"):
+        GridMAPF(reward="dense")

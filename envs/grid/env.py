@@ -34,6 +34,7 @@ from .targets import LOWER_IS_BETTER, OnTarget, episode_metrics, new_goals
 
 Array = jax.Array
 Maps = RandomMaps | MapPool | Instances
+REWARDS = ("pogema", "arrivals")
 DEFAULT_MAPS = RandomMaps()  # POGEMA's GridConfig: 8 x 8 cells, density 0.3
 
 
@@ -92,6 +93,11 @@ class GridMAPF(MultiAgentEnv[GridState]):
         obs_radius: the window's radius r (POGEMA's default 5).
         num_agents: N.
         episode_limit: steps per episode (POGEMA's `max_episode_steps`, default 64).
+        reward: "pogema" (POGEMA's: 1 on reaching a goal; under `on_target="nothing"` 1 to
+            every agent when all stand on their goals) or "arrivals" (under "nothing" each
+            agent is also paid 1 on arriving at its goal and -1 on leaving it, so its return
+            says whether it ends there: a signal to learn the set's setting from; the same
+            as "pogema" in the other modes, which pay each arrival already).
     """
 
     viewer_module = "marl.envs.grid.viewer"
@@ -105,8 +111,12 @@ class GridMAPF(MultiAgentEnv[GridState]):
         obs_radius: int = 5,
         num_agents: int = 8,
         episode_limit: int = 64,
+        reward: str = "pogema",
         name: str = "grid/custom",
     ):
+        if reward not in REWARDS:
+            raise ValueError(f"unknown reward {reward!r}; valid: {', '.join(REWARDS)}")
+        self.reward = reward
         self.maps = _part(maps, RandomMaps, DEFAULT_MAPS) if isinstance(maps, dict) else maps
         if not isinstance(self.maps, (RandomMaps, MapPool, Instances)):
             raise ValueError(f"maps must be RandomMaps, MapPool or Instances, got {maps!r}")
@@ -135,7 +145,7 @@ class GridMAPF(MultiAgentEnv[GridState]):
             cooperative=True,
             state_bounded=True,
             lower_is_better=tuple(m for m in LOWER_IS_BETTER if m in metrics),
-            shared_reward=mode == "nothing",
+            shared_reward=mode == "nothing" and reward == "pogema",
             headline_metric=self.on_target.headline,
         )
 
@@ -207,6 +217,9 @@ class GridMAPF(MultiAgentEnv[GridState]):
             reach = on_goal
             done = jnp.all(on_goal)
             reward = jnp.full(self.num_agents, done, jnp.float32)
+            if self.reward == "arrivals":  # +1 arriving, -1 leaving: the return is the end
+                was = jnp.all(state.pos == state.goal, axis=-1)
+                reward = reward + on_goal.astype(jnp.float32) - was.astype(jnp.float32)
             active = state.active
             solve = jnp.where(on_goal, jnp.where(state.solve < 0, s, state.solve), -1)
             terminated = done
