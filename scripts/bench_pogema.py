@@ -59,6 +59,19 @@ def pogema_rate(python: str, agents: int, envs: int, steps: int, size: int) -> f
     return float(json.loads(out.stdout.strip().splitlines()[-1])["steps_per_s"])
 
 
+def best_seconds(call, fill: float = 3.0) -> float:
+    """The fastest of the calls `call(i)` (i = 1, 2, ...) that fill `fill` seconds, after one
+    untimed warm call (`call(0)`)."""
+    call(0)
+    best, spent, i = float("inf"), 0.0, 1
+    while spent < fill:
+        t0 = time.perf_counter()
+        call(i)
+        took = time.perf_counter() - t0
+        best, spent, i = min(best, took), spent + took, i + 1
+    return best
+
+
 def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, float]:
     """(env steps per second, compile seconds) of `GridMAPF` under jit(vmap(step))."""
     import jax
@@ -87,16 +100,13 @@ def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, flo
     t0 = time.perf_counter()
     program = jax.jit(run).lower(states, jax.random.key(1)).compile()
     compile_s = time.perf_counter() - t0
-    states, total = program(states, jax.random.key(1))  # warm
-    jax.block_until_ready(total)
-    best, spent, i = float("inf"), 0.0, 2
-    while spent < 3.0:  # the best of the runs that fill 3 s (one at least)
-        t0 = time.perf_counter()
-        states, total = program(states, jax.random.key(i))
+    carry = [states]
+
+    def call(i: int) -> None:
+        carry[0], total = program(carry[0], jax.random.key(i))
         jax.block_until_ready(total)
-        took = time.perf_counter() - t0
-        best, spent, i = min(best, took), spent + took, i + 1
-    return steps * envs / best, compile_s
+
+    return steps * envs / best_seconds(call), compile_s
 
 
 def floor_rate(agents: int, envs: int, steps: int, obs_dim: int) -> float:
@@ -116,14 +126,7 @@ def floor_rate(agents: int, envs: int, steps: int, obs_dim: int) -> float:
 
     program = jax.jit(run).lower(jnp.zeros((envs, agents, obs_dim), jnp.float32)).compile()
     obs = jnp.zeros((envs, agents, obs_dim), jnp.float32)
-    jax.block_until_ready(program(obs))
-    best, spent = float("inf"), 0.0
-    while spent < 3.0:
-        t0 = time.perf_counter()
-        jax.block_until_ready(program(obs))
-        took = time.perf_counter() - t0
-        best, spent = min(best, took), spent + took
-    return steps * envs / best
+    return steps * envs / best_seconds(lambda i: jax.block_until_ready(program(obs)))
 
 
 def main() -> None:

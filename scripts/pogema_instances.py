@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from marl.envs.grid import parse_grid
+
 SETS = {
     "random": "01-random",
     "mazes": "02-mazes",
@@ -33,14 +35,6 @@ SETS = {
 OUT = Path(__file__).resolve().parents[1] / "envs" / "grid" / "data"
 
 
-def grid_of(text: str) -> np.ndarray:
-    """A POGEMA map string -> [H, W] bool obstacles ('#' blocked)."""
-    rows = text.split()
-    if len({len(r) for r in rows}) != 1:
-        raise ValueError("a map needs rows of one length")
-    return np.array([[c == "#" for c in row] for row in rows], bool)
-
-
 def convert(source: Path, folder: str) -> dict[str, np.ndarray]:
     """One set's arrays: maps [M, H, W] bool, sizes [M, 2], starts and goals [M, N, 2] int16,
     names [M], and `settings` (JSON text)."""
@@ -48,7 +42,7 @@ def convert(source: Path, folder: str) -> dict[str, np.ndarray]:
     maps = yaml.safe_load((root / "maps.yaml").read_text())
     config = yaml.safe_load((root / f"{folder}-mapf.yaml").read_text())
     scenarios = list(config["scenarios"].values())
-    grids = [grid_of(maps[s["map_name"]]) for s in scenarios]
+    grids = [parse_grid(maps[s["map_name"]]) for s in scenarios]
     h = max(g.shape[0] for g in grids)
     w = max(g.shape[1] for g in grids)
     out = np.zeros((len(grids), h, w), bool)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from marl.results.bootstrap import iqm_ci
+from marl.results.bootstrap import iqm_ci, mean_ci
 from marl.results.files import read_json
 
 SETS = {"random": "01-random", "mazes": "02-mazes", "warehouse": "03-warehouse"}
@@ -42,13 +42,6 @@ def published(source: Path, folder: str, agents: int) -> dict[str, dict[str, lis
             for m in per:
                 per[m].append(float(row["metrics"][m]))
     return out
-
-
-def mean_ci(values: list[float], reps: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    x = np.asarray(values, np.float64)
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), (reps, len(x)))].mean(axis=1)
-    return float(x.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
 def marl_runs(roots: list[Path], name: str) -> dict[str, dict[str, np.ndarray]]:
@@ -83,7 +76,9 @@ def main() -> None:
             cells.append(f"{point:.3f} [{low:.3f}, {high:.3f}]")
         print(f"| marl {algo} | {agents} | {' | '.join(cells)} | {len(per['CSR'])} seeds |")
     for algo, per in published(args.source, SETS[args.set], agents).items():
-        cells = ["{:.3f} [{:.3f}, {:.3f}]".format(*mean_ci(per[m])) for m in ("CSR", "ISR")]
+        cells = [
+            "{:.3f} [{:.3f}, {:.3f}]".format(*mean_ci(np.asarray(per[m]))) for m in ("CSR", "ISR")
+        ]
         print(f"| POGEMA {algo} | {agents} | {' | '.join(cells)} | {len(per['CSR'])} |")
 
 

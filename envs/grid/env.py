@@ -43,9 +43,7 @@ class GridState(struct.PyTreeNode):
     padded coordinates, x the row)."""
 
     obstacles: Array  # [H + 2r, W + 2r] bool: the map, its frame, free cells beyond
-    labels: (
-        Array  # [H + 2r, W + 2r] int32 each free cell's component (new goals drawn; else [1, 1])
-    )
+    labels: Array  # [H + 2r, W + 2r] int32 component of each free cell ([1, 1] if unused)
     pos: Array  # [N, 2] int32
     goal: Array  # [N, 2] int32 the current goal
     goals: Array  # [N, G, 2] int32 the goal sequence (restart with G >= 2 cycles through it)

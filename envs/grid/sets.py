@@ -4,7 +4,7 @@ scripts/pogema_instances.py into `data/pogema_<set>.npz`).
 
 Each set keeps its instances in the benchmark's order and its settings: soft collisions,
 `on_target="nothing"`, the episode limit (128 steps; 256 on MovingAI) and the agent counts its
-results are reported at (`SETTINGS[name]["num_agents"]`). With N agents an episode plays the
+results are reported at (`settings(name)["num_agents"]`). With N agents an episode plays the
 first N of an instance's agents, as pogema does.
 """
 
