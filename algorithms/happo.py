@@ -93,6 +93,7 @@ FORCED: dict[str, Any] = {
     "critic": "central",
     "agent_id": False,
     "critic_agent_id": False,  # one team value V(s) of the mean reward
+    "torso": "mlp",  # each agent's actor updated in turn: no torso over all agents
 }
 
 

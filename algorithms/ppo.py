@@ -29,6 +29,7 @@ from marl.core.wrappers import episode_metrics, training_env
 from marl.learning.acting import batch_step
 from marl.learning.acting import rollout as run_steps
 from marl.learning.learner_config import LearnerConfig, defaults_from
+from marl.learning.message_passing import ABLATIONS, AGGREGATES
 from marl.learning.networks import ACTION_STDS
 from marl.learning.schedule import learning_rate
 
@@ -88,12 +89,26 @@ class PPOConfig(LearnerConfig):
     reward_scale: float
     advantage_norm: bool
     action_std: str  # Box actions: "exp" (std = exp(p)) or "harl" (HARL's bounded sigmoid std)
+    torso: str  # actor torso: "mlp" or "graph" (marl.learning.message_passing.GraphActor)
+    graph_rounds: int  # graph torso: message rounds
+    graph_message_dim: int  # graph torso: units per message
+    graph_aggregate: str  # graph torso: "mean", "sum" or "max" over the agents heard
+    graph_signal: bool  # graph torso: binary messages
+    graph_ablation: str | None  # graph torso: None, "zero" or "shuffle" (evaluation studies)
 
     def checks(self) -> dict[str, tuple[bool, str]]:
         """Checks of its own (the shared ones: `LearnerConfig`)."""
         return {
             "critic": (self.critic in ("central", "local"), "central or local"),
             "action_std": (self.action_std in ACTION_STDS, " or ".join(ACTION_STDS)),
+            "torso": (self.torso in ("mlp", "graph"), "mlp or graph"),
+            "graph_rounds": (self.graph_rounds >= 1, "a positive integer"),
+            "graph_message_dim": (self.graph_message_dim >= 1, "a positive integer"),
+            "graph_aggregate": (self.graph_aggregate in AGGREGATES, ", ".join(AGGREGATES)),
+            "graph_ablation": (
+                self.graph_ablation is None or self.graph_ablation in ABLATIONS,
+                f"null, {' or '.join(ABLATIONS)}",
+            ),
             "num_minibatches": (
                 self.num_minibatches >= 1 and self.num_envs % self.num_minibatches == 0,
                 f"a divisor of num_envs ({self.num_envs})",
@@ -117,6 +132,7 @@ class Rollout(struct.PyTreeNode):
     start: Array  # [T, B] obs at t begins an episode (recurrent reset)
     terminated: Array  # [T, B]
     done: Array  # [T, B]
+    adj: Array | None = None  # [T, B, N, N] the env's links (graph torso only)
 
 
 class PPOState(struct.PyTreeNode):
@@ -149,16 +165,23 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
         actor_in = nets.actor_input(ts.obs)
         critic_in = nets.critic_input(ts.obs, ts.state, ts.alive)
         resets = s.start[None]
+        adj = nets.links(env, s.env_state)
         a_h, dist = nets.actor_apply(
-            s.actor_params, s.actor_carry, actor_in[None], resets, ts.avail_actions[None]
+            s.actor_params,
+            s.actor_carry,
+            actor_in[None],
+            resets,
+            ts.avail_actions[None],
+            None if adj is None else adj[None],
         )
         c_h, value = nets.critic_apply(s.critic_params, s.critic_carry, critic_in[None], resets)
         action = dist.sample(key)[0]
         log_prob = dist.log_prob(action[None])[0]
-        return env_actions(spec, action), (actor_in, critic_in, action, log_prob, value, a_h, c_h)
+        aux = (actor_in, critic_in, action, log_prob, value, a_h, c_h, adj)
+        return env_actions(spec, action), aux
 
     def record(s: PPOState, ts, _, aux, nts) -> tuple[PPOState, Any]:
-        actor_in, critic_in, action, log_prob, value, a_h, c_h = aux
+        actor_in, critic_in, action, log_prob, value, a_h, c_h, adj = aux
 
         def final_value():
             final_in = nets.critic_input(nts.final_obs, nts.final_state, nts.final_alive)
@@ -182,6 +205,7 @@ def collect(nets: Networks, env: MultiAgentEnv, cfg: PPOConfig, state: PPOState)
             start=s.start,
             terminated=nts.terminated,
             done=nts.done,
+            adj=adj,
         )
         s = s.replace(start=nts.done, actor_carry=a_h, critic_carry=c_h)
         return s, (step, nts.metrics)
@@ -291,7 +315,7 @@ def critic_update(nets, cfg, critic_opt_tx, state: PPOState, ro: Rollout, target
 
 def actor_loss(nets, cfg, params, mb: Rollout, adv, h0, weight=None):
     """PPO actor loss on a minibatch; returns (loss, (metrics, new log-probs))."""
-    _, dist = nets.actor_apply(params, h0, mb.actor_in, mb.start, mb.avail)
+    _, dist = nets.actor_apply(params, h0, mb.actor_in, mb.start, mb.avail, mb.adj)
     log_prob = dist.log_prob(mb.action)
     loss, metrics = clipped_surrogate(log_prob, mb.log_prob, adv, cfg.clip_eps, mb.alive, weight)
     entropy = masked_mean(dist.entropy(), mb.alive)

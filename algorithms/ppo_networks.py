@@ -13,6 +13,7 @@ import numpy as np
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Policy
+from marl.learning.message_passing import GraphActor, MessagePassing
 from marl.learning.networks import Actor, AgentParams, Critic, agent_ids
 
 if TYPE_CHECKING:
@@ -51,7 +52,11 @@ class Networks:
     `death_mask` [N]: an agent paid its side's team reward (`EnvSpec.team_reward`) earns on
     past its death to the episode's end, so its critic sees MAPPO's death mask after it dies: a
     zero input beside its agent id (Yu et al. 2022, "death masking"). Not for HAPPO's team
-    critic, whose N equal outputs are one V(s)."""
+    critic, whose N equal outputs are one V(s).
+
+    `torso="graph"`: the actor is a `GraphActor`, message passing over the agents the env's
+    `neighbourhood` links (`links`), then the MLP actor on each agent's observation beside its
+    torso features; it sees all agents at once, so it needs one actor parameter set."""
 
     def __init__(
         self,
@@ -86,6 +91,24 @@ class Networks:
         )
         groups = spec.agent_group
         self.actor_sets = AgentParams.sharing(actor_sharing or cfg.parameter_sharing, groups)
+        self.graph = cfg.torso == "graph"
+        if self.graph:
+            if self.actor_sets.num_sets != 1:
+                raise ValueError(
+                    f"torso=graph passes messages between all of {spec.name}'s agents in one "
+                    f"actor: set parameter_sharing=all (it gives {self.actor_sets.num_sets} "
+                    "actor parameter sets)"
+                )
+            torso = MessagePassing(
+                cfg.hidden[0],
+                cfg.graph_message_dim,
+                cfg.graph_rounds,
+                cfg.graph_aggregate,
+                cfg.graph_signal,
+                cfg.activation,
+                cfg.graph_ablation,
+            )
+            self.actor = GraphActor(torso, self.actor)
         # the critic is shared by all agents (agent ids tell them apart), as in MAPPO
         self.critic_sets = AgentParams.sharing("all", groups)
         self.actor_dim = spec.obs_dim + self.id_dim
@@ -134,6 +157,11 @@ class Networks:
         avail = jnp.ones((1, 1, self.spec.action_dim), bool)
 
         def init_actor(k):
+            if self.graph:
+                n = self.spec.num_agents
+                x, adj = jnp.zeros((1, 1, n, self.actor_dim)), jnp.ones((1, 1, n, n), bool)
+                r, a = jnp.zeros((1, 1, n), bool), jnp.ones((1, 1, n, self.spec.action_dim), bool)
+                return self.actor.init(k, jnp.zeros((1, n, self.hidden_dim)), x, adj, r, a)
             return self.actor.init(k, h, jnp.zeros((1, 1, self.actor_dim)), resets, avail)
 
         def init_critic(k):
@@ -141,15 +169,27 @@ class Networks:
 
         return self.actor_sets.init(init_actor, ka), self.critic_sets.init(init_critic, kc)
 
+    def links(self, env: MultiAgentEnv, states: Any) -> Array | None:
+        """The graph torso's links [B, N, N] in a batch of env `states` (receiver i hears
+        sender j where `env.neighbourhood` weighs j for i); None without it."""
+        return jax.vmap(env.neighbourhood)(states) > 0 if self.graph else None
+
     # apply over agents: inputs [T, B, N, ...], carries [B, N, H] -------------------------
-    def actor_apply(self, params, carry, x, resets, avail):
-        """-> (carry [B, N, H], dist with leaves [T, B, N, ...])."""
+    def actor_apply(self, params, carry, x, resets, avail, adj=None):
+        """-> (carry [B, N, H], dist with leaves [T, B, N, ...]); `adj` [T, B, N, N]: the
+        graph torso's links (`links`)."""
+        resets = jnp.broadcast_to(resets[..., None], x.shape[:-1])
+        if self.graph:
+            if adj is None:
+                raise ValueError("the graph torso acts on the env's links: pass adj=")
+            one = jax.tree.map(lambda p: p[0], params)  # the one parameter set
+            return self.actor.apply(one, carry, x, adj, resets, avail)
         return self.actor_sets.apply(
             self.actor.apply,
             params,
             carry,
             x,
-            jnp.broadcast_to(resets[..., None], x.shape[:-1]),
+            resets,
             avail,
             in_axes=(1, 2, 2, 2),
             out_axes=(1, 2),
@@ -176,18 +216,20 @@ def env_actions(spec, actions: Array) -> Array:
 
 
 def make_policy(nets: Networks) -> Policy:
-    """Acting in one environment from actor parameters."""
+    """Acting in one environment from actor parameters (with the graph torso the evaluator
+    passes the env's `neighbours=`: `Policy.neighbourhood`)."""
     n = nets.spec.num_agents
 
     def initial_carry():
         return jnp.zeros((n, nets.hidden_dim))
 
-    def act(params, obs, avail, carry, start, key, greedy):
+    def act(params, obs, avail, carry, start, key, greedy, neighbours=None):
         x = nets.actor_input(obs)[None, None]  # [1, 1, N, D]
+        adj = None if neighbours is None else (neighbours > 0)[None, None]
         carry, dist = nets.actor_apply(
-            params, carry[None], x, jnp.reshape(start, (1, 1)), avail[None, None]
+            params, carry[None], x, jnp.reshape(start, (1, 1)), avail[None, None], adj
         )
         sample = jax.lax.cond(greedy, lambda: dist.mode(), lambda: dist.sample(key))
         return env_actions(nets.spec, sample[0, 0]), carry[0]
 
-    return Policy(initial_carry, act)
+    return Policy(initial_carry, act, neighbourhood=nets.graph)

@@ -232,6 +232,16 @@ def test_marl_eval_and_render_use_the_saved_parameters(whole, tmp_path, capsys):
         assert needle in capsys.readouterr().err
     assert cli.main(["eval", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+    # --algo: a learner value changed for acting; unknown keys and misfits refused
+    assert cli.main(["eval", str(path), "--episodes", "2", "--algo", "ent_coef=0.5"]) == 0
+    assert "best evaluated, ent_coef=0.5" in capsys.readouterr().out
+    for extra, needle in [
+        ("foo=1", "foo: not a value of the run's learner to change (valid: critic,"),
+        ("hidden=[8]", "differ from the learner's"),
+        ("foo", "--algo expects key=value"),
+    ]:
+        assert cli.main(["eval", str(path), "--algo", extra]) == 2
+        assert needle in capsys.readouterr().err
 
 
 def test_a_compacted_run_evaluates_and_renders_from_its_float16_parameters(whole, tmp_path, capsys):

@@ -78,13 +78,13 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_sets(items: Sequence[str] | None) -> dict[str, Any]:
-    """`["k=v", ...]` -> `{k: parse_value(v)}`."""
+def parse_sets(items: Sequence[str] | None, option: str = "--set") -> dict[str, Any]:
+    """`["k=v", ...]` (the values of `option`) -> `{k: parse_value(v)}`."""
     out: dict[str, Any] = {}
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"--set expects key=value, got {item!r}")
+            raise UsageError(f"{option} expects key=value, got {item!r}")
         out[key.strip()] = parse_value(value)
     return out
 

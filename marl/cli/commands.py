@@ -263,11 +263,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_saved(path: str, which: str, allow: Any = ()) -> Any:
+def _load_saved(path: str, which: str, allow: Any = (), algo: Any = None) -> Any:
     from marl.run.saved import SavedRunError, load
 
     try:
-        return load(path, which, allow)
+        return load(path, which, allow, algo)
     except SavedRunError as e:
         raise UsageError(str(e)) from None
 
@@ -278,11 +278,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from marl.run.saved import evaluate_saved
 
     output_file(args.json, "--json")
-    saved = _load_saved(args.run_dir, "final" if args.final else "best", args.allow_import or ())
-    which = "final" if args.final else "best evaluated"
-    summary = evaluate_saved(saved, args.episodes, args.seed, which)
+    algo = parse_sets(args.algo, "--algo")
+    which = "final" if args.final else "best"
+    saved = _load_saved(args.run_dir, which, args.allow_import or (), algo)
+    label = ("final" if args.final else "best evaluated") + "".join(
+        f", {k}={v}" for k, v in algo.items()
+    )
+    summary = evaluate_saved(saved, args.episodes, args.seed, label)
     if args.json:
-        write_json(Path(args.json), {"run": str(saved.path), "episodes": args.episodes, **summary})
+        out = {"run": str(saved.path), "episodes": args.episodes, "algo": algo, **summary}
+        write_json(Path(args.json), out)
     return 0
 
 

@@ -343,6 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
     p.add_argument("--json", metavar="FILE", help="also write the per-seed means as JSON")
     p.add_argument(
+        "--algo",
+        action="append",
+        metavar="KEY=VALUE",
+        help="act with this learner value in place of the trained one, e.g. "
+        "graph_ablation=zero (repeatable; the parameters must still fit)",
+    )
+    p.add_argument(
         "--allow-import",
         action="append",
         metavar="MODULE:ATTR",

@@ -1,6 +1,7 @@
 """Saved runs: a run directory's environment, learner and parameters, to evaluate or watch.
 
-`marl eval RUN_DIR` re-evaluates the saved parameters of every seed; `marl render ENV --params
+`marl eval RUN_DIR` re-evaluates the saved parameters of every seed (`--algo KEY=VALUE`: act
+with a learner value changed, e.g. an ablation of the graph torso); `marl render ENV --params
 RUN_DIR` plays one episode with a seed's trained policy. Both rebuild the run from its
 `config.yaml` (the resolved config) and read `best_params.msgpack` (each seed's best evaluated
 parameters, those the absolute metric scores) or `params.msgpack` (the final ones), either
@@ -15,7 +16,7 @@ its config.yaml only if `allow` names it, from the command line), and an interpo
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,13 @@ class SavedRun:
         return jax.tree.map(lambda x: x[k], self.params)
 
 
-def run_config(path: str | Path, allow: Sequence[str] = ()) -> RunConfig:
+def run_config(
+    path: str | Path, allow: Sequence[str] = (), algo: Mapping[str, Any] | None = None
+) -> RunConfig:
     """The resolved `marl.run.config.RunConfig` of the run directory `path` (its config.yaml;
-    no parameters needed); `allow`: import paths the user trusts (`--allow-import`)."""
+    no parameters needed); `allow`: import paths the user trusts (`--allow-import`); `algo`:
+    learner values to act with in place of the trained ones (evaluation studies, e.g. the
+    graph torso's `graph_ablation`; the parameters must still fit)."""
     from omegaconf import OmegaConf
 
     from marl.core.registry import files_are_data
@@ -86,6 +91,16 @@ def run_config(path: str | Path, allow: Sequence[str] = ()) -> RunConfig:
     if not isinstance(data, dict):
         raise SavedRunError(f"{cfg_path}: expected a mapping, got {type(data).__name__}")
     data.pop("derived", None)
+    if algo:
+        if not isinstance(data.get("algo"), dict):
+            raise SavedRunError(f"{cfg_path}: no algo section to set {', '.join(algo)} in")
+        unknown = sorted(set(algo) - set(data["algo"]) - {"name"})
+        if unknown or "name" in algo:
+            raise SavedRunError(
+                f"{', '.join(unknown or ['name'])}: not a value of the run's learner to change "
+                f"(valid: {', '.join(k for k in data['algo'] if k != 'name')})"
+            )
+        data["algo"] = {**data["algo"], **algo}
     try:
         config.check_literal(data)
         with files_are_data(allow):
@@ -94,9 +109,15 @@ def run_config(path: str | Path, allow: Sequence[str] = ()) -> RunConfig:
         raise SavedRunError(f"{cfg_path}: {e}") from None
 
 
-def load(path: str | Path, which: str = "best", allow: Sequence[str] = ()) -> SavedRun:
+def load(
+    path: str | Path,
+    which: str = "best",
+    allow: Sequence[str] = (),
+    algo: Mapping[str, Any] | None = None,
+) -> SavedRun:
     """The run in `path` with its `which` ("best" or "final") parameters of every seed;
-    `allow`: import paths in its config the user trusts (`run_config`)."""
+    `allow`: import paths in its config the user trusts, `algo`: learner values to act with
+    (`run_config`)."""
     from flax import serialization
 
     from marl.learning.training import init_seeds
@@ -106,7 +127,7 @@ def load(path: str | Path, which: str = "best", allow: Sequence[str] = ()) -> Sa
     if which not in PARAMS:
         raise SavedRunError(f"unknown parameters {which!r}; valid: {', '.join(PARAMS)}")
     params_path = params_file(path, which)
-    run = run_config(path, allow)
+    run = run_config(path, allow, algo)
     if params_path is None:
         raise SavedRunError(
             f"{path} has no {PARAMS[which]} (unfinished, or a record kept without its parameters)"
