@@ -124,3 +124,17 @@ def test_arrivals_pay_each_agent_for_ending_on_its_goal():
     assert paid_pogema == [[0, 0], [0, 0], [1, 1]]
     with pytest.raises(ValueError, match="unknown reward"):
         GridMAPF(reward="dense")
+
+
+def test_the_neighbourhood_is_the_agents_on_the_grid_within_its_radius():
+    grid = np.zeros((1, 7), bool)  # one row: agents at 0, 2 and 5, goals beside them
+    maps = Instances(grid[None], [[[0, 0], [0, 2], [0, 5]]], [[[0, 1], [0, 3], [0, 6]]])
+    near = GridMAPF(maps=maps, num_agents=3, obs_radius=1, neighbour_radius=2)
+    state, _ = near.reset(jax.random.key(0))
+    np.testing.assert_array_equal(near.neighbourhood(state), [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
+    everyone = GridMAPF(maps=maps, num_agents=3, obs_radius=1)
+    np.testing.assert_array_equal(everyone.neighbourhood(state), 1 - np.eye(3))
+    state, _ = near.step(jax.random.key(1), state, jnp.asarray([4, 0, 0]))  # 0 arrives, leaves
+    np.testing.assert_array_equal(near.neighbourhood(state), [[0, 1, 0], [0, 0, 0], [0, 0, 0]])
+    with pytest.raises(ValueError, match="neighbour_radius"):
+        GridMAPF(neighbour_radius=0)

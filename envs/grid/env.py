@@ -96,6 +96,9 @@ class GridMAPF(MultiAgentEnv[GridState]):
             agent is also paid 1 on arriving at its goal and -1 on leaving it, so its return
             says whether it ends there: a signal to learn the set's setting from; the same
             as "pogema" in the other modes, which pay each arrival already).
+        neighbour_radius: the neighbourhood (`neighbourhood`: mean-field averages, the graph
+            torso's links) is the agents on the grid within this many cells (Chebyshev; equal
+            to `obs_radius`: those in view); None (default): every other agent.
     """
 
     viewer_module = "marl.envs.grid.viewer"
@@ -110,11 +113,15 @@ class GridMAPF(MultiAgentEnv[GridState]):
         num_agents: int = 8,
         episode_limit: int = 64,
         reward: str = "pogema",
+        neighbour_radius: int | None = None,
         name: str = "grid/custom",
     ):
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; valid: {', '.join(REWARDS)}")
         self.reward = reward
+        if neighbour_radius is not None and int(neighbour_radius) < 1:
+            raise ValueError(f"neighbour_radius must be >= 1 or None, got {neighbour_radius}")
+        self.neighbour_radius = None if neighbour_radius is None else int(neighbour_radius)
         self.maps = _part(maps, RandomMaps, DEFAULT_MAPS) if isinstance(maps, dict) else maps
         if not isinstance(self.maps, (RandomMaps, MapPool, Instances)):
             raise ValueError(f"maps must be RandomMaps, MapPool or Instances, got {maps!r}")
@@ -264,6 +271,15 @@ class GridMAPF(MultiAgentEnv[GridState]):
             alive=state.active,
             metrics=metrics,
         )
+
+    def neighbourhood(self, state: GridState) -> Array:
+        """Every other agent; with `neighbour_radius`, those on the grid within it."""
+        links = super().neighbourhood(state)
+        if self.neighbour_radius is None:
+            return links
+        d = jnp.max(jnp.abs(state.pos[:, None] - state.pos[None]), axis=-1)
+        near = (d <= self.neighbour_radius) & state.active[None, :]
+        return links * near.astype(links.dtype)
 
     def render_frame(self, state: GridState) -> dict[str, Any]:
         r = self.r
