@@ -221,3 +221,67 @@ def test_invalid_continuous_actions_are_refused(bad):
     )
     with pytest.raises(ValueError):
         env.step(actions)
+
+
+def test_the_spaces_dicts_clients_read():
+    """skrl reads `observation_spaces` / `action_spaces`, as every env PettingZoo builds has."""
+    env = parallel_env("particle/speaker_listener")
+    assert set(env.observation_spaces) == set(env.action_spaces) == set(env.possible_agents)
+    for a in env.possible_agents:
+        assert env.observation_spaces[a] == env.observation_space(a)
+        assert env.action_spaces[a] == env.action_space(a)
+
+
+def test_actions_of_agents_gone_are_ignored_and_strangers_refused():
+    """TorchRL sends an action for every agent of a group, dead units included."""
+    env = parallel_env("combat/3m")
+    rng = np.random.default_rng(0)
+    for seed in range(20):
+        _, infos = env.reset(seed=seed)
+        while env.agents:
+            before = list(env.agents)
+            actions = {a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"]))) for a in before}
+            gone = [a for a in env.possible_agents if a not in before]
+            if gone:  # a dead unit's action rides along, as TorchRL sends it
+                actions.update({a: 0 for a in gone})
+                _, _, term, _, _ = env.step(actions)
+                assert set(term) == set(before)
+                with pytest.raises(KeyError, match="the env does not have"):
+                    env.step({**{a: 0 for a in env.agents}, "ally_9": 0})
+                return
+            _, _, _, _, infos = env.step(actions)
+    pytest.fail("no unit died in 20 random battles")
+
+
+@pytest.mark.parametrize("env_id", ["particle/spread", "combat/3m"])
+def test_pettingzoos_max_cycles_test_passes(env_id):
+    from pettingzoo.test import max_cycles_test
+
+    from marl.interop.pettingzoo import env_module
+
+    max_cycles_test(env_module(env_id))
+    env = parallel_env(env_id, max_cycles=2)
+    env.reset(seed=0)
+    acts = {a: 0 for a in env.agents}
+    env.step(acts)
+    _, _, term, trunc, _ = env.step({a: 0 for a in env.agents})
+    assert all(term[a] or trunc[a] for a in term) and not env.agents
+    with pytest.raises(ValueError, match="max_cycles"):
+        parallel_env(env_id, max_cycles=0)
+
+
+def test_a_dropped_adapter_frees_its_env_and_programs():
+    """The compiled functions live on the env: nothing module-level keeps either alive."""
+    import gc
+    import weakref
+
+    env = marl.make("particle/simple")
+    pz = MarlParallelEnv(env)
+    pz.reset(seed=0)
+    pz.step({a: 0 for a in pz.agents})
+    again = MarlParallelEnv(env)
+    assert again._step is pz._step  # adapters over one env share its programs
+    gone = weakref.ref(env)
+    del env, pz, again
+    gc.collect()
+    assert gone() is None

@@ -13,7 +13,15 @@
   a discrete one is an integer of the agent's range, a continuous one finite numbers of its
   size within the box (ValueError otherwise). A discrete action its mask disallows is taken as
   the first allowed one, and the agent's info carries `masked_action` (PettingZoo's own tests
-  sample actions without the mask).
+  sample actions without the mask). Actions of agents that have left the episode are ignored
+  (TorchRL sends one for every agent of a group, dead ones included); names the env has no
+  agent of are refused (KeyError).
+- `observation_spaces` / `action_spaces` are PettingZoo's dicts of spaces (skrl reads them);
+  `max_cycles=k` truncates an episode after k steps, as PettingZoo's own envs do.
+- A step is one compiled call that returns only what a ParallelEnv hands out (observations,
+  rewards, alive, masks, ends); the env state stays on device, the global state until `state()`
+  asks. The compiled functions live on the env object (adapters over one env share them) and
+  go with it.
   `reset(seed=s)` draws the episode from `jax.random.key(s)`; `reset()` without a seed continues
   the env's own key chain. `render()` returns an RGB array drawn by the family's viewer.
 - `aec_env(...)`: the same env in PettingZoo's AEC form, through PettingZoo's own
@@ -21,7 +29,9 @@
 - `MarlVectorEnv(env, num_envs)`: many copies stepped by one jitted, vmapped step, NumPy arrays
   out with agents on an axis ([B, N, ...]), auto-reset: for learners that batch themselves.
 - `parallel_env(id, **kwargs)`, `vector_env(id, num_envs, **kwargs)`: build from the registry;
-  `marl.make(id, api="pettingzoo")` is `parallel_env`.
+  `marl.make(id, api="pettingzoo")` is `parallel_env`. `env_module(id, **kwargs)`: the task as
+  a PettingZoo environment module (`parallel_env(...)`, `env(...)`), for tools that take one
+  (`pettingzoo.test.max_cycles_test`).
 
 pettingzoo and gymnasium are optional (`pip install -e ".[pettingzoo]"`); importing this module
 imports them.
@@ -29,6 +39,7 @@ imports them.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import jax
@@ -48,7 +59,14 @@ except ImportError as err:  # pragma: no cover - the extra is missing
         "marl.interop.pettingzoo needs pettingzoo and gymnasium: pip install -e '.[pettingzoo]'"
     ) from err
 
-__all__ = ["MarlParallelEnv", "MarlVectorEnv", "aec_env", "parallel_env", "vector_env"]
+__all__ = [
+    "MarlParallelEnv",
+    "MarlVectorEnv",
+    "aec_env",
+    "env_module",
+    "parallel_env",
+    "vector_env",
+]
 
 
 def _build(env: MultiAgentEnv | str, kwargs: dict[str, Any]) -> MultiAgentEnv:
@@ -68,15 +86,39 @@ def _action_space(spec: Any, k: int) -> gymnasium.Space:
     return gymnasium.spaces.Box(low, high, (k,), np.float32)
 
 
-_COMPILED: dict[int, tuple[MultiAgentEnv, Any, Any]] = {}
+_OWNED = "_pettingzoo_programs"  # the attribute of an env that holds its adapters' programs
+
+
+def _host(ts: Any, discrete: bool) -> tuple[Any, ...]:
+    """What a `ParallelEnv` returns of a TimeStep: obs, reward, alive, the action masks
+    (discrete; None otherwise), terminated, truncated. The state and the rest stay on device."""
+    avail = ts.avail_actions if discrete else None
+    return ts.obs, ts.reward, ts.alive, avail, ts.terminated, ts.truncated
 
 
 def _compiled(env: MultiAgentEnv) -> tuple[Any, Any]:
-    """Jitted `reset` and `step` of `env`, shared by every adapter over the same env object (a
-    PettingZoo test builds several: each compiles once)."""
-    if id(env) not in _COMPILED or _COMPILED[id(env)][0] is not env:
-        _COMPILED[id(env)] = (env, jax.jit(env.reset), jax.jit(env.step))
-    return _COMPILED[id(env)][1:]
+    """Jitted reset and step of `env` for its adapters, kept on the env object itself: every
+    adapter over one env shares them (a PettingZoo test builds several, each compiling once),
+    and they go when the env goes (no module-level cache keeps envs alive). Each takes the
+    adapter's key and returns the next one with its results, so a step is one call."""
+    owned = env.__dict__.get(_OWNED)
+    if owned is not None:
+        return owned
+    discrete = env.spec.discrete
+
+    def reset(key: jax.Array) -> tuple[Any, ...]:
+        key, sub = jax.random.split(key)
+        state, ts = env.reset(sub)
+        return key, state, _host(ts, discrete), ts.state
+
+    def step(key: jax.Array, state: Any, actions: jax.Array) -> tuple[Any, ...]:
+        key, sub = jax.random.split(key)
+        state, ts = env.step(sub, state, actions)
+        return key, state, _host(ts, discrete), ts.state
+
+    owned = (jax.jit(reset), jax.jit(step))
+    env.__dict__[_OWNED] = owned
+    return owned
 
 
 class MarlParallelEnv(ParallelEnv):
@@ -90,12 +132,16 @@ class MarlParallelEnv(ParallelEnv):
         *,
         render_mode: str | None = None,
         action_mask: str = "info",
+        max_cycles: int | None = None,
         **kwargs: Any,
     ):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         if action_mask not in ("info", "obs"):
             raise ValueError(f"action_mask must be 'info' or 'obs', got {action_mask!r}")
+        if max_cycles is not None and int(max_cycles) < 1:
+            raise ValueError(f"max_cycles must be at least 1 or None, got {max_cycles!r}")
+        self.max_cycles = None if max_cycles is None else int(max_cycles)
         self.env = _build(env, kwargs)
         spec = self.env.spec
         self.spec = spec
@@ -114,11 +160,17 @@ class MarlParallelEnv(ParallelEnv):
                 mask = gymnasium.spaces.Box(0, 1, (spec.action_sizes[i],), np.int8)
                 obs = gymnasium.spaces.Dict({"observation": obs, "action_mask": mask})
             self._obs_spaces[a], self._act_spaces[a] = obs, act
+        # PettingZoo's dicts of spaces, as every env it builds has them (skrl reads these)
+        self.observation_spaces = dict(self._obs_spaces)
+        self.action_spaces = dict(self._act_spaces)
         self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (spec.state_dim,), np.float32)
         self._reset, self._step = _compiled(self.env)
         self._key: jax.Array | None = None
-        self._state: Any = None
-        self._ts: Any = None  # the current TimeStep on the host (NumPy leaves)
+        self._state: Any = None  # the env state, on device
+        self._global: Any = None  # the global state vector, on device until `state()` asks
+        self._host: Any = None  # (obs, reward, alive, avail, terminated, truncated), NumPy
+        self._obs_rows: np.ndarray | None = None  # a writable float32 copy of the observations
+        self._cycles = 0
         self._replaced: dict[str, int] = {}  # masked-out actions taken as allowed ones
 
     # --- spaces ------------------------------------------------------------------------------
@@ -131,9 +183,10 @@ class MarlParallelEnv(ParallelEnv):
     # --- conversions -------------------------------------------------------------------------
     def _obs(self, agents: list[str]) -> dict[str, Any]:
         out = {}
+        rows, sizes = self._obs_rows, self.spec.obs_sizes
         for a in agents:
             i = self._index[a]
-            row = np.array(self._ts.obs[i, : self.spec.obs_sizes[i]], np.float32)  # writable
+            row = rows[i, : sizes[i]]  # a view of this step's own copy
             if self._mask_in_obs:
                 out[a] = {"observation": row, "action_mask": self._mask(i)}
             else:
@@ -141,25 +194,33 @@ class MarlParallelEnv(ParallelEnv):
         return out
 
     def _mask(self, i: int) -> np.ndarray:
-        return np.array(self._ts.avail_actions[i, : self.spec.action_sizes[i]], np.int8)
+        return np.array(self._host[3][i, : self.spec.action_sizes[i]], np.int8)
 
     def _infos(self, agents: list[str]) -> dict[str, dict]:
         if not self.spec.discrete or self._mask_in_obs:
             return {a: {} for a in agents}
         return {a: {"action_mask": self._mask(self._index[a])} for a in agents}
 
-    def _actions(self, actions: dict[str, Any]) -> jax.Array:
+    def _actions(self, actions: dict[str, Any]) -> np.ndarray:
         """The joint action, refusing what the spaces do not hold (PettingZoo's rule: one
         valid action per live agent): a discrete action is an integer of the agent's range; a
         continuous one finite, of the agent's size, within bounds. A discrete action its mask
         disallows (PettingZoo's own tests sample without the mask) is taken as the first one
-        the mask allows, and the agent's info says so (`masked_action`)."""
+        the mask allows, and the agent's info says so (`masked_action`). Actions of agents
+        that have left the episode are ignored (TorchRL sends one for every agent of a group);
+        names that are no agent of the env are refused."""
+        unknown = [a for a in actions if a not in self._index]
+        if unknown:
+            raise KeyError(f"actions for agents the env does not have: {sorted(unknown)}")
         missing = sorted(set(self.agents) - set(actions))
         if missing:
             raise KeyError(f"no action for agents in the episode: {missing}")
+        if len(actions) != len(self.agents):
+            live = set(self.agents)
+            actions = {a: v for a, v in actions.items() if a in live}
         spec = self.spec
         if spec.discrete:
-            avail = np.asarray(self._ts.avail_actions)
+            avail = self._host[3]
             out = np.argmax(avail, axis=-1).astype(np.int32)  # agents gone: any allowed one
             for a, act in actions.items():
                 i, n = self._index[a], spec.action_sizes[self._index[a]]
@@ -170,7 +231,7 @@ class MarlParallelEnv(ParallelEnv):
                     out[i] = int(v.reshape(()))
                 else:
                     self._replaced[a] = int(v.reshape(()))
-            return jnp.asarray(out)
+            return out
         out = np.zeros((spec.num_agents, spec.action_dim), np.float32)
         for a, act in actions.items():
             space = self._act_spaces[a]
@@ -181,13 +242,19 @@ class MarlParallelEnv(ParallelEnv):
             if not np.all(np.isfinite(row)) or np.any(row < space.low) or np.any(row > space.high):
                 raise ValueError(f"action of {a}: {row.tolist()} is outside {space}")
             out[self._index[a], : row.shape[0]] = row
-        return jnp.asarray(out)
+        return out
 
-    def _next_key(self) -> jax.Array:
+    def _key_now(self) -> jax.Array:
         if self._key is None:
             self._key = jax.random.key(int(np.random.SeedSequence().entropy % (2**31)))
-        self._key, key = jax.random.split(self._key)
-        return key
+        return self._key
+
+    def _take(self, out: tuple[Any, ...]) -> None:
+        """Keep a compiled reset's or step's results: key, state and global state on device,
+        what a ParallelEnv returns on the host (one transfer)."""
+        self._key, self._state, host, self._global = out
+        self._host = host = jax.device_get(host)
+        self._obs_rows = np.array(host[0], np.float32)
 
     # --- PettingZoo API ----------------------------------------------------------------------
     def reset(
@@ -195,9 +262,10 @@ class MarlParallelEnv(ParallelEnv):
     ) -> tuple[dict[str, Any], dict[str, dict]]:
         if seed is not None:
             self._key = jax.random.key(int(seed))
-        self._state, ts = self._reset(self._next_key())
-        self._ts = jax.device_get(ts)
-        self.agents = [a for a in self.possible_agents if self._ts.alive[self._index[a]]]
+        self._take(self._reset(self._key_now()))
+        self._cycles = 0
+        alive = self._host[2]
+        self.agents = [a for a in self.possible_agents if alive[self._index[a]]]
         return self._obs(self.agents), self._infos(self.agents)
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
@@ -205,16 +273,18 @@ class MarlParallelEnv(ParallelEnv):
             raise RuntimeError("call reset() before step()")
         if not self.agents:
             raise RuntimeError("the episode has ended: call reset()")
-        unknown = sorted(set(actions) - set(self.agents))
-        if unknown:
-            raise KeyError(f"actions for agents not in the episode: {unknown}")
         before = list(self.agents)
         self._replaced = {}
-        self._state, ts = self._step(self._next_key(), self._state, self._actions(actions))
-        self._ts = ts = jax.device_get(ts)
-        terminated, truncated = bool(ts.terminated), bool(ts.truncated)
-        rewards = {a: float(ts.reward[self._index[a]]) for a in before}
-        terms = {a: terminated or not bool(ts.alive[self._index[a]]) for a in before}
+        joint = self._actions(actions)
+        self._take(self._step(self._key_now(), self._state, joint))
+        self._cycles += 1
+        _, reward, alive, _, terminated, truncated = self._host
+        terminated = bool(terminated)
+        out_of_cycles = self.max_cycles is not None and self._cycles >= self.max_cycles
+        truncated = bool(truncated) or out_of_cycles
+        index = self._index
+        rewards = {a: float(reward[index[a]]) for a in before}
+        terms = {a: terminated or not bool(alive[index[a]]) for a in before}
         truncs = {a: truncated and not terms[a] for a in before}
         obs, infos = self._obs(before), self._infos(before)
         for a, action in self._replaced.items():
@@ -224,7 +294,7 @@ class MarlParallelEnv(ParallelEnv):
 
     def state(self) -> np.ndarray:
         """The env's global state [state_dim] (what a centralised critic sees)."""
-        return np.asarray(self._ts.state, np.float32)
+        return np.array(jax.device_get(self._global), np.float32)
 
     def render(self) -> np.ndarray | None:
         """An RGB frame [H, W, 3] uint8 of the current state, drawn by the family's viewer."""
@@ -259,6 +329,16 @@ def parallel_env(env_id: str, **kwargs: Any) -> MarlParallelEnv:
 def aec_env(env_id: MultiAgentEnv | str, **kwargs: Any) -> Any:
     """The env in PettingZoo's AEC form (agents act in turn), through `parallel_to_aec`."""
     return parallel_to_aec(MarlParallelEnv(env_id, **kwargs))
+
+
+def env_module(env_id: str, **kwargs: Any) -> SimpleNamespace:
+    """`env_id` as a PettingZoo environment module: `parallel_env(**more)` and `env(**more)`
+    (the AEC form) build it with `kwargs` and `more` (e.g. `max_cycles`), as
+    `pettingzoo.mpe.simple_spread_v3` does."""
+    return SimpleNamespace(
+        parallel_env=lambda **more: MarlParallelEnv(env_id, **{**kwargs, **more}),
+        env=lambda **more: aec_env(env_id, **{**kwargs, **more}),
+    )
 
 
 class MarlVectorEnv:
