@@ -3,6 +3,7 @@
     python scripts/pettingzoo_speed.py                       # combat/3m, 256 envs
     python scripts/pettingzoo_speed.py --env particle/spread --num-envs 1024 --vs-mpe2
     python scripts/pettingzoo_speed.py --adapters 500       # memory of built-and-dropped adapters
+    python scripts/pettingzoo_speed.py --env particle/spread --num-envs 1024 --torchrl
 
 Three rows, env steps per second (one step of every agent counts once): the `ParallelEnv`
 (one env, dicts in and out, a host round trip per step), the vectorised form (`MarlVectorEnv`,
@@ -85,6 +86,26 @@ def native_rate(env, num_envs: int, seconds: float, length: int = 100) -> float:
     return calls * length * num_envs / (time.perf_counter() - start)
 
 
+def torchrl_rate(env, num_envs: int, seconds: float) -> float:
+    from marl.interop.torchrl import MarlTorchEnv
+
+    trl = MarlTorchEnv(env, num_envs)
+    td = trl.reset()
+
+    def act(td):
+        for name in trl.group_map:
+            td.set((name, "action"), trl.full_action_spec[name, "action"].zero())
+        return td
+
+    for _ in range(3):  # compile
+        _, td = trl.step_and_maybe_reset(act(td))
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        _, td = trl.step_and_maybe_reset(act(td))
+        calls += 1
+    return calls * num_envs / (time.perf_counter() - start)
+
+
 def versus_mpe2(env, seconds: float, rounds: int = 3) -> tuple[float, float]:
     """marl's ParallelEnv and mpe2's simple_spread (25 cycles), alternating rounds: the best of
     each (the machine is shared; the best is the least disturbed)."""
@@ -132,6 +153,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--vs-mpe2", action="store_true", help="mpe2's spread beside (spread only)")
     parser.add_argument("--adapters", type=int, help="build and drop this many adapters instead")
+    parser.add_argument("--torchrl", action="store_true", help="the batched TorchRL env beside")
     args = parser.parse_args()
     if args.adapters:
         return adapters(args.env, args.adapters)
@@ -145,6 +167,15 @@ def main() -> None:
     rows = [
         ("PettingZoo ParallelEnv, 1 env", parallel_rate(env, args.seconds)),
         (f"MarlVectorEnv, {args.num_envs} envs", vector_rate(env, args.num_envs, args.seconds)),
+    ]
+    if args.torchrl:
+        rows.append(
+            (
+                f"TorchRL MarlTorchEnv, {args.num_envs} envs",
+                torchrl_rate(env, args.num_envs, args.seconds),
+            )
+        )
+    rows += [
         (
             f"marl native (lax.scan), {args.num_envs} envs",
             native_rate(env, args.num_envs, args.seconds),

@@ -285,3 +285,21 @@ def test_a_dropped_adapter_frees_its_env_and_programs():
     del env, pz, again
     gc.collect()
     assert gone() is None
+
+
+def test_keep_dead_hands_out_every_agent_as_torchrls_wrapper_reads_them():
+    env = parallel_env("combat/3m", keep_dead=True)
+    rng = np.random.default_rng(2)
+    for seed in range(20):
+        obs, infos = env.reset(seed=seed)
+        while env.agents:
+            assert set(obs) == set(infos) == set(env.possible_agents)
+            before = list(env.agents)
+            acts = {a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"]))) for a in before}
+            obs, rew, term, trunc, infos = env.step(acts)
+            assert set(rew) == set(term) == set(trunc) == set(env.possible_agents)
+            gone = [a for a in env.possible_agents if a not in before]
+            if gone and env.agents:
+                assert all(rew[a] == 0.0 and term[a] and not trunc[a] for a in gone)
+                return
+    pytest.fail("no unit died before another step in 20 random battles")

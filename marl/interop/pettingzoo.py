@@ -18,6 +18,9 @@
   agent of are refused (KeyError).
 - `observation_spaces` / `action_spaces` are PettingZoo's dicts of spaces (skrl reads them);
   `max_cycles=k` truncates an episode after k steps, as PettingZoo's own envs do.
+  `keep_dead=True` also hands out every agent that has left (its observation and info, marl's
+  padding and mask; reward 0, terminated), which TorchRL's `PettingZooWrapper` reads for every
+  agent of a group (PettingZoo allows the extra keys; its API test warns about them).
 - A step is one compiled call that returns only what a ParallelEnv hands out (observations,
   rewards, alive, masks, ends); the env state stays on device, the global state until `state()`
   asks. The compiled functions live on the env object (adapters over one env share them) and
@@ -133,6 +136,7 @@ class MarlParallelEnv(ParallelEnv):
         render_mode: str | None = None,
         action_mask: str = "info",
         max_cycles: int | None = None,
+        keep_dead: bool = False,
         **kwargs: Any,
     ):
         if render_mode not in (None, "rgb_array"):
@@ -142,6 +146,7 @@ class MarlParallelEnv(ParallelEnv):
         if max_cycles is not None and int(max_cycles) < 1:
             raise ValueError(f"max_cycles must be at least 1 or None, got {max_cycles!r}")
         self.max_cycles = None if max_cycles is None else int(max_cycles)
+        self.keep_dead = bool(keep_dead)
         self.env = _build(env, kwargs)
         spec = self.env.spec
         self.spec = spec
@@ -266,7 +271,8 @@ class MarlParallelEnv(ParallelEnv):
         self._cycles = 0
         alive = self._host[2]
         self.agents = [a for a in self.possible_agents if alive[self._index[a]]]
-        return self._obs(self.agents), self._infos(self.agents)
+        shown = self.possible_agents if self.keep_dead else self.agents
+        return self._obs(shown), self._infos(shown)
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if self._state is None:
@@ -286,10 +292,16 @@ class MarlParallelEnv(ParallelEnv):
         rewards = {a: float(reward[index[a]]) for a in before}
         terms = {a: terminated or not bool(alive[index[a]]) for a in before}
         truncs = {a: truncated and not terms[a] for a in before}
-        obs, infos = self._obs(before), self._infos(before)
+        shown = self.possible_agents if self.keep_dead else before
+        obs, infos = self._obs(shown), self._infos(shown)
         for a, action in self._replaced.items():
             infos[a] = {**infos[a], "masked_action": action}
         self.agents = [a for a in before if not (terms[a] or truncs[a])]
+        if self.keep_dead:  # agents gone before this step: nothing earned, still ended
+            gone = [a for a in shown if a not in rewards]
+            rewards.update(dict.fromkeys(gone, 0.0))
+            terms.update(dict.fromkeys(gone, True))
+            truncs.update(dict.fromkeys(gone, False))
         return obs, rewards, terms, truncs, infos
 
     def state(self) -> np.ndarray:

@@ -16,8 +16,8 @@ sees. The PPO family builds it with `torso=graph` (links: the env's `neighbourho
 vessels within communication range); a plugin learner can use it as it stands.
 
 Ablations, for asking whether the messages carry information (`ablation`; None: none):
-"zero" (nothing is heard), "shuffle" (each sender's message replaced by the next agent's: the senders' identities
-broken, the messages' distribution kept).
+"zero" (nothing is heard), "shuffle" (each sender's message replaced by the next agent's: the
+senders' identities broken, the messages' distribution kept).
 
 Shapes are static: agents on an axis, links a dense boolean matrix, so the torso jits and
 vmaps like the rest. It is permutation-equivariant over agents (relabel the agents and their
