@@ -16,6 +16,10 @@ PEERS = ("jaxmarl", "camar")
 DEFAULT_NUM_ENVS = "1,64,1024,4096"
 BENCH_STEPS = 1000  # steps per env per timed call of `marl bench ENV`
 SUITE_AGENTS = "3,10,30,100,300,1000"  # `marl bench --suite scaling` agent counts
+HELP_ALLOW = (
+    "trust this import path where a file read back names it (an env or learner of yours); "
+    "files are data and import nothing otherwise (repeatable)"
+)
 
 
 def at_least(minimum: int) -> Callable[[str], int]:
