@@ -46,12 +46,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from marl.core.env import MultiAgentEnv
-from marl.core.registry import make
-from marl.core.wrappers import AutoReset, env_hook
+from marl.core.wrappers import env_hook
+from marl.interop.pettingzoo_programs import compiled_programs, resolve_env
+from marl.interop.pettingzoo_vector import MarlVectorEnv, vector_env
 
 try:
     import gymnasium
@@ -72,14 +72,6 @@ __all__ = [
 ]
 
 
-def _build(env: MultiAgentEnv | str, kwargs: dict[str, Any]) -> MultiAgentEnv:
-    if isinstance(env, str):
-        return make(env, **kwargs)
-    if kwargs:
-        raise TypeError("keywords are for an env id, not an env object")
-    return env
-
-
 def _action_space(spec: Any, k: int) -> gymnasium.Space:
     if spec.discrete:
         return gymnasium.spaces.Discrete(k)
@@ -87,41 +79,6 @@ def _action_space(spec: Any, k: int) -> gymnasium.Space:
     low = np.broadcast_to(np.asarray(space.low, np.float32), (spec.action_dim,))[:k]
     high = np.broadcast_to(np.asarray(space.high, np.float32), (spec.action_dim,))[:k]
     return gymnasium.spaces.Box(low, high, (k,), np.float32)
-
-
-_OWNED = "_pettingzoo_programs"  # the attribute of an env that holds its adapters' programs
-
-
-def _host(ts: Any, discrete: bool) -> tuple[Any, ...]:
-    """What a `ParallelEnv` returns of a TimeStep: obs, reward, alive, the action masks
-    (discrete; None otherwise), terminated, truncated. The state and the rest stay on device."""
-    avail = ts.avail_actions if discrete else None
-    return ts.obs, ts.reward, ts.alive, avail, ts.terminated, ts.truncated
-
-
-def _compiled(env: MultiAgentEnv) -> tuple[Any, Any]:
-    """Jitted reset and step of `env` for its adapters, kept on the env object itself: every
-    adapter over one env shares them (a PettingZoo test builds several, each compiling once),
-    and they go when the env goes (no module-level cache keeps envs alive). Each takes the
-    adapter's key and returns the next one with its results, so a step is one call."""
-    owned = env.__dict__.get(_OWNED)
-    if owned is not None:
-        return owned
-    discrete = env.spec.discrete
-
-    def reset(key: jax.Array) -> tuple[Any, ...]:
-        key, sub = jax.random.split(key)
-        state, ts = env.reset(sub)
-        return key, state, _host(ts, discrete), ts.state
-
-    def step(key: jax.Array, state: Any, actions: jax.Array) -> tuple[Any, ...]:
-        key, sub = jax.random.split(key)
-        state, ts = env.step(sub, state, actions)
-        return key, state, _host(ts, discrete), ts.state
-
-    owned = (jax.jit(reset), jax.jit(step))
-    env.__dict__[_OWNED] = owned
-    return owned
 
 
 class MarlParallelEnv(ParallelEnv):
@@ -147,7 +104,7 @@ class MarlParallelEnv(ParallelEnv):
             raise ValueError(f"max_cycles must be at least 1 or None, got {max_cycles!r}")
         self.max_cycles = None if max_cycles is None else int(max_cycles)
         self.keep_dead = bool(keep_dead)
-        self.env = _build(env, kwargs)
+        self.env = resolve_env(env, kwargs)
         spec = self.env.spec
         self.spec = spec
         self.render_mode = render_mode
@@ -169,7 +126,7 @@ class MarlParallelEnv(ParallelEnv):
         self.observation_spaces = dict(self._obs_spaces)
         self.action_spaces = dict(self._act_spaces)
         self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (spec.state_dim,), np.float32)
-        self._reset, self._step = _compiled(self.env)
+        self._reset, self._step = compiled_programs(self.env)
         self._key: jax.Array | None = None
         self._state: Any = None  # the env state, on device
         self._global: Any = None  # the global state vector, on device until `state()` asks
@@ -351,65 +308,3 @@ def env_module(env_id: str, **kwargs: Any) -> SimpleNamespace:
         parallel_env=lambda **more: MarlParallelEnv(env_id, **{**kwargs, **more}),
         env=lambda **more: aec_env(env_id, **{**kwargs, **more}),
     )
-
-
-class MarlVectorEnv:
-    """`num_envs` copies of a marl env, stepped by one jitted, vmapped step.
-
-    Arrays are NumPy with agents on axis 1 (marl's padded layout): `reset(seed) -> (obs
-    [B, N, obs_dim], infos)`, `step(actions [B, N] or [B, N, d]) -> (obs, rewards [B, N],
-    terminations [B, N], truncations [B, N], infos)`. An env whose episode ends resets inside
-    the step (marl's `AutoReset`): `obs` is the next episode's first observation and
-    `infos["final_obs"]` the finished episode's last. `infos` also holds `action_mask` [B, N, A]
-    (discrete), `alive` [B, N] and `state` [B, state_dim]. A dead agent's row is padding: mask
-    it with `alive`.
-    """
-
-    def __init__(self, env: MultiAgentEnv | str, num_envs: int, **kwargs: Any):
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
-        self.env = AutoReset(_build(env, kwargs))
-        self.spec = self.env.spec
-        self.num_envs = int(num_envs)
-        self._reset = jax.jit(jax.vmap(self.env.reset))
-        self._step = jax.jit(jax.vmap(self.env.step), donate_argnums=(1,))
-        self._key: jax.Array | None = None
-        self._state: Any = None
-
-    def _keys(self) -> jax.Array:
-        if self._key is None:
-            self._key = jax.random.key(0)
-        self._key, key = jax.random.split(self._key)
-        return jax.random.split(key, self.num_envs)
-
-    @staticmethod
-    def _infos(ts: Any, final: bool) -> dict[str, np.ndarray]:
-        out = {"action_mask": ts.avail_actions, "alive": ts.alive, "state": ts.state}
-        if final:
-            out["final_obs"] = ts.final_obs
-        return out
-
-    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        if seed is not None:
-            self._key = jax.random.key(int(seed))
-        self._state, ts = self._reset(self._keys())
-        ts = jax.device_get(ts)
-        return ts.obs, self._infos(ts, final=False)
-
-    def step(self, actions: Any) -> tuple[np.ndarray, ...]:
-        if self._state is None:
-            raise RuntimeError("call reset() before step()")
-        dtype = jnp.int32 if self.spec.discrete else jnp.float32
-        self._state, ts = self._step(self._keys(), self._state, jnp.asarray(actions, dtype))
-        ts = jax.device_get(ts)
-        n = self.spec.num_agents
-        done_at = np.broadcast_to(np.asarray(ts.terminated)[:, None], (self.num_envs, n))
-        died = ~np.asarray(ts.final_alive)
-        terms = done_at | died
-        truncs = np.broadcast_to(np.asarray(ts.truncated)[:, None], (self.num_envs, n)) & ~terms
-        return ts.obs, ts.reward, terms, truncs, self._infos(ts, final=True)
-
-
-def vector_env(env_id: str, num_envs: int, **kwargs: Any) -> MarlVectorEnv:
-    """`MarlVectorEnv` of a registered env id."""
-    return MarlVectorEnv(env_id, num_envs, **kwargs)
