@@ -1,75 +1,96 @@
-"""The package's layers hold (the import-linter contracts in pyproject.toml), and no modules
-import each other in a cycle."""
+"""The package's layers hold (the import-linter contracts in pyproject.toml, checked by
+scripts/lint_imports.py on a copy laid out as installed), and no modules import each other in a
+cycle, counting imports under `if TYPE_CHECKING:` and inside functions."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import grimp
 import pytest
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-# source folder -> its package: envs/, algorithms/ and baselines/ install as marl.* (pyproject's
-# package-dir). grimp reads a package's files from its folder, so the checks run on a staged
-# copy laid out as the installed package, in a fresh process.
-PACKAGES = {
-    "marl": "marl",
-    "envs": "marl/envs",
-    "algorithms": "marl/algorithms",
-    "baselines": "marl/baselines",
-}
+lint_imports = load_script("lint_imports")
 
 
 @pytest.fixture(scope="module")
 def staged(tmp_path_factory) -> Path:
-    stage = tmp_path_factory.mktemp("stage")
-    for folder, target in PACKAGES.items():
-        shutil.copytree(
-            ROOT / folder,
-            stage / target,
-            ignore=shutil.ignore_patterns("__pycache__", "*.yaml", "*.map", "site_assets"),
-        )
-    return stage
-
-
-def run_staged(stage: Path, args: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(stage)}
-    return subprocess.run(
-        [sys.executable, *args], cwd=stage, env=env, capture_output=True, text=True, timeout=300
-    )
+    return lint_imports.stage(tmp_path_factory.mktemp("stage"))
 
 
 def test_the_stage_holds_every_package(staged):
-    out = run_staged(
-        staged,
-        [
-            "-c",
-            "import grimp, json; g = grimp.build_graph('marl'); "
-            "print(json.dumps(sorted(g.modules)))",
-        ],
+    code = "import grimp, json; print(json.dumps(sorted(grimp.build_graph('marl').modules)))"
+    env = {**os.environ, "PYTHONPATH": str(staged)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=staged, env=env, capture_output=True, text=True
     )
+    assert out.returncode == 0, out.stderr[-2000:]
     modules = set(json.loads(out.stdout))
     assert {"marl.envs.combat.env", "marl.algorithms.qmix", "marl.baselines.combat"} <= modules
+    assert modules == set(module_files())
 
 
-def test_import_linter_contracts_are_kept(staged):
-    out = run_staged(
-        staged, ["-m", "importlinter.cli", "--no-cache", "--config", str(ROOT / "pyproject.toml")]
+def test_import_linter_contracts_are_kept():
+    out = subprocess.run(
+        [sys.executable, "scripts/lint_imports.py"], cwd=ROOT, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert "broken" not in out.stdout.lower().replace("0 broken", "")
+    assert "0 broken" in out.stdout
 
 
-def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    adj = {
-        m: sorted(graph.find_modules_directly_imported_by(m) & graph.modules) for m in graph.modules
-    }
+def test_a_broken_contract_fails_the_lint(tmp_path, capfd):
+    """Not vacuous: a core module importing an environment fails it."""
+    tree = lint_imports.stage(tmp_path)
+    (tree / "marl" / "core" / "leak.py").write_text("import marl.envs.combat\n")
+    assert lint_imports.lint(tree) == 1
+    assert "marl.core.leak -> marl.envs.combat" in capfd.readouterr().out
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of the package -> its file, named as installed (pyproject's package-dir)."""
+    out = {}
+    for package, folder in lint_imports.package_dirs().items():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            out[".".join((package, *parts[: -1 if parts[-1] == "__init__" else None]))] = path
+    return out
+
+
+def import_graph(files: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules it imports anywhere in its file (module level, in functions, under
+    TYPE_CHECKING): `from p import m` names the module p.m where there is one, else p."""
+
+    def known(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [known(a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([base] if base else [])])
+                targets = [known(f"{base}.{a.name}") or known(base) for a in node.names]
+            else:
+                continue
+            graph[module] |= {t for t in targets if t and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative), sorted."""
+    adj = {m: sorted(graph[m]) for m in graph}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -106,39 +127,49 @@ def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
                         break
                 if len(comp) > 1:
                     found.append(sorted(comp))
-    return found
+    return sorted(found)
 
 
-def test_no_import_cycles(staged):
-    out = run_staged(
-        staged,
-        [
-            "-c",
-            "import grimp, json; g = grimp.build_graph('marl', "
-            "exclude_type_checking_imports=True); print(json.dumps({m: sorted("
-            "g.find_modules_directly_imported_by(m)) for m in g.modules}))",
-        ],
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    graph = grimp.ImportGraph()
-    edges = json.loads(out.stdout)
-    assert "marl.envs.combat.env" in edges
-    for m in edges:
-        graph.add_module(m)
-    for m, targets in edges.items():
-        for t in targets:
-            graph.add_import(importer=m, imported=t)
-    assert cycles(graph) == []
+# Cycles left in modules other work is reshaping (issue 99): each goes with that work, and then
+# from this list; the strict xfail below fails once none is left, to come off then.
+KNOWN_CYCLES = [
+    ["marl.algorithms.ppo", "marl.algorithms.ppo_networks"],  # ppo_networks' PPOConfig
+    ["marl.envs.combat.enemies", "marl.envs.combat.env"],
+    ["marl.run.config", "marl.run.transfer"],  # transfer's RunConfig
+]
+
+
+@pytest.mark.xfail(strict=True, reason=f"known cycles: {KNOWN_CYCLES}")
+def test_no_import_cycles():
+    found = cycles(import_graph(module_files()))
+    assert found == [], "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_no_import_cycles_but_the_known_ones():
+    found = cycles(import_graph(module_files()))
+    new = [c for c in found if c not in KNOWN_CYCLES]
+    assert new == [], "\n".join(" <-> ".join(c) for c in new)
 
 
 def test_the_cycle_finder_finds_a_cycle():
-    graph = grimp.ImportGraph()
-    for m in ("p.a", "p.b", "p.c"):
-        graph.add_module(m)
-    graph.add_import(importer="p.a", imported="p.b")
-    graph.add_import(importer="p.b", imported="p.a")
-    graph.add_import(importer="p.b", imported="p.c")
+    graph = {"p.a": {"p.b"}, "p.b": {"p.a", "p.c"}, "p.c": set(), "p.d": {"p.d"}}
     assert cycles(graph) == [["p.a", "p.b"]]
+
+
+def test_the_graph_counts_type_checking_and_function_local_imports(tmp_path):
+    (tmp_path / "p").mkdir()
+    files = {f"p.{m}": tmp_path / "p" / f"{m}.py" for m in "abcd"}
+    files["p"] = tmp_path / "p" / "__init__.py"
+    files["p"].write_text("")
+    files["p.a"].write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import X\n"
+    )
+    files["p.b"].write_text("def f():\n    from p import c\n")
+    files["p.c"].write_text("import p.d.e\n")
+    files["p.d"].write_text("from . import a\n")
+    graph = import_graph(files)
+    assert graph == {"p": set(), "p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.d"}, "p.d": {"p.a"}}
+    assert cycles(graph) == [["p.a", "p.b", "p.c", "p.d"]]
 
 
 def test_every_scripts_marl_imports_resolve():

@@ -76,7 +76,7 @@ def _definitions_in_scripts() -> set[str]:
 def test_each_script_names_its_command_and_what_it_feeds():
     """scripts/ holds reproducible studies and the tools that keep committed results: each
     docstring gives its command and the results page (or the committed data: tests', an env
-    family's package data; or the docs' images) it feeds."""
+    family's package data; the docs' images; or CI's `.ci/run`) it feeds."""
     import re
 
     for path in sorted((ROOT / "scripts").glob("*.py")):
@@ -87,7 +87,8 @@ def test_each_script_names_its_command_and_what_it_feeds():
             f"{path.name}: the docstring says not what it feeds (Feeds ... / Maintains ...)"
         )
         named = re.findall(
-            r"`((?:results|tests/data|docs/pages/assets|envs/\w+/data)/[^`<*\[]*)", said.group(1)
+            r"`((?:results|tests/data|docs/pages/assets|envs/\w+/data|\.ci)/[^`<*\[]*)",
+            said.group(1),
         )
         assert named, f"{path.name}: names no results page or committed data"
         for name in named:
