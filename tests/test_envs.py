@@ -90,6 +90,22 @@ def test_check_env_catches_wrong_episode_length():
         check_env(OffByOne(episode_limit=3), num_episodes=1)
 
 
+def test_check_env_names_what_is_not_deterministic():
+    """A step that reads the host's state (here fresh noise on the rewards) fails the
+    determinism check, which names the field that differs."""
+    env = marl.make("particle/simple")
+
+    class Noisy(type(env)):
+        def step(self, key, state, actions):
+            state, ts = super().step(key, state, actions)
+            shape = jax.ShapeDtypeStruct(ts.reward.shape, jnp.float32)
+            noise = jax.pure_callback(lambda: np.random.rand(*shape.shape).astype("f4"), shape)
+            return state, ts.replace(reward=ts.reward + noise)
+
+    with pytest.raises(EnvCheckError, match=r"step: not deterministic \(.*reward"):
+        check_env(Noisy())
+
+
 @pytest.mark.parametrize("continuous", [False, True])
 def test_check_env_catches_an_env_broken_by_unmasked_actions(continuous):
     """Policies explore past the mask and Gaussian samples leave the bounds: an env whose step

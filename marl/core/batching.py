@@ -41,7 +41,7 @@ def batch_last(
         return kernel(*args)
 
     @fn.def_vmap
-    def fn_vmap(axis_size: int, in_batched: list[bool], *args: Array):
+    def fn_vmap(axis_size: int, in_batched: list[bool], *args: Array) -> tuple[Array, bool]:
         if not any(in_batched):
             return fn(*args), False
         if axis_size == 1:  # run it unbatched

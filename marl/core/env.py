@@ -8,7 +8,7 @@ are padded to a common observation size and a common action space, and masked.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -67,6 +67,8 @@ class TimeStep(struct.PyTreeNode):
     def died(self, alive: Array) -> Array:
         """[N] bool: agents alive before this step (`alive`) and dead after it (needs the
         auto-reset wrapper's `final_alive`)."""
+        if self.final_alive is None:
+            raise ValueError("died needs final_alive: step the env under the auto-reset wrapper")
         return alive & ~self.final_alive
 
     def agent_terminated(self, alive: Array, team_reward: Array | np.ndarray | bool) -> Array:
@@ -231,7 +233,17 @@ class EnvSpec:
         raise KeyError(f"no group {name!r}; groups: {[g.name for g in self.groups]}")
 
 
-StateT = TypeVar("StateT")
+class EnvState(Protocol):
+    """What `MultiAgentEnv.step` needs of a state: its step count `t` and `replace` (a flax
+    `struct` dataclass with a `t` field has both)."""
+
+    @property
+    def t(self) -> Array: ...
+
+    def replace(self, **changes: Any) -> Any: ...
+
+
+StateT = TypeVar("StateT", bound=EnvState)
 
 
 class MultiAgentEnv(Generic[StateT]):

@@ -24,10 +24,13 @@ import numbers
 import typing
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import jax
 import numpy as np
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 Array = jax.Array
 Params = Any
@@ -105,7 +108,7 @@ def settings_data(cfg: Any) -> Any:
     return repr(cfg)
 
 
-C = TypeVar("C")
+C = TypeVar("C", bound="DataclassInstance")
 
 
 def config_from_dict(cls: type[C], cfg: dict[str, Any] | None, also_valid: Iterable[str] = ()) -> C:

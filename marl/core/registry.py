@@ -280,7 +280,9 @@ def list_algorithms() -> list[str]:
     return sorted(a for a in _ALGORITHMS if not is_import_path(a))
 
 
-def register_algorithm(name: str, make_train: Callable[..., Any] | str, *, overwrite: bool = False):
+def register_algorithm(
+    name: str, make_train: Callable[..., Any] | str, *, overwrite: bool = False
+) -> None:
     """Register a learner's `make_train(env, cfg, total_updates=None)` under `name`."""
     if name in _ALGORITHMS and not overwrite:
         raise RegistryError(f"algorithm {name!r} is already registered (overwrite=True)")

@@ -5,6 +5,8 @@ A marl space describes one agent; joint actions stack agents on the leading axis
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,7 +33,7 @@ class Box(gymnax_spaces.Box):
     """gymnax's `Box`, with value equality (so equal specs compare equal)."""
 
     def _key(self) -> tuple:
-        def bound(x):
+        def bound(x: Any) -> tuple[float, ...]:
             return tuple(np.broadcast_to(np.asarray(x, np.float64), self.shape).ravel().tolist())
 
         return (

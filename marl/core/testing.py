@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -80,11 +81,13 @@ def check_timestep(env: MultiAgentEnv, ts: TimeStep, batch: tuple[int, ...] = ()
             f"spec.state_bounded, but a state feature reaches {worst:.3g} (> {STATE_BOUND})",
         )
     obs = np.asarray(ts.obs)
-    for i, k in enumerate(spec.obs_sizes):
-        _check(env, np.all(obs[..., i, k:] == 0), f"agent {i}: obs padding past {k} is not zero")
+    for i, size in enumerate(spec.obs_sizes):
+        zero = np.all(obs[..., i, size:] == 0)
+        _check(env, zero, f"agent {i}: obs padding past {size} is not zero")
     avail = np.asarray(ts.avail_actions)
-    for i, k in enumerate(spec.action_sizes):
-        _check(env, not np.any(avail[..., i, k:]), f"agent {i}: padded actions marked available")
+    for i, size in enumerate(spec.action_sizes):
+        masked = not np.any(avail[..., i, size:])
+        _check(env, masked, f"agent {i}: padded actions marked available")
     _check(env, np.all(avail.any(axis=-1)), "an agent has no available action")
     _check(
         env,
@@ -93,21 +96,24 @@ def check_timestep(env: MultiAgentEnv, ts: TimeStep, batch: tuple[int, ...] = ()
     )
 
 
+def _where(e: AssertionError) -> str:
+    """The first line of chex's message, which names the differing leaf."""
+    return str(e).split("failed:", 1)[-1].strip().splitlines()[0].rstrip(": ")
+
+
 def _assert_trees_equal(env: MultiAgentEnv, a: Any, b: Any, what: str) -> None:
-    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
-    _check(env, len(la) == len(lb), f"{what}: different structure")
-    for x, y in zip(la, lb, strict=True):
-        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-            x, y = jax.random.key_data(x), jax.random.key_data(y)
-        x, y = np.asarray(x), np.asarray(y)
-        same = np.array_equal(x, y, equal_nan=np.issubdtype(x.dtype, np.floating))
-        _check(env, same, f"{what}: not deterministic")
+    """Equal structure and values, bit for bit (PRNG keys by their data, NaN equal to NaN)."""
+    try:
+        chex.assert_trees_all_equal(a, b)
+    except AssertionError as e:
+        _fail(env, f"{what}: not deterministic ({_where(e)})")
 
 
 def _assert_trees_close(env: MultiAgentEnv, one: Any, batched: Any, what: str) -> None:
-    for x, y in zip(jax.tree.leaves(one), jax.tree.leaves(batched), strict=True):
-        ok = np.allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-5)
-        _check(env, ok, f"{what} differs from the unbatched call")
+    try:
+        chex.assert_trees_all_close(one, batched, rtol=1e-5, atol=1e-5)
+    except AssertionError as e:
+        _fail(env, f"{what} differs from the unbatched call ({_where(e)})")
 
 
 def _wild_actions(key: jax.Array, spec: Any, avail: jax.Array) -> jax.Array:
@@ -145,11 +151,11 @@ def check_env(
     key = jax.random.key(0) if key is None else key
     traces = {"reset": 0, "step": 0}
 
-    def reset(k):
+    def reset(k: jax.Array) -> tuple[Any, TimeStep]:
         traces["reset"] += 1
         return env.reset(k)
 
-    def step(k, s, a):
+    def step(k: jax.Array, s: Any, a: jax.Array) -> tuple[Any, TimeStep]:
         traces["step"] += 1
         return env.step(k, s, a)
 
@@ -264,7 +270,7 @@ def rollout_fingerprint(env: MultiAgentEnv, steps: int = 100, seed: int = 0) -> 
         out.update({f"metrics.{k}": v for k, v in ts.metrics.items()})
         return {k: sums(v) for k, v in out.items()}
 
-    def body(carry, key):
+    def body(carry: tuple[Any, TimeStep], key: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
         state, ts = carry
         k_act, k_step = jax.random.split(key)
         actions = sample_actions(k_act, spec.action_space, ts.avail_actions)

@@ -178,7 +178,7 @@ class AutoReset(Wrapper):
         next_states, ts = self.env.step_batch(keys, states, actions)
         done = ts.done  # [B]
 
-        def with_resets(_):
+        def with_resets(_: None) -> tuple[Any, Any]:
             reset_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, self.RESET_SALT)
             reset_states, first = jax.vmap(self.env.reset)(reset_keys)
             select = jax.vmap(tree_select)
@@ -186,7 +186,7 @@ class AutoReset(Wrapper):
             cont = (ts.obs, ts.state, ts.avail_actions, ts.alive)
             return select(done, reset_states, next_states), select(done, keep, cont)
 
-        def without(_):
+        def without(_: None) -> tuple[Any, Any]:
             return next_states, (ts.obs, ts.state, ts.avail_actions, ts.alive)
 
         any_done = seed_max(jnp.any(done).astype(jnp.int32)) > 0
