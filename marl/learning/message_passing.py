@@ -31,7 +31,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from .networks import ACTIVATIONS, _fold, _unfold, ortho
+from .agent_params import _fold, _unfold
+from .networks import ACTIVATIONS, ortho
 
 Array = jax.Array
 AGGREGATES = ("mean", "sum", "max")
