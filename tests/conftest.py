@@ -28,47 +28,43 @@ def one_by_default(ids, default):
     return [i if i == default else pytest.param(i, marks=pytest.mark.slow) for i in ids]
 
 
-def pytest_configure(config):
-    """One persistent XLA compilation cache for the whole run, shared by the xdist workers and
-    the processes tests start (`marl` on the command line, `python -m marl.app`, which inherit
-    it through the environment): a program compiled once is not compiled again. Results do
-    not depend on it (the same program and flags give the same executable)."""
-    import tempfile
+def xla_cache_dir() -> str:
+    """The tests' persistent XLA compilation cache: kept between runs, one folder per jax
+    version, backend flags and platform (`MARL_TEST_XLA_CACHE` overrides; `off` disables).
+    JAX keys each entry by its program, flags and versions anyway: the folder name keeps
+    caches of other setups apart, so that old ones can be deleted whole."""
+    import hashlib
+    import platform
 
     import jax
 
-    cache = os.path.join(tempfile.gettempdir(), f"marl-xla-cache-{_run_id(config)}")
+    chosen = os.environ.get("MARL_TEST_XLA_CACHE")
+    if chosen:
+        return chosen
+    flags = os.environ.get("XLA_FLAGS", "")
+    tag = hashlib.sha256(f"{flags}|{platform.machine()}".encode()).hexdigest()[:10]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "marl", f"xla-tests-jax{jax.__version__}-{tag}")
+
+
+def pytest_configure(config):
+    """One persistent XLA compilation cache, shared by the xdist workers, the processes tests
+    start (`marl` on the command line, `python -m marl.app`, which inherit it through the
+    environment) and later runs: a program compiled once is not compiled again. Results do
+    not depend on it (the same program and flags give the same executable). Capped at 2 GB,
+    least recently used entries evicted."""
+    import jax
+
+    cache = xla_cache_dir()
+    if cache == "off":
+        return
     os.makedirs(cache, exist_ok=True)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
+    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(2 * 1024**3)
     jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-
-
-def _run_id(config) -> str:
-    """The run's id, the same in the xdist controller and its workers: xdist's testrunuid
-    (chosen here when not given, so that the controller knows it), or this process's pid."""
-    if hasattr(config, "workerinput"):
-        return config.workerinput["testrunuid"]
-    if hasattr(config.option, "testrunuid"):  # xdist installed: its workers will carry this
-        if config.option.testrunuid is None:
-            import uuid
-
-            config.option.testrunuid = uuid.uuid4().hex
-        return config.option.testrunuid
-    return f"pid{os.getpid()}"
-
-
-def pytest_unconfigure(config):
-    """The run's cache goes with the run: removed by the process that made it (the xdist
-    controller, or a run without workers), never by a worker while others still use it."""
-    import shutil
-    import tempfile
-
-    if hasattr(config, "workerinput"):
-        return
-    cache = os.path.join(tempfile.gettempdir(), f"marl-xla-cache-{_run_id(config)}")
-    shutil.rmtree(cache, ignore_errors=True)
+    jax.config.update("jax_compilation_cache_max_size", 2 * 1024**3)
 
 
 # The files that cost most, heaviest first (per-file sums of a full run's test times on the

@@ -24,6 +24,7 @@ TINY = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_joblib_sweep_writes_one_valid_record_per_job(tmp_path):
     out = tmp_path / "runs"
@@ -51,6 +52,7 @@ def test_a_joblib_sweep_writes_one_valid_record_per_job(tmp_path):
     assert len(study.entries[("particle/simple", "ippo-lr_0.001")].runs) == 1
 
 
+@pytest.mark.integration
 def test_the_app_rejects_a_bad_config_in_one_line(tmp_path):
     cmd = [sys.executable, "-m", "marl.app", *TINY, "algo=nope", f"out={tmp_path}"]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -58,6 +60,7 @@ def test_the_app_rejects_a_bad_config_in_one_line(tmp_path):
     assert "nope" in done.stderr
 
 
+@pytest.mark.integration
 def test_the_app_takes_marl_trains_overrides():
     """Env keywords and learner settings need Hydra's add-or-override prefix, which `marl
     train` adds itself; the app adds it too (flags and group choices stay as they are)."""
@@ -86,6 +89,7 @@ def test_the_app_takes_marl_trains_overrides():
     assert "num_agents: 5" in job.stdout
 
 
+@pytest.mark.integration
 def test_only_hydra_settings_are_left_to_hydra(capsys):
     """check_overrides skips keys naming hydra (hydra.launcher.n_jobs=2) but not a value that
     mentions it: algo=hydra_nope is an unknown learner, exit 2, one line."""

@@ -264,6 +264,7 @@ tiers:
 """
 
 
+@pytest.mark.integration
 def test_measure_keeps_each_cells_cost_and_initialises_seeds_as_the_runner(tmp_path):
     """`marl benchmark measure` times the runner's program. A vmap of `train.init` over 10
     seeds of PPO on spread deadlocked XLA's CPU backend (batched QR), so the measure hung;

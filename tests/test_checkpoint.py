@@ -79,6 +79,7 @@ class TickClock:
         return self.now
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
     """A replay learner: buffer, typed keys, target network and the best parameters so far;
@@ -181,6 +182,7 @@ def whole(tmp_path_factory):
     return out / "particle" / "simple" / "ippo" / "whole", fake
 
 
+@pytest.mark.integration
 def test_every_evaluation_is_logged_to_jsonl_and_the_logger(whole):
     path, fake = whole
     assert fake.inits[0]["mode"] == "offline" and fake.finished == 1
@@ -192,6 +194,7 @@ def test_every_evaluation_is_logged_to_jsonl_and_the_logger(whole):
     assert len(logged[-1]["eval"]["return"]) == 2  # per seed
 
 
+@pytest.mark.integration
 def test_a_resumed_run_logs_into_the_same_wandb_run(whole, tmp_path, monkeypatch):
     """Each process makes its own logger; the W&B id kept in the run directory makes a resumed
     run continue its W&B run instead of starting a second one with the rest of the curve."""
@@ -212,6 +215,7 @@ def test_a_resumed_run_logs_into_the_same_wandb_run(whole, tmp_path, monkeypatch
     assert ids[0] == ids[1] != ids[2]
 
 
+@pytest.mark.integration
 def test_marl_eval_and_render_use_the_saved_parameters(whole, tmp_path, capsys):
     path, _ = whole
     report = tmp_path / "eval.json"
@@ -244,6 +248,7 @@ def test_marl_eval_and_render_use_the_saved_parameters(whole, tmp_path, capsys):
         assert needle in capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_a_compacted_run_evaluates_and_renders_from_its_float16_parameters(whole, tmp_path, capsys):
     """`marl eval` of a compacted run scores every seed as the original does on the same keys,
     from its gzipped float32 parameters and, once only the float16 copy is kept, from that;
@@ -273,6 +278,7 @@ def test_a_compacted_run_evaluates_and_renders_from_its_float16_parameters(whole
     assert rec.path.name == "record.json.gz" and len(rec.runs) == 2
 
 
+@pytest.mark.integration
 def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, whole):
     out = tmp_path / "runs"
     parent = out / "particle" / "simple" / "ippo"
@@ -313,6 +319,7 @@ def test_marl_train_resume_true_finishes_the_killed_run_identically(tmp_path, wh
     assert (stamped / "record.json").read_bytes() == (whole / "record.json").read_bytes()
 
 
+@pytest.mark.integration
 def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     """The directory is claimed (config and an unfinished meta.json) before compiling, so a run
     interrupted then, with nothing evaluated, is continued by resume=true, not refused."""
@@ -336,6 +343,7 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     assert "resume=true" in msg.getvalue()
 
 
+@pytest.mark.integration
 def test_a_relaunched_sweep_finds_each_run_as_its_folder_left_it(tmp_path):
     """`relaunch` (what `marl sweep` asks of each run again) and `claim` read the folder: free
     (train it), killed with this config (resume it), killed with another (moved aside, train
@@ -425,6 +433,7 @@ def test_a_segment_with_no_finished_episode_logs_null_not_0(tmp_path):
     run_dir.close()
 
 
+@pytest.mark.integration
 def test_a_multi_host_worker_trains_writes_nothing_and_exits_0(tmp_path, monkeypatch):
     """Hosts other than 0 compute their share and leave the writing to host 0; a finished
     share is a success (exit 0), not an interruption (130)."""

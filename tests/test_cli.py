@@ -29,6 +29,7 @@ def table_rows(out: str, first_col: str) -> list[list[str]]:
     return rows
 
 
+@pytest.mark.integration
 def test_list_shows_spread_with_agents_and_actions(capsys):
     assert cli.main(["list", "--family", "particle"]) == 0
     out = capsys.readouterr().out
@@ -37,6 +38,7 @@ def test_list_shows_spread_with_agents_and_actions(capsys):
     assert rows["particle/spread"][1:] == ["3", "Discrete(5)", "25"]
 
 
+@pytest.mark.integration
 def test_list_family_filters_and_an_unknown_family_is_refused(capsys):
     assert cli.main(["list", "--family", "combat"]) == 0
     ids = [r[0] for r in table_rows(capsys.readouterr().out, "id")]
@@ -108,6 +110,7 @@ def test_user_errors_are_one_line_exit_2(capsys, tmp_path, argv, needle):
     assert "Traceback" not in captured.out + captured.err
 
 
+@pytest.mark.integration
 def test_vs_without_peer_says_how_to_install(capsys, monkeypatch):
     monkeypatch.setattr(commands, "peer_installed", lambda name: False)
     assert cli.main(["bench", "particle/spread", "--vs", "jaxmarl"]) == 2
@@ -116,6 +119,7 @@ def test_vs_without_peer_says_how_to_install(capsys, monkeypatch):
     assert 'pip install -e ".[peers]"' in err
 
 
+@pytest.mark.integration
 def test_render_writes_gif(tmp_path, capsys):
     out = tmp_path / "spread.gif"
     assert cli.main(["render", "particle/spread", "--out", str(out), "--steps", "5"]) == 0
@@ -141,6 +145,7 @@ def test_parse_value(text, value):
     assert parse_value(text) == value
 
 
+@pytest.mark.integration
 def test_console_script_is_installed():
     script = Path(sys.executable).with_name("marl")
     found = str(script) if script.exists() else shutil.which("marl")
@@ -293,6 +298,7 @@ def test_out_of_range_options_are_refused_by_the_parser(capsys, argv):
     assert "must be >= " in err or "is not an integer" in err
 
 
+@pytest.mark.integration
 def test_hydra_app_gives_marl_train_s_one_line_errors():
     """`python -m marl.app` checks every job's choices and keys before Hydra composes them."""
     for args, needle in [(["-m", "algo=ippo,mapo"], "unknown algorithm 'mapo'"),

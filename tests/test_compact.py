@@ -137,6 +137,7 @@ def test_half_precision_parameters_keep_what_float16_cannot_hold():
     assert compact.half_name("best_params.msgpack") == "best_params.f16.msgpack.gz"
 
 
+@pytest.mark.integration
 def test_the_script_compacts_checks_and_leaves_a_compact_tree_alone(tmp_path, capsys):
     from flax import serialization
 

@@ -118,6 +118,7 @@ def adversary_run(tmp_path_factory):
     return out / "particle" / "adversary" / "ippo" / "a"
 
 
+@pytest.mark.integration
 def test_marl_crossplay_writes_the_same_record_twice(adversary_run, tmp_path):
     args = [str(adversary_run), "random", "--episodes", "4", "--reps", "50"]
     code, said, err = _crossplay(*args, "--out", str(tmp_path / "one"))
@@ -162,6 +163,7 @@ def test_marl_crossplay_writes_the_same_record_twice(adversary_run, tmp_path):
     assert code == 2 and "two cross-play records of particle/adversary" in err
 
 
+@pytest.mark.integration
 def test_best_parameters_from_step_0_are_flagged(adversary_run, tmp_path):
     """A seed whose best evaluation is at step 0 would play its untrained parameters."""
     run = tmp_path / "run"
@@ -175,6 +177,7 @@ def test_best_parameters_from_step_0_are_flagged(adversary_run, tmp_path):
     assert code == 0 and "step 0" not in err
 
 
+@pytest.mark.integration
 def test_runs_play_their_final_parameters_unless_best(adversary_run, tmp_path):
     """A contest run's evaluations score it against itself, so its "best" parameters are not
     its strongest: cross-play plays the final ones by default."""
@@ -194,6 +197,7 @@ def test_runs_play_their_final_parameters_unless_best(adversary_run, tmp_path):
     assert "not allowed with argument" in err.getvalue()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "players, needle",
     [
@@ -210,6 +214,7 @@ def test_marl_crossplay_refuses_in_one_line(adversary_run, players, needle):
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.integration
 def test_half_precision_parameters_play_as_the_full_ones(adversary_run, tmp_path):
     """A compacted run keeping only its float16 parameters (`best_params.f16.msgpack.gz`,
     `params.f16.msgpack.gz`) plays the same games on the same keys, and its record still ranks."""

@@ -58,6 +58,7 @@ def _returns(path):
     }
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_two_processes_train_one_run_that_host_0_alone_writes(tmp_path):
     """Host 1 runs `marl train`, host 0 the Hydra entry point (`python -m marl.app`): both
@@ -85,6 +86,7 @@ def test_two_processes_train_one_run_that_host_0_alone_writes(tmp_path):
         np.testing.assert_allclose(got[key], want[key], rtol=0.02, atol=0.05, err_msg=str(key))
 
 
+@pytest.mark.integration
 def test_an_unreachable_coordinator_fails_in_one_line_within_the_timeout():
     env = _env(_free_port(), 1, MARL_DISTRIBUTED_TIMEOUT="3")
     p = _train([*ARGS, "distributed=true"], env)
@@ -93,6 +95,7 @@ def test_an_unreachable_coordinator_fails_in_one_line_within_the_timeout():
     assert "no coordinator answers at 127.0.0.1:" in err and "after 3 s" in err
 
 
+@pytest.mark.integration
 def test_inconsistent_process_variables_fail_in_one_line():
     env = _env(_free_port(), 3)
     p = _train([*ARGS, "distributed=true"], env)
@@ -107,6 +110,7 @@ _WORK = "from marl.run.runtime import join_distributed; join_distributed(); prin
 _HOST = f"import sys; from marl.run.supervisor import supervise; sys.exit(supervise([sys.executable, '-c', {_WORK!r}]))"  # noqa: E501
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("lost", [1, 0])
 def test_a_lost_process_ends_every_other_in_one_line_within_the_timeout(lost):
     """Host `lost` dies (its whole process group, as when a machine goes): the other ends with

@@ -127,6 +127,7 @@ def test_the_viewer_example_clears_its_axes_and_draws_a_gif(guess_env, tmp_path,
     assert gif.stat().st_size > 0
 
 
+@pytest.mark.integration
 def test_the_add_a_learner_example_runs():
     (block,) = code_blocks(page("guides/add-learner.md"), "python")
     namespace: dict = {"__name__": "docs_example"}

@@ -102,6 +102,7 @@ def plugin(tmp_path, monkeypatch):
     sys.modules.pop("mylearner", None)
 
 
+@pytest.mark.integration
 def test_a_plugin_learner_trains_a_benchmarks_cells_and_ranks_beside_its_learners(tmp_path, plugin):
     """The whole path: the benchmark's own cells, then a learner of the user's on exactly those
     cells (seeds, budget, evaluation grid) into a folder of the user's, then the leaderboard
@@ -268,6 +269,7 @@ def test_the_leaderboard_without_out_writes_nothing(tmp_path, monkeypatch):
     assert _files(tmp_path) == before
 
 
+@pytest.mark.integration
 def test_the_leaderboard_without_out_leaves_the_repository_as_it_was():
     """The issue's check: in the repository, `marl leaderboard RUNS` with no --out changes
     nothing `git status` sees."""

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shapes import SHAPES, size
 
 import marl
 from marl.core.testing import EnvCheckError, check_env
@@ -64,6 +65,28 @@ def test_check_env(env_id, kwargs, continuous):
         kwargs = {**kwargs, "continuous_actions": continuous}
     report = check_env(marl.make(env_id, **kwargs), num_episodes=1)
     assert report["steps"] >= 1
+
+
+def test_check_env_compiles_a_handful_of_programs():
+    """The episode loop samples and steps with programs compiled once, not op by op: the old
+    eager loop compiled 88 programs for particle/spread (one per primitive and shape)."""
+    import logging
+
+    compiled: list[str] = []
+
+    class Count(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("Compiling"):
+                compiled.append(record.getMessage().split(" with ")[0])
+
+    handler, logger = Count(), logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles():
+            check_env(marl.make("particle/spread", episode_limit=7), num_episodes=2)
+    finally:
+        logger.removeHandler(handler)
+    assert len(compiled) <= 12, compiled
 
 
 def test_check_env_catches_a_broken_env():
@@ -149,16 +172,15 @@ def test_check_env_holds_a_bounded_state_to_its_claim():
         check_env(Claims(episode_limit=3), num_episodes=1)
 
 
+@pytest.mark.parametrize("vary", SHAPES)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    num_good=st.integers(1, 4),
-    num_adversaries=st.integers(1, 4),
-    num_obstacles=st.integers(0, 3),
-    seed=st.integers(0, 2**31 - 1),
-)
-def test_tag_invariants_over_counts_and_actions(num_good, num_adversaries, num_obstacles, seed):
+@given(data=st.data(), seed=st.integers(0, 2**31 - 1))
+def test_tag_invariants_over_counts_and_actions(vary, data, seed):
     """Hypothesis over constructor arguments and actions: shapes follow the counts, rewards of
     adversaries are equal (shared catch reward) and agents never exceed their max speed."""
+    num_good = size(data, vary, st.integers(1, 4), 1)
+    num_adversaries = size(data, vary, st.integers(1, 4), 3)
+    num_obstacles = size(data, vary, st.integers(0, 3), 2)
     env = marl.make(
         "particle/tag",
         num_good=num_good,
@@ -187,16 +209,14 @@ def test_tag_invariants_over_counts_and_actions(num_good, num_adversaries, num_o
     assert np.all(np.isfinite(np.asarray(obs)))
 
 
+@pytest.mark.parametrize("vary", SHAPES)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    num_agents=st.integers(1, 8),
-    local_ratio=st.floats(0.0, 1.0),
-    continuous=st.booleans(),
-    seed=st.integers(0, 2**31 - 1),
-)
-def test_spread_invariants(num_agents, local_ratio, continuous, seed):
+@given(data=st.data(), local_ratio=st.floats(0.0, 1.0), seed=st.integers(0, 2**31 - 1))
+def test_spread_invariants(vary, data, local_ratio, seed):
     """Spread: rewards are never positive; the shared part is common to all agents; landmarks
     never move; observation width follows the agent count."""
+    num_agents = size(data, vary, st.integers(1, 8), 3)
+    continuous = size(data, vary, st.booleans(), False)
     env = marl.make(
         "particle/spread",
         num_agents=num_agents,

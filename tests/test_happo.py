@@ -266,6 +266,7 @@ def test_sequential_update_weights_by_the_agents_before(setup):
     assert float(jnp.max(jnp.abs(factors[-1] - 1.0))) > 1e-4  # the weights did move
 
 
+@pytest.mark.integration
 def test_short_run_on_spread_is_finite(trained):
     result = trained
     assert result.steps[-1] >= 20_000
@@ -277,6 +278,7 @@ def test_short_run_on_spread_is_finite(trained):
     assert first.shape[:2] == (2, 3)  # [seeds, agents, ...]: one parameter set per agent
 
 
+@pytest.mark.integration
 def test_same_seed_same_parameters(trained):
     again = short_run(seed=0)  # traced and compiled anew
     for x, y in zip(jax.tree.leaves(trained.params), jax.tree.leaves(again.params), strict=True):

@@ -74,6 +74,7 @@ def test_a_run_folder_never_runs_code(evil, tmp_path, capsys, command):
     assert not marker.exists()
 
 
+@pytest.mark.integration
 def test_a_learner_import_path_in_a_run_folder_is_refused(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(registry, "_ALGORITHMS", dict(registry._ALGORITHMS))
     run = _run_folder(tmp_path, algo={"name": "os:system"})
@@ -82,6 +83,7 @@ def test_a_learner_import_path_in_a_run_folder_is_refused(tmp_path, capsys, monk
     assert "os:system" not in registry._ALGORITHMS
 
 
+@pytest.mark.integration
 def test_allow_import_trusts_what_the_command_line_names(evil, tmp_path, capsys):
     """The opt-in reaches the registry: `--allow-import` of another path still refuses it."""
     run, marker = evil
@@ -94,6 +96,7 @@ def test_allow_import_trusts_what_the_command_line_names(evil, tmp_path, capsys)
             registry.algorithm("os:system")
 
 
+@pytest.mark.integration
 def test_an_interpolation_in_a_run_folder_is_refused_not_resolved(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MARL_HOSTILE_SECRET", "hunter2")
     run = _run_folder(tmp_path, label="${oc.env:MARL_HOSTILE_SECRET}")
@@ -151,6 +154,7 @@ def test_an_interpolation_in_a_benchmark_file_is_refused(tmp_path, capsys, monke
     assert "env.yaml: name holds an interpolation" in err and "hunter2" not in err
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("lr", ["inf", "nan", "-inf"])
 def test_a_non_finite_hyperparameter_is_refused_at_resolve(tmp_path, capsys, lr):
     assert cli.main(["train", *TINY, f"out={tmp_path}", f"algo.lr={lr}"]) == 2
@@ -158,6 +162,7 @@ def test_a_non_finite_hyperparameter_is_refused_at_resolve(tmp_path, capsys, lr)
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.integration
 def test_a_diverging_run_stops_marked_diverged_and_is_never_ranked(tmp_path, capsys, monkeypatch):
     """lr=1e300 is finite, so it trains: its parameters turn non-finite at the first segment;
     the run stops there, exit 2, and readers skip it as diverged."""

@@ -64,6 +64,7 @@ def _hold(folder: Path) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.integration
 def test_a_second_writer_of_a_run_folder_meets_one_line(tiny, capsys):
     """Two concurrent resume=true of one run: the second is refused in one line naming the
     folder and the holder, and trains nothing; once the holder is gone the folder is free."""
@@ -104,6 +105,7 @@ def test_the_lock_survives_its_file_being_removed_by_a_releasing_holder(tmp_path
     third.release()
 
 
+@pytest.mark.integration
 def test_a_killed_writers_temporary_files_are_removed_on_resume(tiny):
     folder = killed(named(tiny, "litter"))
     litter = [folder / ".record.partial.json.k1l2.tmp", folder / ".meta.json.x9.tmp"]
@@ -116,6 +118,7 @@ def test_a_killed_writers_temporary_files_are_removed_on_resume(tiny):
     assert (folder / "notes.tmp").exists()
 
 
+@pytest.mark.integration
 def test_a_claim_reads_its_folder_once_and_under_its_lock(tiny, monkeypatch):
     """resume=true reads what the folder holds once, holding its lock: what it acts on is what
     the folder holds, since no other writer can finish or change it after that read."""
@@ -159,6 +162,7 @@ def _result(seeds: int = 1) -> RunResult:
     return RunResult(steps=[0], evaluations=[evals], best_step=np.zeros(seeds, int))
 
 
+@pytest.mark.integration
 def test_a_run_that_fails_in_its_final_write_never_looks_complete(tiny, capsys, monkeypatch):
     """The disk fills as record.json, the last write, is written: meta.json says finished,
     but without record.json no reader takes the run as complete; resume=true finishes it."""
@@ -197,6 +201,7 @@ def _disk_full(path) -> OSError:
     return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
 
+@pytest.mark.integration
 def test_a_full_disk_is_one_line_and_the_run_is_not_complete(tiny, capsys, monkeypatch):
     out, _ = tiny
 
@@ -212,6 +217,7 @@ def test_a_full_disk_is_one_line_and_the_run_is_not_complete(tiny, capsys, monke
     assert not (folder / "record.json").exists() and not (folder / LOCK).exists()
 
 
+@pytest.mark.integration
 def test_a_full_disk_under_a_report_is_one_line(tmp_path, capsys, monkeypatch):
     from marl.results import report
 
@@ -222,6 +228,7 @@ def test_a_full_disk_under_a_report_is_one_line(tmp_path, capsys, monkeypatch):
     assert "No space left on device: " in _one_error(capsys)
 
 
+@pytest.mark.integration
 def test_a_read_only_output_is_one_line(tiny, tmp_path, capsys, monkeypatch):
     """Root ignores chmod, so the refusal is simulated where the OS would raise it."""
     out, _ = tiny
@@ -249,6 +256,7 @@ def _record_folder(tmp_path, name: str) -> Path:
     return path
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "file, content, says",
     [
@@ -274,6 +282,7 @@ def _saved_folder(tiny, name: str) -> Path:
     return folder
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "file, content, says",
     [
@@ -290,6 +299,7 @@ def test_a_corrupt_run_folder_is_one_line(tiny, capsys, file, content, says):
     assert says in _one_error(capsys)
 
 
+@pytest.mark.integration
 def test_a_truncated_checkpoint_is_one_line(tiny, capsys):
     """resume=true from a segment whose files were cut off: one line naming it, exit 2."""
     import jax.numpy as jnp
@@ -309,6 +319,7 @@ def test_a_truncated_checkpoint_is_one_line(tiny, capsys):
     assert not (held.path / "record.json").exists() and not (held.path / LOCK).exists()
 
 
+@pytest.mark.integration
 def test_impossible_sizes_are_one_line(tiny, capsys, monkeypatch):
     out, _ = tiny
     assert cli.main(["train", *TINY, f"out={out}", "budget=1e30"]) == 2
@@ -335,6 +346,7 @@ def test_impossible_sizes_are_one_line(tiny, capsys, monkeypatch):
     assert not (folder / "record.json").exists() and not (folder / LOCK).exists()
 
 
+@pytest.mark.integration
 def test_a_name_or_label_with_a_newline_is_refused(tiny):
     cfg = compose([*TINY, "name=x"])
     for key in ("name", "label"):
@@ -360,6 +372,7 @@ def make_train(env, cfg=None, total_updates=None):
 """
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "what, args, says",
     [
@@ -391,6 +404,7 @@ def test_a_plugin_that_raises_or_returns_the_wrong_object_is_one_line(
     sys.modules.pop(f"badpkg_{what}.mod", None)
 
 
+@pytest.mark.integration
 def test_an_unexpected_failure_is_one_line(capsys, monkeypatch):
     from marl.run import catalog
 
@@ -424,6 +438,7 @@ def test_a_state_larger_than_the_devices_memory_is_refused_from_its_shapes():
     check_fits("the state", {"w": jax.ShapeDtypeStruct((4,), np.float32)}, jax.local_devices())
 
 
+@pytest.mark.integration
 def test_a_collective_that_loses_its_peer_is_one_line(tiny, capsys, monkeypatch):
     """What the survivor of a multi-host run meets mid-segment when a peer's process dies."""
     import marl.learning.runner as training

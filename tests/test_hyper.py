@@ -38,6 +38,7 @@ def test_parse_and_combinations():
             hyper.parse([bad])
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_vmapped_sweep_writes_each_combination_as_its_own_run(tmp_path):
     out = tmp_path / "runs"

@@ -31,6 +31,7 @@ def _ctrl_c() -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
+@pytest.mark.integration
 def test_ctrl_c_at_start_up_is_one_line(sigint, capsys, monkeypatch):
     def pressed():
         _ctrl_c()  # lands while the command starts (here: configuring XLA)
@@ -40,6 +41,7 @@ def test_ctrl_c_at_start_up_is_one_line(sigint, capsys, monkeypatch):
     assert capsys.readouterr().err.strip().splitlines() == ["marl: interrupted"]
 
 
+@pytest.mark.integration
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_ctrl_c_a_library_swallows_still_stops_the_run(sigint, tmp_path, capsys, monkeypatch):
     def swallowing(phase, _info):  # JAX's gc callback is one: its exceptions are "ignored"
@@ -58,6 +60,7 @@ def test_a_ctrl_c_a_library_swallows_still_stops_the_run(sigint, tmp_path, capsy
     assert not (folder / "record.json").exists()  # it did not train to its end
 
 
+@pytest.mark.integration
 def test_ctrl_c_inside_the_run_loop_stops_after_the_segment_is_saved(
     sigint, tmp_path, capsys, monkeypatch
 ):

@@ -33,6 +33,7 @@ def _opts(tmp_path: Path, **kw) -> launch.LaunchOptions:
     return launch.options("local", tmp_path / "jobs", **kw)
 
 
+@pytest.mark.integration
 def test_local_jobs_run_at_most_n_at_once_and_failures_are_named(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -57,6 +58,7 @@ def test_local_jobs_run_at_most_n_at_once_and_failures_are_named(tmp_path):
     assert any(line.startswith("started job0: local job ") for line in lines)
 
 
+@pytest.mark.integration
 def test_a_relaunch_leaves_a_running_job_to_itself(tmp_path):
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
@@ -91,6 +93,7 @@ STOPPED = textwrap.dedent(
 )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("ctrl_c", [False, True], ids=["sigterm", "ctrl-c"])
 def test_a_stopped_launcher_stops_its_local_jobs_in_one_line(tmp_path, ctrl_c):
     """SIGTERM to the launcher, or Ctrl-C in its terminal (SIGINT to the whole process group,
@@ -140,6 +143,7 @@ printf 'JobID|State|NodeList\\n4242|RUNNING|node7\\n'
 """
 
 
+@pytest.mark.integration
 def test_slurm_jobs_carry_the_options_and_a_limit_from_the_measured_cost(tmp_path, monkeypatch):
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -238,6 +242,7 @@ def _records(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("record.json"))}
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_benchmark_as_local_jobs_equals_it_in_process_and_resumes(tmp_path):
     jobs_def, here_def = tmp_path / "jobs.yaml", tmp_path / "here.yaml"

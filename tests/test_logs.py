@@ -19,6 +19,7 @@ TINY = TINY_IPPO  # the shared tiny run: its programs are compiled once per test
 LIBRARY_INFO = re.compile(r"\[(absl|orbax[\w.]*)\]\[INFO\]|^I\d{4} |orbax.*INFO|INFO.*orbax", re.M)
 
 
+@pytest.mark.integration
 def test_a_short_app_run_prints_no_library_info_lines(tmp_path):
     """`python -m marl.app` with checkpoints (orbax logs a dozen INFO lines per save): the
     console holds marl's own lines only."""

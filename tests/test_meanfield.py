@@ -68,6 +68,7 @@ def test_every_family_gives_spatial_neighbourhoods():
         np.testing.assert_array_equal(w > 0, expected, err_msg=env_id)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_mfq_learns_the_single_agent_task():
     """particle/simple: no neighbours (mean action zero), so MF-Q is plain Q-learning here."""
@@ -105,6 +106,7 @@ def test_mfq_updates_are_deterministic_and_without_mean_action():
     assert shapes["params"]["MLP_0"]["Dense_0"]["kernel"].shape[-2] == env.spec.obs_dim
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_mfac_learns_the_single_agent_task():
     env = marl.make("particle/simple")

@@ -10,6 +10,7 @@ import pytest
 from hand_rollouts import death_env, hand_rollout
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shapes import SHAPES, size
 
 from marl.algorithms.onpolicy import ValueNorm, clipped_surrogate, gae, value_loss
 from marl.learning.networks import MaskedCategorical, MaskedDiagGaussian
@@ -58,14 +59,16 @@ def test_gae_truncation_bootstraps_from_the_true_final_value():
 _gae = jax.jit(gae)
 
 
+@pytest.mark.parametrize("vary", SHAPES)
 @settings(max_examples=30, deadline=None)
 @given(
+    data=st.data(),
     seed=st.integers(0, 10_000),
-    T=st.integers(1, 40),
     gamma=st.floats(0.5, 1.0),
     lam=st.floats(0.0, 1.0),
 )
-def test_gae_matches_numpy_reference(seed, T, gamma, lam):
+def test_gae_matches_numpy_reference(vary, data, seed, gamma, lam):
+    T = size(data, vary, st.integers(1, 40), 17)
     rng = np.random.default_rng(seed)
     B, N = 3, 2
     r = rng.normal(size=(T, B, N))

@@ -61,6 +61,7 @@ def wheel(tmp_path_factory) -> Path:
     return whl
 
 
+@pytest.mark.integration
 def test_wheel_contains_every_module(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = source_modules()
@@ -69,11 +70,13 @@ def test_wheel_contains_every_module(wheel):
     assert not missing, f"modules missing from the wheel: {missing}"
 
 
+@pytest.mark.integration
 def test_wheel_installs_nothing_generic_at_top_level(wheel):
     tops = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist()}
     assert tops <= {"marl", next(t for t in tops if t.endswith(".dist-info"))}, tops
 
 
+@pytest.mark.integration
 def test_wheel_ships_configs_and_console_script(wheel):
     zf = zipfile.ZipFile(wheel)
     entry = next(n for n in zf.namelist() if n.endswith("entry_points.txt"))
@@ -84,12 +87,14 @@ def test_wheel_ships_configs_and_console_script(wheel):
     assert "[marl.algorithms]" in text and "qmix = marl.algorithms.qmix:make_train" in text
 
 
+@pytest.mark.integration
 def test_wheel_ships_the_site_assets(wheel):
     """`marl leaderboard --site` copies its stylesheet and script from the installed package."""
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"marl/results/site_assets/site.css", "marl/results/site_assets/site.js"} <= names
 
 
+@pytest.mark.integration
 def test_the_distribution_is_named_marl_suite_everywhere_it_is_read(wheel):
     """pyproject's name, the wheel's metadata and what records read their version from agree
     (`importlib.metadata.version("marl")` would find the unrelated package where installed)."""

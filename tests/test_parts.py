@@ -59,6 +59,7 @@ def trained(tmp_path_factory):
     return _run(tmp, "whole"), _run(tmp, "split")
 
 
+@pytest.mark.integration
 def test_merged_parts_hold_the_seeds_of_the_run_trained_at_once(trained):
     whole, merged = trained
     assert not list(merged.parent.glob("tiny.part*"))  # the parts' folders are gone
@@ -87,6 +88,7 @@ def test_merged_parts_hold_the_seeds_of_the_run_trained_at_once(trained):
     assert meta["wall_time"] == pytest.approx(sum(p["wall_time"] for p in meta["parts"]))
 
 
+@pytest.mark.integration
 def test_the_merged_run_is_one_record_of_two_seeds(trained):
     _, merged = trained
     (record,) = load([merged.parent])

@@ -118,6 +118,7 @@ def plugin(tmp_path, monkeypatch):
         del sys.modules[name]
 
 
+@pytest.mark.integration
 def test_an_installed_packages_env_and_learner_are_listed_and_trained(plugin, capsys):
     assert cli.main(["list", "--family", "mine"]) == 0
     out = capsys.readouterr().out
@@ -135,6 +136,7 @@ def test_an_installed_packages_env_and_learner_are_listed_and_trained(plugin, ca
     assert meta["config"]["derived"]["hyperparameters"] == hyper
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_import_paths_train_without_any_registration(plugin, capsys):
     runs = plugin / "runs"

@@ -188,6 +188,7 @@ def test_target_mixer_sees_the_next_state():
     assert float(loss) == pytest.approx((1.5**2 + 1.0**2) / 2, rel=1e-6)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_iql_learns_the_single_agent_task():
     """particle/simple (one agent, one landmark): the greedy return rises well above the start.
@@ -312,6 +313,7 @@ def test_seed_max_agrees_across_named_seeds_only():
 
 
 # VDN's sum mixer adds nothing QMIX's run does not exercise: it runs with -m slow
+@pytest.mark.integration
 @pytest.mark.parametrize("algo", [pytest.param("vdn", marks=pytest.mark.slow), "qmix"])
 def test_mixed_learners_run_deterministically(algo):
     env = marl.make("particle/spread")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shapes import SHAPES, size
 
 from marl.algorithms import mixers, qlearning, replay
 
@@ -77,14 +78,16 @@ def test_buffer_stores_wraps_and_samples_whole_added_episodes():
         replay.add(buf, stack(range(5)))
 
 
+@pytest.mark.parametrize("vary", SHAPES)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    n=st.integers(1, 4),
-    a=st.integers(1, 6),
+    data=st.data(),
     seed=st.integers(0, 2**31 - 1),
     epsilon=st.sampled_from([0.0, 0.5, 1.0]),
 )
-def test_epsilon_greedy_only_available_and_greedy_at_zero(n, a, seed, epsilon):
+def test_epsilon_greedy_only_available_and_greedy_at_zero(vary, data, seed, epsilon):
+    n = size(data, vary, st.integers(1, 4), 3)
+    a = size(data, vary, st.integers(1, 6), 5)
     rng = np.random.default_rng(seed)
     avail = rng.random((n, a)) < 0.5
     avail[np.arange(n), rng.integers(0, a, n)] = True  # at least one available per agent
@@ -170,9 +173,11 @@ def test_td_lambda_hand_computed():
     np.testing.assert_allclose(y[0], [g0_ep0, 2.0, 0.0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("vary", SHAPES)
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), t=st.integers(1, 8))
-def test_td_lambda_zero_equals_one_step(seed, t):
+@given(data=st.data(), seed=st.integers(0, 2**31 - 1))
+def test_td_lambda_zero_equals_one_step(vary, data, seed):
+    t = size(data, vary, st.integers(1, 8), 6)
     rng = np.random.default_rng(seed)
     r, v = rng.normal(size=(2, t, N)).astype(np.float32)
     length = int(rng.integers(1, t + 1))

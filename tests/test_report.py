@@ -260,6 +260,7 @@ def test_the_leaderboard_reads_benchmark_v1s_records_by_default(tmp_path, monkey
 SWEEP = [*tiny(algo="ippo,mappo", **{"protocol.num_evaluations": "2"}), "name=s"]
 
 
+@pytest.mark.integration
 def test_sweep_trains_the_grid_writes_a_report_and_skips_finished_runs(tmp_path):
     out = tmp_path / "runs"
     code, text, err = _cli("sweep", *SWEEP, f"out={out}")

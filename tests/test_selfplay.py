@@ -116,6 +116,7 @@ def test_mirror_is_refused_where_the_sides_are_not_mirror_images():
         marl.algorithm("il")(env, {"self_play": "mirrored"})
 
 
+@pytest.mark.integration
 def test_the_runner_saves_and_evaluates_each_seeds_learner_on_both_sides():
     """The runner holds a stack of seeds; mirroring must act on each seed's parameter sets, not
     on the seed axis (it once copied seed 0's parameters over seed 1's and left every other

@@ -53,6 +53,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.integration
 def test_two_device_run_equals_the_one_device_run():
     env = dict(os.environ)
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
@@ -104,6 +105,7 @@ ENVS_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "algo", ["ippo", pytest.param("iql", marks=pytest.mark.slow)]
 )  # a replay learner's buffer beside the split envs: under -m slow (CI's time)

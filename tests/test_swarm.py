@@ -131,6 +131,7 @@ def test_the_reference_rules_order_the_swarm_where_random_actions_do_not():
         assert rule > floor > rand + 0.3, (env_id, rule, rand)
 
 
+@pytest.mark.integration
 def test_marl_render_draws_a_swarm(tmp_path):
     import contextlib
     import io

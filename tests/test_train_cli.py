@@ -161,6 +161,7 @@ def test_resolved_configs_are_those_saved_before_the_yaml_moved():
         assert json.dumps(got) == json.dumps(config), command
 
 
+@pytest.mark.integration
 def test_real_value_based_learners_refuse_continuous_actions_and_mixed_teams(capsys, tmp_path):
     with pytest.raises(ConfigError, match="qmix acts only in discrete action spaces"):
         resolve(compose(["algo=qmix", "env.kwargs.continuous_actions=true"]))
@@ -267,6 +268,7 @@ def test_every_registered_env_has_a_generated_node_and_no_yaml():
     assert env["kwargs"] == {"opponent": "self_play"}
 
 
+@pytest.mark.integration
 def test_every_built_in_keyword_is_documented_and_shown_by_train_help(capsys):
     """Each constructor keyword of a built-in env (but `name`) has a note in its class
     docstring's `Constructor:` section, and `marl train env=ID --help` lists it with the
@@ -292,6 +294,7 @@ def test_every_top_level_and_protocol_key_has_a_comment():
 
 
 # --- errors: one line naming the valid choices, exit code 2, nothing compiled -----------------
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "override, needles",
     [
@@ -342,6 +345,7 @@ def test_value_based_learner_on_continuous_actions_is_refused(monkeypatch):
         resolve(compose(["algo=fakeq", "env.kwargs.continuous_actions=true"]))
 
 
+@pytest.mark.integration
 def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
     assert cli.main(["train", "--dry-run", *TINY, "budget=1e4", f"out={tmp_path}"]) == 0
     out = capsys.readouterr().out
@@ -352,6 +356,7 @@ def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.integration
 def test_existing_run_name_is_refused_before_training(capsys, tmp_path):
     (tmp_path / "particle" / "simple" / "ippo" / "taken").mkdir(parents=True)
     assert cli.main(["train", *TINY, f"out={tmp_path}", "name=taken"]) == 2
@@ -359,6 +364,7 @@ def test_existing_run_name_is_refused_before_training(capsys, tmp_path):
 
 
 # --- help and list ----------------------------------------------------------------------------
+@pytest.mark.integration
 def test_train_help_lists_groups_options_and_keys(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["train", "--help"])
@@ -370,6 +376,7 @@ def test_train_help_lists_groups_options_and_keys(capsys):
         assert needle in out
 
 
+@pytest.mark.integration
 def test_list_adds_an_algorithms_section(capsys):
     assert cli.main(["list", "--family", "particle"]) == 0
     out = capsys.readouterr().out
@@ -415,6 +422,7 @@ def runs(tmp_path_factory):
     return outputs[0], dirs
 
 
+@pytest.mark.integration
 def test_run_writes_the_run_directory(runs):
     out, (run_dir, _) = runs
     assert sorted(p.name for p in run_dir.iterdir()) == [
@@ -482,6 +490,7 @@ def _leaves(tree):
         yield tree
 
 
+@pytest.mark.integration
 def test_run_is_deterministic(runs):
     """The same run twice (same root seed): every evaluation, the final and the best
     parameters bit for bit (the runner's determinism; tests/test_training.py's direct check of

@@ -41,6 +41,7 @@ def tiny_run(env_id, algo, budget=2_000, seeds=2, **cfg):
 
 # the same property, end to end, in the default suite: tests/test_train_cli.py's
 # test_run_is_deterministic (every evaluation and the saved parameters, bit for bit)
+@pytest.mark.integration
 @pytest.mark.slow
 def test_same_seed_same_curve_bitwise():
     a = tiny_run("particle/spread", "ippo")
@@ -52,6 +53,7 @@ def test_same_seed_same_curve_bitwise():
         assert np.array_equal(pa, pb)
 
 
+@pytest.mark.integration
 def test_seeds_differ_and_evaluation_shapes():
     res = tiny_run("particle/spread", "mappo", seeds=3)
     ev = res.evaluations[-1]
@@ -62,6 +64,7 @@ def test_seeds_differ_and_evaluation_shapes():
     assert res.curve().shape == (3, 3)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_recurrent_and_continuous_variants_run():
     res = tiny_run("particle/speaker_listener", "mappo", recurrent=True, gru_hidden=16)
@@ -79,6 +82,7 @@ def test_recurrent_and_continuous_variants_run():
     assert np.all(np.isfinite(out.curve()))
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_ippo_learns_simple():
     """The trivial task: one agent, one landmark. Greedy return must rise clearly."""
@@ -120,6 +124,7 @@ def test_wrong_typed_learner_values_are_rejected_in_one_line():
     assert type(cfg.epsilon_steps) is int
 
 
+@pytest.mark.integration
 def test_absolute_metric_rescores_each_seeds_best_evaluation():
     """Best parameters = the evaluation with the highest mean return (earliest on ties), and
     the absolute metric is those parameters played on `absolute_episodes` other episodes."""
@@ -151,6 +156,7 @@ def test_absolute_metric_rescores_each_seeds_best_evaluation():
     )
 
 
+@pytest.mark.integration
 def test_a_lower_is_better_metric_selects_the_lowest_evaluation():
     """protocol metric `lost` (combat declares it lower-is-better): the best parameters are each
     seed's evaluation with the fewest battles lost (earliest on ties), not the most."""
@@ -228,6 +234,7 @@ def test_schedule_rounds_to_whole_updates_and_the_budget_up_to_whole_segments():
     assert RunSettings(budget=1_000, num_evaluations=4).schedule(100) == (2, 5)  # 2.5 -> 2
 
 
+@pytest.mark.integration
 def test_ties_keep_the_earliest_parameters_and_keys_follow_the_root_seed():
     """Metric `length` (25 on every particle/simple episode) ties at every evaluation: the best
     are the initial parameters (best step 0). Seed k starts from init(split(key(7), 2)[k]);

@@ -60,6 +60,7 @@ def test_targets_parse_and_refuse_mistakes():
         )
 
 
+@pytest.mark.integration
 def test_trained_parameters_play_each_target_and_land_in_transfer_json(
     tmp_path, capsys, monkeypatch
 ):

@@ -282,6 +282,7 @@ def test_episode_metrics_average_only_the_steps_that_ended_an_episode():
     _close(none["train/return"], 0.0)
 
 
+@pytest.mark.integration
 def test_importing_the_adapters_does_not_import_jaxmarl():
     code = (
         "import sys, marl.interop.jaxmarl as j; assert 'jaxmarl' not in sys.modules; "

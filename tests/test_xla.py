@@ -27,11 +27,13 @@ def _run(code: str, **extra: str) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.integration
 def test_import_marl_leaves_xla_flags_alone():
     code = "import os, marl; marl.make('particle/simple'); print(os.environ.get('XLA_FLAGS', ''))"
     assert _run(code) == ""
 
 
+@pytest.mark.integration
 def test_the_cli_sets_the_flag():
     code = "import os; from marl import cli; cli.main(['list', '--family', 'particle']); " + (
         "print(os.environ['XLA_FLAGS'])"

@@ -161,8 +161,22 @@ def check_env(
 
     reset_j, step_j = jax.jit(reset), jax.jit(step)
 
+    @jax.jit  # the episode loop's keys and actions, in one small program
+    def random_actions(k: jax.Array, avail: jax.Array) -> tuple[jax.Array, ...]:
+        k, k_a, k_s = jax.random.split(k, 3)
+        return k, k_s, sample_actions(k_a, spec.action_space, avail)
+
+    @jax.jit  # a batch: reset, random actions, step, vmapped in one program
+    def batch_check(k: jax.Array) -> tuple[Any, ...]:
+        keys = jax.random.split(k, batch)
+        sb, tsb = jax.vmap(env.reset)(keys)
+        ab = jax.vmap(lambda k, av: sample_actions(k, spec.action_space, av))(
+            keys, tsb.avail_actions
+        )
+        return keys[1], tsb, ab, jax.vmap(env.step)(keys, sb, ab)[1]
+
     # determinism and shapes of reset
-    k_reset, k_act, k_step, k_batch = jax.random.split(key, 4)
+    k_reset, k_act, k_step, k_batch, k_eps = jax.jit(lambda k: tuple(jax.random.split(k, 5)))(key)
     s0, ts0 = reset_j(k_reset)
     s0b, ts0b = reset_j(k_reset)
     _assert_trees_equal(env, (s0, ts0), (s0b, ts0b), "reset")
@@ -179,23 +193,26 @@ def check_env(
     _check(env, bool(np.all(np.diag(nbhd) == 0)), "an agent is its own neighbour")
 
     # determinism of step
-    a0 = sample_actions(k_act, spec.action_space, ts0.avail_actions)
+    a0, wild = jax.jit(
+        lambda k, av: (sample_actions(k, spec.action_space, av), _wild_actions(k, spec, av))
+    )(k_act, ts0.avail_actions)
     out1, out2 = step_j(k_step, s0, a0), step_j(k_step, s0, a0)
     _assert_trees_equal(env, out1, out2, "step")
     check_timestep(env, out1[1])
     # any action of the space keeps the contract: the mask ignored (an exploring or buggy policy)
     # and continuous values past the bounds (a Gaussian policy's raw sample) are handled
-    wild = _wild_actions(k_act, spec, ts0.avail_actions)
     check_timestep(env, step_j(k_step, s0, wild)[1])
+    # a stepped state steps again with the same program (no retracing on what step returns)
+    step_j(k_step, out1[0], a0)
 
     # whole episodes: truncation at exactly the episode limit unless terminated
     steps = 0
+    fold_in = jax.jit(jax.random.fold_in)
     for ep in range(num_episodes):
-        k_ep = jax.random.fold_in(key, ep)
+        k_ep = fold_in(k_eps, ep)
         s, ts = reset_j(k_ep)
         for t in range(1, spec.episode_limit + 1):
-            k_ep, k_a, k_s = jax.random.split(k_ep, 3)
-            a = sample_actions(k_a, spec.action_space, ts.avail_actions)
+            k_ep, k_s, a = random_actions(k_ep, ts.avail_actions)
             s, ts = step_j(k_s, s, a)
             steps += 1
             check_timestep(env, ts)
@@ -225,17 +242,15 @@ def check_env(
     _check(env, traces["step"] == 1, f"step traced {traces['step']} times (retracing)")
     _check(env, traces["reset"] == 1, f"reset traced {traces['reset']} times (retracing)")
 
-    # vmap over a batch agrees with the single-env result
-    keys = jax.random.split(k_batch, batch)
-    sb, tsb = jax.jit(jax.vmap(env.reset))(keys)
+    # vmap over a batch agrees with the single-env result (element 1 against the programs above)
+    key_1, tsb, ab, tsb2 = batch_check(k_batch)
     check_timestep(env, tsb, (batch,))
-    s_one, ts_one = reset_j(keys[1])  # the single-env programs compiled above
-    _assert_trees_close(env, ts_one, jax.tree.map(lambda x: x[1], tsb), "vmap(reset)")
-    ab = jax.vmap(lambda k, av: sample_actions(k, spec.action_space, av))(keys, tsb.avail_actions)
-    sb2, tsb2 = jax.jit(jax.vmap(env.step))(keys, sb, ab)
     check_timestep(env, tsb2, (batch,))
-    _, ts_one = step_j(keys[1], s_one, ab[1])
-    _assert_trees_close(env, ts_one, jax.tree.map(lambda x: x[1], tsb2), "vmap(step)")
+    s_one, ts_one = reset_j(key_1)
+    second = lambda tree: jax.tree.map(lambda x: np.asarray(x)[1], tree)  # noqa: E731
+    _assert_trees_close(env, ts_one, second(tsb), "vmap(reset)")
+    _, ts_one = step_j(key_1, s_one, np.asarray(ab)[1])
+    _assert_trees_close(env, ts_one, second(tsb2), "vmap(step)")
     return {"steps": steps, "episodes": num_episodes, "traces": traces["step"]}
 
 
