@@ -12,7 +12,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the backport (the test extra installs it)
+    import tomli as tomllib
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
