@@ -46,7 +46,7 @@ def _import_smax() -> Any:
         from jaxmarl.environments import smax
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "jaxmarl/smax needs the reference package: pip install 'marl[peers]' (jaxmarl)"
+            "jaxmarl/smax needs the reference package: pip install -e '.[peers]' (jaxmarl)"
         ) from err
     return smax
 
