@@ -5,7 +5,7 @@ they see (agent ids, the critic's global state), and acting from the actor (`mak
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -16,8 +16,7 @@ from marl.core.learner import Policy
 from marl.learning.message_passing import GraphActor, MessagePassing
 from marl.learning.networks import Actor, AgentParams, Critic, agent_ids
 
-if TYPE_CHECKING:
-    from .ppo import PPOConfig
+from .ppo_config import PPOConfig
 
 Array = jax.Array
 
