@@ -1,7 +1,8 @@
 """Who drives the enemies of a battle: the opponent parts of `Combat`.
 
-Each part says what the M enemies do in a step, from the battle's state and the agents' actions:
-`act(env, key, state, agent_actions) -> (enemy actions [M] int32 in the world frame, the
+Each part says what the M enemies do in a step, from the battle's state, the agents' actions
+and the battle's observer part (the enemies' view, the local view's attack slots):
+`act(key, state, agent_actions, observer) -> (enemy actions [M] int32 in the world frame, the
 heuristic's memory, the enemy policy's carry)`.
 
 - `HeuristicOpponent(attack_mode, shoots)`: SMAX's scripted enemies (`heuristic.py`);
@@ -13,7 +14,7 @@ heuristic's memory, the enemy policy's carry)`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -21,11 +22,9 @@ import jax.numpy as jnp
 from marl.core.learner import Policy
 
 from .heuristic import ATTACK_MODES, heuristic_actions
+from .observation import CombatObserver
 from .state import CombatState
 from .units import FIRST_ATTACK
-
-if TYPE_CHECKING:
-    from .env import Combat
 
 OPPONENTS = ("heuristic", "self_play", "policy")
 EAST, WEST = 1, 3  # the move actions a side's mirrored view swaps
@@ -56,9 +55,13 @@ class HeuristicOpponent:
         return None
 
     def act(
-        self, env: Combat, key: jax.Array, state: CombatState, agent_actions: jax.Array
+        self,
+        key: jax.Array,
+        state: CombatState,
+        agent_actions: jax.Array,
+        observer: CombatObserver,
     ) -> tuple[jax.Array, Any, Any]:
-        n = env.num_allies
+        n = observer.num_allies
         actions, memory = heuristic_actions(
             key,
             state.enemy_memory,
@@ -84,10 +87,14 @@ class SelfPlayOpponent:
         return None
 
     def act(
-        self, env: Combat, key: jax.Array, state: CombatState, agent_actions: jax.Array
+        self,
+        key: jax.Array,
+        state: CombatState,
+        agent_actions: jax.Array,
+        observer: CombatObserver,
     ) -> tuple[jax.Array, Any, Any]:
-        n = env.num_allies
-        actions = mirror_moves(env._attack_targets(state, agent_actions[n:], "enemies"))
+        n = observer.num_allies
+        actions = mirror_moves(observer.attack_targets(state, agent_actions[n:], "enemies"))
         return actions, state.enemy_memory, state.enemy_carry
 
 
@@ -114,22 +121,23 @@ class PolicyOpponent:
         return self.policy.initial_carry()
 
     def act(
-        self, env: Combat, key: jax.Array, state: CombatState, agent_actions: jax.Array
+        self,
+        key: jax.Array,
+        state: CombatState,
+        agent_actions: jax.Array,
+        observer: CombatObserver,
     ) -> tuple[jax.Array, Any, Any]:
-        obs, avail = env.view(state, "enemies")
+        obs, avail = observer.view(state, "enemies")
         start = state.t == 0
         policy = self.policy
-        extra = {"neighbours": env.enemy_neighbourhood(state)} if policy.neighbourhood else {}
+        extra = {"neighbours": observer.enemy_neighbourhood(state)} if policy.neighbourhood else {}
         actions, carry = policy.act(
             self.params, obs, avail, state.enemy_carry, start, key, self.greedy, **extra
         )
-        foes = env.slots("enemies")[1]
+        foes = observer.slots("enemies")[1]
         actions = jnp.clip(jnp.asarray(actions, jnp.int32), 0, FIRST_ATTACK + foes - 1)
-        return (
-            mirror_moves(env._attack_targets(state, actions, "enemies")),
-            state.enemy_memory,
-            carry,
-        )
+        actions = mirror_moves(observer.attack_targets(state, actions, "enemies"))
+        return actions, state.enemy_memory, carry
 
 
 CombatOpponent = HeuristicOpponent | SelfPlayOpponent | PolicyOpponent

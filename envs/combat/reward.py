@@ -1,5 +1,13 @@
-"""A battle's rewards: SMAC's team reward of a side, and MAgent's per-unit reward, as the
-reward parts of `Combat` (`SmacReward`, `MagentReward`)."""
+"""A battle's rewards, the reward parts of `Combat`: each called with the transition (the
+states before and after, the units' actions and what they did) and the battle's sizes.
+
+`SmacReward` (reward "smac"), [N] the same for every ally: SMAC's, damage dealt to the enemies
++ 10 per kill + 200 on the winning step, times 20 / (total enemy health + 10 M + 200), so a
+perfect episode returns 20; in self-play the enemies get the mirror. `MagentReward` (reward
+"magent"), each unit its own, as in MAgent's battle (Yang et al. 2018): -0.005 a step, -0.1
+for an attack action, +0.2 when it fires at a foe, +5 a kill, -0.1 on death
+(`spec.shared_reward` is then False).
+"""
 
 from __future__ import annotations
 

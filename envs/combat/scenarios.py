@@ -1,4 +1,6 @@
-"""Battle scenarios: the SMAC map table and the SMACv2-style generator of battle starts.
+"""Battle scenarios: the generator part of `Combat` (`BattleGenerator`: SMACv2-style battle
+starts) and the registered maps as data (`PRESETS`: each map's `Combat` keywords, from the SMAC,
+SMACv2 and large-battle tables).
 
 A battle start is unit positions `[N + M, 2]` (allies first) and unit types `[N + M]`. Types
 are fixed by a composition ("3s5z") or drawn per episode from a race's weights (SMACv2);
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -68,7 +71,7 @@ SMACV2_EPISODE_LIMIT = 200
 
 # Many-agent battles (MAgent's battle, 64 vs 64 on a 40 x 40 map, built from combat units):
 # the mean-field learners' benchmark.
-LARGE_MAPS: dict[str, dict] = {
+LARGE_MAPS: dict[str, dict[str, Any]] = {
     "64m_vs_64m": {
         "allies": "64m",
         "enemies": "64m",
@@ -89,24 +92,31 @@ LARGE_MAPS: dict[str, dict] = {
 SMACV2_RACE = "any"  # JaxMARL's smacv2_* draw (uniform over the six types)
 
 
-def scenario_kwargs(map_name: str) -> dict:
-    """`Combat` constructor keywords of a registered map ("3m", "smacv2_10_vs_11")."""
-    if map_name in SMAC_MAPS:
-        m = SMAC_MAPS[map_name]
-        return {"allies": m.allies, "enemies": m.enemies, "episode_limit": m.episode_limit}
-    if map_name in SMACV2_MAPS:
-        n, m = SMACV2_MAPS[map_name]
-        return {
+# Every registered map as data: its `Combat` keywords (`combat/<map>` is `Combat` with them bound)
+PRESETS: dict[str, dict[str, Any]] = {
+    **{
+        name: {"allies": m.allies, "enemies": m.enemies, "episode_limit": m.episode_limit}
+        for name, m in SMAC_MAPS.items()
+    },
+    **{
+        name: {
             "allies": n,
             "enemies": m,
             "race": SMACV2_RACE,
             "start_positions": "smacv2",
             "episode_limit": SMACV2_EPISODE_LIMIT,
         }
-    if map_name in LARGE_MAPS:
-        return dict(LARGE_MAPS[map_name])
-    valid = ", ".join([*SMAC_MAPS, *SMACV2_MAPS, *LARGE_MAPS])
-    raise ValueError(f"unknown map {map_name!r}; valid: {valid}")
+        for name, (n, m) in SMACV2_MAPS.items()
+    },
+    **LARGE_MAPS,
+}
+
+
+def scenario_kwargs(map_name: str) -> dict[str, Any]:
+    """`Combat` constructor keywords of a registered map ("3m", "smacv2_10_vs_11")."""
+    if map_name not in PRESETS:
+        raise ValueError(f"unknown map {map_name!r}; valid: {', '.join(PRESETS)}")
+    return dict(PRESETS[map_name])
 
 
 def team_types(units: str | int | Sequence[str], race: str | None, side: str) -> tuple[int, ...]:
@@ -209,6 +219,8 @@ class BattleGenerator:
     map_size: float
 
     def __post_init__(self) -> None:
+        if self.map_size <= 0:
+            raise ValueError(f"map_size must be > 0, got {self.map_size}")
         if self.start_positions not in START_MODES:
             raise ValueError(
                 f"unknown start_positions {self.start_positions!r}; valid: {', '.join(START_MODES)}"
@@ -217,6 +229,29 @@ class BattleGenerator:
             race_weights(self.race)  # raises on an unknown race
         elif len(self.unit_types) != self.num_allies + self.num_enemies:
             raise ValueError("unit_types needs one entry per unit")
+
+    @classmethod
+    def from_teams(
+        cls,
+        allies: str | int | Sequence[str] = "3m",
+        enemies: str | int | Sequence[str] | None = None,
+        race: str | None = None,
+        start_positions: str = "lines",
+        map_size: float = 32.0,
+    ) -> BattleGenerator:
+        """The generator of `Combat`'s keywords: teams in SMAC shorthand ("3s5z") or unit
+        names, `enemies` None mirroring `allies`; with a `race`, unit counts (types drawn per
+        episode)."""
+        ally_types = team_types(allies, race, "allies")
+        enemy_types = team_types(allies if enemies is None else enemies, race, "enemies")
+        return cls(
+            num_allies=len(ally_types),
+            num_enemies=len(enemy_types),
+            unit_types=None if race is not None else ally_types + enemy_types,
+            race=race,
+            start_positions=start_positions,
+            map_size=float(map_size),
+        )
 
     def __call__(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
         k_pos, k_types = jax.random.split(key)
