@@ -99,9 +99,13 @@ def task_scoring(
         if record_anchors is None:
             return None
         return TaskScore(
-            metric, "anchored", float(record_anchors.random), float(record_anchors.reference),
-            "the records' anchors", lower,
-        )  # fmt: skip
+            metric,
+            "anchored",
+            float(record_anchors.random),
+            float(record_anchors.reference),
+            "the records' anchors",
+            lower,
+        )
     if headline != RETURN and has_headline:
         return TaskScore(headline, "natural")
     if declared is not None:

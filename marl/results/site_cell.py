@@ -92,8 +92,10 @@ def _reproduce(site: Site, cell: Cell) -> list[str]:
     )
     v = cell.row.get("verified")
     if v:
-        out.append(f'<p class="verified"><strong>Re-checked:</strong> {escape(describe(v))} '
-                   f"({escape(str(v.get('created', '')))}).</p>")  # fmt: skip
+        out.append(
+            f'<p class="verified"><strong>Re-checked:</strong> {escape(describe(v))} '
+            f"({escape(str(v.get('created', '')))}).</p>"
+        )
     else:
         out.append("<p>Not re-checked yet.</p>")
     return out
@@ -127,15 +129,30 @@ def _policies(cell: Cell) -> list[str]:
 def _seeds(site: Site, cell: Cell) -> str:
     unit, metric = site.units[cell.task], site.study.metric
     rows = [
-        [str(r["record"]), escape(r["run"]), num(r["absolute"][unit]), num(r["absolute"][metric]),
-         num(r["score"]), num(r["final"]),
-         "n/a" if r["best_step"] is None else f"{r['best_step']:,}", f"{r['env_steps']:,}"]
+        [
+            str(r["record"]),
+            escape(r["run"]),
+            num(r["absolute"][unit]),
+            num(r["absolute"][metric]),
+            num(r["score"]),
+            num(r["final"]),
+            "n/a" if r["best_step"] is None else f"{r['best_step']:,}",
+            f"{r['env_steps']:,}",
+        ]
         for r in seed_rows(site, cell)
-    ]  # fmt: skip
+    ]
     u, m = escape(unit), escape(metric)
-    head = ["record", "run", f"{u} (absolute)", f"{m} (absolute)", "score (scoring v2)",
-            f"{u} (last evaluation)", "best step", "env steps"]  # fmt: skip
-    return table(head, rows, "seeds", ["num", "text", *["num"] * 6])
+    columns = [  # (heading, type)
+        ("record", "num"),
+        ("run", "text"),
+        (f"{u} (absolute)", "num"),
+        (f"{m} (absolute)", "num"),
+        ("score (scoring v2)", "num"),
+        (f"{u} (last evaluation)", "num"),
+        ("best step", "num"),
+        ("env steps", "num"),
+    ]
+    return table([h for h, _ in columns], rows, "seeds", [t for _, t in columns])
 
 
 def _curves(site: Site, cell: Cell) -> str:
@@ -189,10 +206,14 @@ def _provenance(meta: dict[str, Any] | None) -> list[str]:
     out = [facts(about)]
     if meta.get("parts"):
         rows = [
-            [escape(str(p.get("part"))), escape(str(p.get("created"))), hours(p.get("wall_time")),
-             escape(device_label(p))]
+            [
+                escape(str(p.get("part"))),
+                escape(str(p.get("created"))),
+                hours(p.get("wall_time")),
+                escape(device_label(p)),
+            ]
             for p in meta["parts"]
-        ]  # fmt: skip
+        ]
         out += [
             "<h3>Trained in parts</h3>",
             table(["part", "created", "wall time", "device"], rows),

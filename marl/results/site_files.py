@@ -81,35 +81,82 @@ def _csv(header: list[str], rows: list[list[Any]]) -> str:
 
 def cells_csv(site: Site) -> str:
     """Every cell of the board: its rank, the statistic that ranks it, its return, flags."""
-    header = ["task", "learner", "rank", "statistic", "point", "low", "high", "runs", "env_steps",
-              "return_mean", "return_low", "return_high", "flags", "verified"]  # fmt: skip
+    header = [
+        "task",
+        "learner",
+        "rank",
+        "statistic",
+        "point",
+        "low",
+        "high",
+        "runs",
+        "env_steps",
+        "return_mean",
+        "return_low",
+        "return_high",
+        "flags",
+        "verified",
+    ]
     rows = []
     for (task, algo), cell in sorted(site.cells.items()):
         stat, iv = site.ranked(cell)
         ret, row = cell.row["absolute_mean"], cell.row
         rows.append(
-            [task, algo, row["rank"], stat, _num(iv["point"]), _num(iv["low"]), _num(iv["high"]),
-             row["runs"], row["env_steps"], _num(ret["point"]), _num(ret["low"]),
-             _num(ret["high"]), " ".join(f["flag"].replace(" ", "_") for f in row.get("flags", [])),
-             (row.get("verified") or {}).get("verdict", "")]
-        )  # fmt: skip
+            [
+                task,
+                algo,
+                row["rank"],
+                stat,
+                _num(iv["point"]),
+                _num(iv["low"]),
+                _num(iv["high"]),
+                row["runs"],
+                row["env_steps"],
+                _num(ret["point"]),
+                _num(ret["low"]),
+                _num(ret["high"]),
+                " ".join(f["flag"].replace(" ", "_") for f in row.get("flags", [])),
+                (row.get("verified") or {}).get("verdict", ""),
+            ]
+        )
     return _csv(header, rows)
 
 
 def seeds_csv(site: Site) -> str:
     """Every seed of every cell: its absolute values (natural unit and return), its score, its
     last evaluation in the natural unit, the step of its best parameters."""
-    header = ["task", "learner", "record", "run", "unit", "absolute_unit", "absolute_return",
-              "score", "final_unit", "best_step", "env_steps"]  # fmt: skip
+    header = [
+        "task",
+        "learner",
+        "record",
+        "run",
+        "unit",
+        "absolute_unit",
+        "absolute_return",
+        "score",
+        "final_unit",
+        "best_step",
+        "env_steps",
+    ]
     rows = []
     for (task, algo), cell in sorted(site.cells.items()):
         unit = site.units[task]
         for r in seed_rows(site, cell):
             rows.append(
-                [task, algo, r["record"], r["run"], unit, r["absolute"][unit],
-                 r["absolute"][site.study.metric], r["score"], r["final"], r["best_step"],
-                 r["env_steps"]]
-            )  # fmt: skip
+                [
+                    task,
+                    algo,
+                    r["record"],
+                    r["run"],
+                    unit,
+                    r["absolute"][unit],
+                    r["absolute"][site.study.metric],
+                    r["score"],
+                    r["final"],
+                    r["best_step"],
+                    r["env_steps"],
+                ]
+            )
     return _csv(header, rows)
 
 

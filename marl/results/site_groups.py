@@ -46,16 +46,26 @@ def _improvement(group: dict[str, Any]) -> str:
 
 def _group(group: dict[str, Any]) -> str:
     rows = [
-        [str(r["rank"]), escape(r["algorithm"]) + (" (external)" if r["external"] else ""),
-         score(r["iqm"]), *(escape(ci(r[k])) for k in AGGREGATES)]
+        [
+            str(r["rank"]),
+            escape(r["algorithm"]) + (" (external)" if r["external"] else ""),
+            score(r["iqm"]),
+            *(escape(ci(r[k])) for k in AGGREGATES),
+        ]
         for r in group["rows"]
-    ]  # fmt: skip
+    ]
     ranking = table(
-        ["rank", "learner", "score IQM [95% CI]", "mean, not ranked", "median, not ranked",
-         "optimality gap, not ranked"],
+        [
+            "rank",
+            "learner",
+            "score IQM [95% CI]",
+            "mean, not ranked",
+            "median, not ranked",
+            "optimality gap, not ranked",
+        ],
         rows,
         "ranking",
-    )  # fmt: skip
+    )
     return "\n".join(
         [
             f'<h2 id="{escape(group["name"])}">{escape(group["name"])}</h2>',
@@ -79,10 +89,12 @@ def groups_page(site: Site) -> str:
         f'<p class="small">Shared ranks: {escape(RULE)}</p>',
         *(_group(g) for g in board["overall"]),
         markdown_tables(
-            [line.replace("## ", "").replace("### ", "") for line in sensitivity_markdown(
-                board.get("sensitivity", []))]
+            [
+                line.replace("## ", "").replace("### ", "")
+                for line in sensitivity_markdown(board.get("sensitivity", []))
+            ]
         ),
-    ]  # fmt: skip
+    ]
     return page("Groups: marl leaderboard", "\n".join(body), 0)
 
 

@@ -39,8 +39,13 @@ def overview_page(site: Site) -> str:
         tiers.append("none")
     head = ["task", "family", "tier", "ranked by", *map(escape, algos)]
     types = ["text", "text", "text", "text", *["num"] * len(algos)]
-    extra = ["", ' class="meta"', ' class="meta"', ' class="meta"',
-             *(f' data-learner="{escape(a)}"' for a in algos)]  # fmt: skip
+    extra = [
+        "",
+        ' class="meta"',
+        ' class="meta"',
+        ' class="meta"',
+        *(f' data-learner="{escape(a)}"' for a in algos),
+    ]
     ths = "".join(
         f'<th data-type="{t}"{x}>{h}</th>' for h, t, x in zip(head, types, extra, strict=True)
     )
@@ -306,14 +311,20 @@ def task_page(site: Site, task: str) -> str:
                 escape(names(row.get("flags", []))),
             ]
         )
-    ranking = table(
-        ["rank", "learner", "runs", f"{escape(data['statistic'])} [95% CI]", "final score",
-         "best - final", f"{escape(study.metric)} mean [95% CI], not ranked", "env steps",
-         "wall time", "env steps/s", "flags"],
-        rows,
-        "ranking",
-        ["num", "text", "num", "num", "num", "num", "num", "num", "num", "num", "text"],
-    )  # fmt: skip
+    columns = [  # (heading, type)
+        ("rank", "num"),
+        ("learner", "text"),
+        ("runs", "num"),
+        (f"{escape(data['statistic'])} [95% CI]", "num"),
+        ("final score", "num"),
+        ("best - final", "num"),
+        (f"{escape(study.metric)} mean [95% CI], not ranked", "num"),
+        ("env steps", "num"),
+        ("wall time", "num"),
+        ("env steps/s", "num"),
+        ("flags", "text"),
+    ]
+    ranking = table([h for h, _ in columns], rows, "ranking", [t for _, t in columns])
     marked = []
     for row in data["rows"]:
         if row.get("flags"):

@@ -17,9 +17,11 @@ def _fmt(x: float) -> str:
 
 
 def seed_curves(
-    steps: Sequence[Sequence[float]], values: Sequence[Sequence[float]], names: Sequence[str],
+    steps: Sequence[Sequence[float]],
+    values: Sequence[Sequence[float]],
+    names: Sequence[str],
     ylabel: str,
-) -> str:  # fmt: skip
+) -> str:
     """One polyline per seed (`values[i]` at `steps[i]`), the mean over seeds in bold where
     every seed shares the steps; axes labelled with their ranges."""
     xs = [np.asarray(s, float) for s in steps]
