@@ -241,9 +241,14 @@ def make_train(
         values = critic.apply(state.critic, data["mean_field"], data["tau"])
         next_values = critic.apply(state.critic, data["next_mean_field"], data["next_tau"])
         adv, targets = gae(
-            data["reward"], values, next_values, data["terminated"], data["done"],
-            cfg.gamma, cfg.gae_lambda,
-        )  # fmt: skip
+            data["reward"],
+            values,
+            next_values,
+            data["terminated"],
+            data["done"],
+            cfg.gamma,
+            cfg.gae_lambda,
+        )
         old_values = values
 
         def loss_fn(params, idx):
@@ -256,17 +261,27 @@ def make_train(
             entropy = jnp.mean(jnp.sum(log_std + 0.5 * jnp.log(2 * jnp.pi * jnp.e), axis=-1))
             v = critic.apply(cr, mb["mean_field"], mb["tau"])
             vl = value_loss(
-                v, jnp.take(old_values, idx, axis=1), jnp.take(targets, idx, axis=1),
-                jnp.ones(()), cfg.clip_eps, None,
-            )  # fmt: skip
+                v,
+                jnp.take(old_values, idx, axis=1),
+                jnp.take(targets, idx, axis=1),
+                jnp.ones(()),
+                cfg.clip_eps,
+                None,
+            )
             loss = pg - cfg.ent_coef * entropy + cfg.vf_coef * vl
             return loss, {"loss/actor": pg, "loss/critic": vl, "entropy": entropy, **info}
 
         key, k_sgd = jax.random.split(state.key)
         (up, cr), opt, (_, aux) = sgd_epochs(
-            loss_fn, tx, (state.upper, state.critic), state.opt, k_sgd,
-            cfg.epochs, b, cfg.num_minibatches,
-        )  # fmt: skip
+            loss_fn,
+            tx,
+            (state.upper, state.critic),
+            state.opt,
+            k_sgd,
+            cfg.epochs,
+            b,
+            cfg.num_minibatches,
+        )
         state = state.replace(upper=up, critic=cr, opt=opt, key=key)
         metrics = {**episode_metrics(env_metrics), **jax.tree.map(jnp.mean, aux)}
         return state, metrics
