@@ -297,4 +297,12 @@ def make_train(
     )
 
 
-__all__ = ["DecPOMFCConfig", "make_train"]
+def steps_per_update(env: MultiAgentEnv, cfg: DecPOMFCConfig | dict | None = None) -> int:
+    """Env steps one update takes, as `make_train`'s Train says, without building it."""
+    settings = cfg if isinstance(cfg, DecPOMFCConfig) else DecPOMFCConfig.from_dict(cfg)
+    return settings.num_envs * settings.rollout_length
+
+
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)
+
+__all__ = ["DecPOMFCConfig", "make_train", "steps_per_update"]

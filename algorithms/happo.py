@@ -366,6 +366,14 @@ def make_train(
     )
 
 
+def steps_per_update(env: MultiAgentEnv, cfg: PPOConfig | dict[str, Any] | None = None) -> int:
+    """Env steps one update takes, as `make_train`'s Train says, without building it."""
+    settings = config(cfg)
+    return settings.num_envs * settings.rollout_length
+
+
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)
+
 __all__ = [
     "HARL",
     "FORCED",
@@ -375,6 +383,7 @@ __all__ = [
     "next_factor",
     "per_agent_normalized",
     "sequential_update",
+    "steps_per_update",
     "team_advantages",
     "update_agent",
 ]

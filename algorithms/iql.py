@@ -14,7 +14,13 @@ from marl.learning.learner_config import shipped
 from .qlearner import ACTION_KINDS, QConfig
 from .qlearner import make_train as _make_q
 
-__all__ = ["ACTION_KINDS", "make_train"]
+__all__ = ["ACTION_KINDS", "config", "make_train", "steps_per_update"]
+
+
+def config(cfg: QConfig | dict[str, Any] | None = None) -> QConfig:
+    """IQL's settings: its shipped defaults (`marl/conf/algo/iql.yaml`) overridden by `cfg`; a
+    QConfig is taken as it is."""
+    return cfg if isinstance(cfg, QConfig) else QConfig.from_dict({**shipped("iql"), **(cfg or {})})
 
 
 def make_train(
@@ -23,5 +29,14 @@ def make_train(
     """IQL on `env`; `cfg` overrides its shipped defaults (`marl/conf/algo/iql.yaml`: one-step
     targets, as pymarl's IQL; TD(lambda 0.6) collapsed on particle/spread); a QConfig is taken
     as it is."""
-    cfg = cfg if isinstance(cfg, QConfig) else QConfig.from_dict({**shipped("iql"), **(cfg or {})})
-    return _make_q(env, cfg, total_updates, mixer=None)
+    return _make_q(env, config(cfg), total_updates, mixer=None)
+
+
+def steps_per_update(env: MultiAgentEnv, cfg: dict[str, Any] | None = None) -> int:
+    """Env steps one update takes, as `make_train`'s Train says, without building it."""
+    settings = config(cfg)
+    return settings.num_envs * settings.rollout_length
+
+
+make_train.action_kinds = ACTION_KINDS  # checked before anything is built (`marl train`)
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)

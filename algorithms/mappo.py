@@ -15,8 +15,22 @@ from .ppo import PPOConfig
 from .ppo import make_train as _make_ppo
 
 
+def config(cfg: dict[str, Any] | None = None) -> PPOConfig:
+    """MAPPO's settings: its shipped defaults (`marl/conf/algo/mappo.yaml`) overridden by `cfg`."""
+    return PPOConfig.from_dict({**shipped("mappo"), **(cfg or {})})
+
+
 def make_train(
     env: MultiAgentEnv, cfg: dict[str, Any] | None = None, total_updates: int | None = None
 ) -> Train:
     """MAPPO on `env`; `cfg` overrides `PPOConfig` fields (critic is "central")."""
-    return _make_ppo(env, PPOConfig.from_dict({**shipped("mappo"), **(cfg or {})}), total_updates)
+    return _make_ppo(env, config(cfg), total_updates)
+
+
+def steps_per_update(env: MultiAgentEnv, cfg: dict[str, Any] | None = None) -> int:
+    """Env steps one update takes, as `make_train`'s Train says, without building it."""
+    settings = config(cfg)
+    return settings.num_envs * settings.rollout_length
+
+
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)

@@ -251,3 +251,13 @@ def make_train(
         steps_per_update=cfg.num_envs * cfg.rollout_length,
         num_envs=cfg.num_envs,
     )
+
+
+def steps_per_update(env: MultiAgentEnv, cfg: MFACConfig | dict | None = None) -> int:
+    """Env steps one update takes, as `make_train`'s Train says, without building it."""
+    settings = cfg if isinstance(cfg, MFACConfig) else MFACConfig.from_dict(cfg)
+    return settings.num_envs * settings.rollout_length
+
+
+make_train.action_kinds = ACTION_KINDS  # checked before anything is built (`marl train`)
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)

@@ -349,3 +349,21 @@ def make_train_il(
     if (cfg or {}).get("mean_action", False) is True:
         raise ValueError("il is MF-Q without the mean action: mean_action must be false (use mfq)")
     return make_train(env, {**shipped("il"), **(cfg or {})}, total_updates)
+
+
+def steps_per_update(env: MultiAgentEnv, cfg: MFQConfig | dict | None = None) -> int:
+    """Env steps one MF-Q update takes, as `make_train`'s Train says, without building it."""
+    settings = cfg if isinstance(cfg, MFQConfig) else MFQConfig.from_dict(cfg)
+    return settings.num_envs * settings.rollout_length
+
+
+def steps_per_update_il(env: MultiAgentEnv, cfg: MFQConfig | dict | None = None) -> int:
+    """Env steps one IL update takes, as `make_train_il`'s Train says, without building it."""
+    return steps_per_update(
+        env, cfg if isinstance(cfg, MFQConfig) else {**shipped("il"), **(cfg or {})}
+    )
+
+
+make_train.action_kinds = make_train_il.action_kinds = ACTION_KINDS  # checked before building
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)
+make_train_il.steps_per_update = steps_per_update_il

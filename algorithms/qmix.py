@@ -17,7 +17,7 @@ from .mixers import QMixer
 from .qlearner import ACTION_KINDS, QConfig, check_team
 from .qlearner import make_train as _make_q
 
-__all__ = ["ACTION_KINDS", "MIXER_KEYS", "make_train", "resolve_state_norm"]
+__all__ = ["ACTION_KINDS", "MIXER_KEYS", "make_train", "resolve_state_norm", "steps_per_update"]
 
 # the mixer's settings beside QConfig's in qmix.yaml (defaults and reasons there): pymarl's
 # widths and depth, a layer norm of the state where the env's state is not bounded (null:
@@ -66,3 +66,14 @@ def make_train(
         init,
     )
     return _make_q(env, QConfig.from_dict(cfg, MIXER_KEYS), total_updates, mixer=mixer)
+
+
+def steps_per_update(env: MultiAgentEnv, cfg: dict[str, Any] | None = None) -> int:
+    """Env steps one update takes, as `make_train`'s Train says, without building it."""
+    cfg = {**shipped("qmix"), **(cfg or {})}
+    settings = QConfig.from_dict({k: v for k, v in cfg.items() if k not in MIXER_KEYS}, MIXER_KEYS)
+    return settings.num_envs * settings.rollout_length
+
+
+make_train.action_kinds = ACTION_KINDS  # checked before anything is built (`marl train`)
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)

@@ -27,6 +27,7 @@ from marl.core.learner import Train
 from marl.core.registry import algorithm
 from marl.learning.learner_config import shipped
 from marl.learning.sides import SideView, check_two_sides, joined
+from marl.learning.training import probe_learner
 
 SIDES = ("side0", "side1")
 
@@ -125,3 +126,35 @@ def balance(first: int, second: int) -> tuple[int, int]:
     if first >= second:
         return 1, max(1, round(first / second))
     return max(1, round(second / first)), 1
+
+
+def steps_per_update(env: MultiAgentEnv, cfg: dict[str, Any] | None = None) -> int:
+    """Env steps one teams update takes, as `make_train`'s Train says, without building it:
+    each side's update, the shorter repeated (`balance`), summed."""
+    check_two_sides(env, "teams")
+    steps = [
+        _side_steps(env, side, name, settings)
+        for side, (name, settings) in enumerate(side_configs(cfg))
+    ]
+    repeats = balance(*steps)
+    return sum(r * s for r, s in zip(repeats, steps, strict=True))
+
+
+def _side_steps(env: MultiAgentEnv, side: int, name: str, settings: dict[str, Any]) -> int:
+    """Env steps one update of side `side`'s learner takes: what the learner says
+    (`make_train.steps_per_update`), or for one that says nothing, its Train built to read it."""
+    make = algorithm(name)
+    view = SideView(env, side, None, None)
+    said = getattr(make, "steps_per_update", None)
+    try:
+        return (
+            said(view, settings)
+            if said is not None
+            else probe_learner(make, view, settings).steps_per_update
+        )
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValueError(f"{SIDES[side]} ({name}): {e}") from None
+
+
+make_train.label = label  # records name a teams run by its sides' learners
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)

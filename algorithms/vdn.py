@@ -15,7 +15,12 @@ from .mixers import VDNMixer
 from .qlearner import ACTION_KINDS, QConfig, check_team
 from .qlearner import make_train as _make_q
 
-__all__ = ["ACTION_KINDS", "make_train"]
+__all__ = ["ACTION_KINDS", "config", "make_train", "steps_per_update"]
+
+
+def config(cfg: dict[str, Any] | None = None) -> QConfig:
+    """VDN's settings: its shipped defaults (`marl/conf/algo/vdn.yaml`) overridden by `cfg`."""
+    return QConfig.from_dict({**shipped("vdn"), **(cfg or {})})
 
 
 def make_train(
@@ -23,6 +28,14 @@ def make_train(
 ) -> Train:
     """VDN on `env` (one cooperative team); `cfg` overrides `QConfig` fields."""
     check_team(env, "vdn")
-    return _make_q(
-        env, QConfig.from_dict({**shipped("vdn"), **(cfg or {})}), total_updates, mixer=VDNMixer()
-    )
+    return _make_q(env, config(cfg), total_updates, mixer=VDNMixer())
+
+
+def steps_per_update(env: MultiAgentEnv, cfg: dict[str, Any] | None = None) -> int:
+    """Env steps one update takes, as `make_train`'s Train says, without building it."""
+    settings = config(cfg)
+    return settings.num_envs * settings.rollout_length
+
+
+make_train.action_kinds = ACTION_KINDS  # checked before anything is built (`marl train`)
+make_train.steps_per_update = steps_per_update  # the run's length hangs on it (`marl train`)
