@@ -254,10 +254,11 @@ def test_weapon_cooldown_after_a_shot_has_smax_jitter():
     env = marl.make("combat/3m")
     state = _duel_state(env, 45.0, 45.0)
     actions = jnp.array([5, 6, 7, STOP, STOP, STOP], jnp.int32)  # ally i shoots enemy i
-    simulate = jax.jit(env.simulate)
+    simulate = jax.jit(env.dynamics)  # the world part: (state after, shots, kills)
     cooldowns = []
     for seed in range(4):
-        _, health, cooldown = simulate(jax.random.key(seed), state, actions)[:3]
+        after = simulate(jax.random.key(seed), state, actions)[0]
+        health, cooldown = after.health, after.cooldown
         np.testing.assert_allclose(health, [45.0] * 3 + [36.0] * 3)  # one shot each
         cooldown = np.asarray(cooldown)
         assert (cooldown[3:] == 0).all(), "the enemies did not fire"
@@ -444,7 +445,7 @@ def test_world_step_matches_jaxmarl_smax(env_id):
         scenario=smax_module.map_name_to_scenario(name), walls_cause_death=False
     )
     n, m = env.num_allies, env.num_enemies
-    simulate, decode = jax.jit(env.simulate), jax.jit(smax._decode_discrete_actions)
+    simulate, decode = jax.jit(env.dynamics), jax.jit(smax._decode_discrete_actions)
     rng = np.random.default_rng(0)
     fired = 0
     for trial in range(8):
@@ -472,7 +473,8 @@ def test_world_step_matches_jaxmarl_smax(env_id):
         smax_actions[attack] = FIRST_ATTACK + n - 1 - (actions[attack] - FIRST_ATTACK)
         decoded = decode(jnp.asarray(smax_actions))
         _, expected, *_ = smax.step_env_no_decode(jax.random.key(9), reference, decoded)
-        pos, health, _ = simulate(jax.random.key(9), state, jnp.asarray(actions, jnp.int32))[:3]
+        after = simulate(jax.random.key(9), state, jnp.asarray(actions, jnp.int32))[0]
+        pos, health = after.pos, after.health
         np.testing.assert_allclose(pos, expected.unit_positions, atol=1e-5)
         np.testing.assert_allclose(health, expected.unit_health)
         fired += int((np.asarray(health) < np.asarray(state.health)).sum())
