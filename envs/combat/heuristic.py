@@ -62,8 +62,12 @@ def heuristic_actions(
     Args:
         key: PRNG key (used by attack_mode "random").
         memory: the units' HeuristicMemory.
-        own_pos, own_type, own_alive: [K, 2] float, [K] int, [K] bool.
-        foe_pos, foe_health, foe_alive: [F, 2] float, [F] float, [F] bool.
+        own_pos: [K, 2] float, the units' positions.
+        own_type: [K] int, their unit types.
+        own_alive: [K] bool.
+        foe_pos: [F, 2] float.
+        foe_health: [F] float.
+        foe_alive: [F] bool.
         attack_mode: how a new target is chosen among the foes in range (ATTACK_MODES).
         shoot: False makes the units only move (a harmless opponent, for tests).
 
