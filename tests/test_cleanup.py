@@ -355,8 +355,8 @@ def test_an_ocean_composed_of_parts_plays_as_its_keywords():
         OceanGenerator,
     )
 
-    flat = Cleanup(num_vessels=3, current="double_gyre", capacity=64, initial_plastic=16,
-                   hold_capacity=4, alpha=0.5, window=3, neighbours=2)  # fmt: skip
+    sea = {"current": "double_gyre", "capacity": 64, "initial_plastic": 16, "hold_capacity": 4}
+    flat = Cleanup(num_vessels=3, alpha=0.5, window=3, neighbours=2, **sea)
     composed = Cleanup.from_parts(
         OceanGenerator(capacity=64, initial_plastic=16),
         Current("double_gyre"),

@@ -2,9 +2,10 @@
 Collaborate in a Competitive Multi-Agent Setup to Clean the Ocean from Macroplastics" and
 HIVEX's ocean plastic collection).
 
-An ocean is composed of parts (`Cleanup.from_parts`, `parts.py`): an `OceanGenerator` (the
-start), a `Current`, the plastic's `Drift`, the vessels' `Fleet`, a `CleanupReward`, an
-`Observer` and a viewer (`viewer.py`).
+An ocean is composed of parts (`Cleanup.from_parts`), each a frozen dataclass called with the
+state and its own settings: an `OceanGenerator` (the start, `generator.py`), a `Current`, the
+plastic's `Drift` and the vessels' `Fleet` (`dynamics.py`), a `CleanupReward` (`reward.py`),
+an `Observer` (`observation.py`) and a viewer (`viewer.py`).
 
 Each registered id is `Cleanup` with a scenario's keywords bound (`SCENARIOS`); every keyword
 can still be overridden, and `cleanup/custom` is `Cleanup` itself.
@@ -12,9 +13,12 @@ can still be overridden, and `cleanup/custom` is `Cleanup` itself.
 
 from functools import partial
 
+from .dynamics import Current, Drift, Fleet
 from .env import METRICS, Cleanup, CleanupState
+from .generator import OceanGenerator
+from .observation import Observer
 from .ocean import CURRENTS, current_at, density, gini, spawn
-from .parts import CleanupReward, Current, Drift, Fleet, Observer, OceanGenerator
+from .reward import CleanupReward
 
 # The family's behaviour version: bump it in the same commit as any change to what an env of
 # this family returns for given keys and actions (records name it; the leaderboard refuses to

@@ -3,6 +3,7 @@ catch (and, by a dial, the team's), optionally signalling to one another with on
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -11,31 +12,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from marl.core.env import AgentGroup, EnvSpec, MultiAgentEnv, TimeStep
-from marl.core.spaces import Box, Discrete
 
-from . import ocean
-from .observation import NEIGHBOUR_FEATURES, OWN_FEATURES, SIGNAL_FEATURES, CleanupView
-from .parts import CleanupReward, Current, Drift, Fleet, Observer, OceanGenerator
+from .dynamics import Current, Drift, Fleet, action_space, decode
+from .generator import OceanGenerator
+from .observation import METRICS, OWN_FEATURES, Observer
+from .reward import CleanupReward
 from .state import CleanupState
 
 Array = jax.Array
 
-METRICS = (
-    "collected_fraction",
-    "collected",
-    "spawned",
-    "floating",
-    "removed",
-    "catch_per_vessel",
-    "gini",
-    "collisions_per_vessel",
-    "delivered",
-)
-TURNS = np.array([-1.0, 0.0, 1.0], np.float32)
-THROTTLES = np.array([-1.0, 0.0, 1.0], np.float32)
+__all__ = ["METRICS", "OWN_FEATURES", "Cleanup", "CleanupState"]
+
+# the keyword constructor's keywords that a part's field takes under another name
+RENAMED = {Current: {"kind": "current", "speed": "current_speed", "direction": "current_direction"}}
+CONVERT = {"float": float, "int": int, "bool": bool, "str": str, "tuple": tuple}
 
 
-class Cleanup(CleanupView, MultiAgentEnv[CleanupState]):
+class Cleanup(MultiAgentEnv[CleanupState]):
     """Vessels (agents) sail a square sea `[0, size]^2` collecting plastic that sources emit and
     currents carry. Lengths are in sea units; speeds per step.
 
@@ -101,6 +94,13 @@ class Cleanup(CleanupView, MultiAgentEnv[CleanupState]):
     collected, spawned, floating, removed, catch_per_vessel, gini (of the vessels' catches),
     collisions_per_vessel, delivered. Mass is conserved: spawned = floating + collected +
     removed.
+
+    The keywords build the ocean's parts (`from_parts` takes them built), each a frozen
+    dataclass called with the state and its own settings: the generator (`OceanGenerator`),
+    the water (`Current`), the plastic's life (`Drift`), the vessels (`Fleet`), the reward
+    (`CleanupReward`) and the observer (`Observer`); the viewer is a module (`viewer_module`).
+    A step: the fleet sails, the plastic drifts, the fleet collects and unloads, collisions
+    are counted, then the reward and the observer read the result.
     """
 
     viewer_module = "marl.envs.cleanup.viewer"
@@ -145,28 +145,11 @@ class Cleanup(CleanupView, MultiAgentEnv[CleanupState]):
         episode_limit: int = 200,
         name: str = "cleanup/custom",
     ):
-        _check(
-            current in ocean.CURRENTS,
-            f"unknown current {current!r}; valid: {', '.join(ocean.CURRENTS)}",
-        )
-        _check(num_vessels >= 1, "num_vessels must be >= 1")
-        _check(0.0 <= alpha <= 1.0, f"alpha must be in [0, 1], got {alpha}")
-        _check(window % 2 == 1 and window >= 1, f"window must be odd, got {window}")
-        _check(capacity >= 1 and initial_plastic <= capacity, "initial_plastic must fit capacity")
-        _check(0.0 <= source_rate <= 1.0, "source_rate is a probability per step")
-        f = float
-        self._setup(
-            OceanGenerator(f(size), int(capacity), int(initial_plastic), int(patches),
-                           f(patch_std), int(num_sources)),
-            Current(current, f(current_speed), f(current_direction), tuple(gyres), f(epsilon),
-                    f(omega)),
-            Drift(f(source_rate), f(source_spread), f(diffusion), bool(remove_at_boundary)),
-            Fleet(f(max_speed), f(accel), f(max_turn), bool(drift_vessels), f(collect_radius),
-                  int(hold_capacity), tuple(port), f(port_radius), f(vessel_radius)),
-            CleanupReward(f(alpha), f(collision_penalty)),
-            Observer(int(grid), int(window), int(neighbours), bool(communication), f(comm_range)),
-            num_vessels, discrete_actions, episode_limit, name,
-        )  # fmt: skip
+        keywords = {k: v for k, v in locals().items() if k != "self"}
+        _check_vessels(num_vessels)
+        parts = (OceanGenerator, Current, Drift, Fleet, CleanupReward, Observer)
+        built = [part_of(part, keywords) for part in parts]
+        self._assemble(*built, num_vessels, discrete_actions, episode_limit, name)
 
     @classmethod
     def from_parts(
@@ -184,22 +167,29 @@ class Cleanup(CleanupView, MultiAgentEnv[CleanupState]):
         viewer: str | None = None,
         name: str = "cleanup/custom",
     ) -> Cleanup:
-        """An ocean composed of parts (`parts.py`: `OceanGenerator`, `Current`, `Drift`,
-        `Fleet`, `CleanupReward`, `Observer`; defaults for those left out) and a viewer (a
-        viewer module's path; default `viewer_module`); the keyword constructor builds the
-        same parts from its flat keywords."""
-        _check(num_vessels >= 1, "num_vessels must be >= 1")
+        """An ocean composed of parts (`OceanGenerator`, `Current`, `Drift`, `Fleet`,
+        `CleanupReward`, `Observer`; defaults for those left out) and a viewer (a viewer
+        module's path; default `viewer_module`); the keyword constructor builds the same parts
+        from its flat keywords."""
+        _check_vessels(num_vessels)
         env = cls.__new__(cls)
-        env._setup(
-            generator or OceanGenerator(), current or Current(), drift or Drift(),
-            fleet or Fleet(), reward or CleanupReward(), observer or Observer(),
-            num_vessels, discrete_actions, episode_limit, name,
-        )  # fmt: skip
+        env._assemble(
+            generator or OceanGenerator(),
+            current or Current(),
+            drift or Drift(),
+            fleet or Fleet(),
+            reward or CleanupReward(),
+            observer or Observer(),
+            num_vessels,
+            discrete_actions,
+            episode_limit,
+            name,
+        )
         if viewer is not None:
             env.viewer_module = viewer
         return env
 
-    def _setup(
+    def _assemble(
         self,
         generator: OceanGenerator,
         current: Current,
@@ -212,137 +202,68 @@ class Cleanup(CleanupView, MultiAgentEnv[CleanupState]):
         episode_limit: int,
         name: str,
     ) -> None:
-        """Every attribute of the env, from its parts."""
-        self.generator, self.drift, self.fleet = generator, drift, fleet
-        self.reward, self.observer = reward, observer
-        self.n = int(num_vessels)
+        """Hold the parts, the observer fitted to the ocean, and the spec."""
+        self.generator, self.current, self.drift = generator, current, drift
+        self.fleet, self.reward = fleet, reward
+        self.n, self.discrete = int(num_vessels), bool(discrete_actions)
         self.size = float(generator.size)
-        self.current = current.fields(self.size)  # `ocean.current_at`'s keywords
-        self.capacity, self.initial_plastic = generator.capacity, generator.initial_plastic
-        self.patches, self.patch_std = generator.patches, generator.patch_std
-        self.num_sources, self.source_rate = generator.num_sources, float(drift.source_rate)
-        self.source_spread, self.diffusion = float(drift.source_spread), float(drift.diffusion)
-        self.remove_at_boundary = bool(drift.remove_at_boundary)
-        self.max_speed, self.accel = float(fleet.max_speed), float(fleet.accel)
-        self.max_turn, self.drift_vessels = float(fleet.max_turn), bool(fleet.drift_vessels)
-        self.collect_radius = float(fleet.collect_radius)
-        self.hold_capacity = int(fleet.hold_capacity)
-        self.port = jnp.asarray(fleet.port, jnp.float32)
-        self.port_radius = float(fleet.port_radius)
-        self.vessel_radius = float(fleet.vessel_radius)
-        self.collision_penalty = float(reward.collision_penalty)
-        self.communication = bool(observer.communication)
-        self.comm_range = float(observer.comm_range)
-        self.alpha = float(reward.alpha)
-        self.discrete = bool(discrete_actions)
-        self.grid, self.window = int(observer.grid), int(observer.window)
-        self.neighbour_slots = int(observer.neighbours)
-        self.k = min(self.neighbour_slots, self.n - 1)
-        self.spec = self._make_spec(name, int(episode_limit), self.neighbour_slots)
-
-    def _make_spec(self, name: str, episode_limit: int, neighbours: int) -> EnvSpec:
-        n = self.n
-        if self.discrete:
-            space = Discrete(len(TURNS) * len(THROTTLES) * (2 if self.communication else 1))
-        else:
-            space = Box(-1.0, 1.0, (3 if self.communication else 2,), jnp.float32)
-        obs_dim = OWN_FEATURES + self.window**2 + NEIGHBOUR_FEATURES * neighbours + SIGNAL_FEATURES
-        return EnvSpec(
+        space = action_space(self.discrete, observer.communication)
+        n, limit = self.n, int(episode_limit)
+        self.spec = EnvSpec(
             name=name,
             num_agents=n,
-            obs_dim=obs_dim,
-            state_dim=6 * n + self.grid**2 + 3,
+            obs_dim=observer.obs_dim,
+            state_dim=observer.state_dim(n),
             action_space=space,
             groups=(AgentGroup("vessels", tuple(range(n))),),
             agent_names=tuple(f"vessel_{i}" for i in range(n)),
-            episode_limit=episode_limit,
+            episode_limit=limit,
             metric_names=METRICS,
             lower_is_better=("floating", "collisions_per_vessel"),
             headline_metric="collected_fraction",
-            shared_reward=self.alpha == 1.0,
+            shared_reward=reward.shared,
             # observations and state carry t / limit: the limit is part of the task and ends
             # it as a termination (marl's one time-limit rule, `EnvSpec.time_limit_terminal`)
             time_limit_terminal=True,
         )
+        self.observer = observer.fitted(self.size, limit, self.spec.action_dim, fleet, current)
 
-    # --- reset ---------------------------------------------------------------------------------
+    # --- the parts' settings that policies read -----------------------------------------------
+    @property
+    def num_sources(self) -> int:
+        return self.generator.num_sources
 
+    @property
+    def max_turn(self) -> float:
+        return float(self.fleet.max_turn)
+
+    @property
+    def vessel_radius(self) -> float:
+        return float(self.fleet.vessel_radius)
+
+    @property
+    def communication(self) -> bool:
+        return bool(self.observer.communication)
+
+    @property
+    def comm_range(self) -> float:
+        return float(self.observer.comm_range)
+
+    # --- reset and step -----------------------------------------------------------------------
     def reset(self, key: Array) -> tuple[CleanupState, TimeStep]:
         state = self.generator(key, self.n)
-        return state, self._timestep(state, jnp.zeros(self.n), state.t)
-
-    # --- step ----------------------------------------------------------------------------------
-
-    def _decode(self, actions: Array) -> tuple[Array, Array, Array]:
-        """(turn [N] in [-1, 1], throttle [N] in [-1, 1], signal [N] bool)."""
-        if self.discrete:
-            a = actions.astype(jnp.int32)
-            base = a % 9
-            signal = (a >= 9) & self.communication
-            return jnp.asarray(TURNS)[base // 3], jnp.asarray(THROTTLES)[base % 3], signal
-        a = jnp.clip(actions, -1.0, 1.0)
-        signal = (a[:, 2] > 0) if self.communication else jnp.zeros(self.n, bool)
-        return a[:, 0], a[:, 1], signal
-
-    def _water(self, pos: Array, t: Array) -> Array:
-        return ocean.current_at(pos=pos, t=t.astype(jnp.float32), **self.current)
+        return state, self.observer(state, jnp.zeros(self.n, jnp.float32), state.t)
 
     def step_env(
         self, key: Array, state: CleanupState, actions: Array
     ) -> tuple[CleanupState, TimeStep]:
-        k_src, k_where, k_diff = jax.random.split(key, 3)
-        n, size = self.n, self.size
-        t = state.t
-        turn, throttle, signal = self._decode(actions)
-        # vessels
-        heading = jnp.remainder(state.heading + turn * self.max_turn + jnp.pi, 2 * jnp.pi) - jnp.pi
-        speed = jnp.clip(state.speed + throttle * self.accel, 0.0, self.max_speed)
-        move = speed[:, None] * jnp.stack([jnp.cos(heading), jnp.sin(heading)], -1)
-        if self.drift_vessels:
-            move = move + self._water(state.pos, t)
-        pos = jnp.clip(state.pos + move, 0.0, size)
-        # plastic: sources emit, the water carries, the sea's edge removes
-        requests = jax.random.uniform(k_src, (self.num_sources,)) < self.source_rate
-        where = state.sources + self.source_spread * jax.random.normal(
-            k_where, (self.num_sources, 2)
-        )
-        where = ocean.into_sea(where, size)
-        alive, plastic, new = ocean.spawn(state.alive, state.plastic, requests, where)
-        drift = self._water(plastic, t) + self.diffusion * jax.random.normal(k_diff, plastic.shape)
-        plastic = plastic + drift * alive[:, None]
-        outside = jnp.any((plastic < 0.0) | (plastic > size), axis=-1) & alive
-        if self.remove_at_boundary:
-            removed_now = jnp.sum(outside).astype(jnp.int32)
-            alive = alive & ~outside
-        else:
-            removed_now = jnp.zeros((), jnp.int32)
-            plastic = jnp.clip(plastic, 0.0, size)
-        # collection: each piece within reach goes to the nearest vessel with room
-        d2 = ocean.squared_distances(plastic, pos)  # [P, N]
-        room = (
-            jnp.full(n, 2**30, jnp.int32)
-            if self.hold_capacity <= 0
-            else self.hold_capacity - state.hold
-        )
-        reach = (d2 < self.collect_radius**2) & alive[:, None] & (room > 0)[None, :]
-        claim = ocean.nearest_claims(jnp.where(reach, d2, jnp.inf), reach).astype(jnp.int32)
-        if self.hold_capacity > 0:  # a hold fills up: pieces beyond its room stay afloat
-            rank = jnp.cumsum(claim, axis=0) - claim  # pieces claimed before this one
-            taken = claim * (rank < room[None, :])
-        else:
-            taken = claim
-        got = jnp.sum(taken, axis=0)  # [N] pieces collected this step
-        alive = alive & ~jnp.any(taken > 0, axis=1)
-        hold = state.hold + got
-        if self.hold_capacity > 0:
-            at_port = jnp.linalg.norm(pos - self.port, axis=-1) < self.port_radius
-            delivered = jnp.sum(jnp.where(at_port, hold, 0))
-            hold = jnp.where(at_port, 0, hold)
-        else:
-            delivered = jnp.zeros((), jnp.int32)
-        # collisions between vessels
-        gap = jnp.linalg.norm(pos[:, None] - pos[None], axis=-1) + jnp.eye(n) * 1e9
-        collided = jnp.any(gap < 2 * self.vessel_radius, axis=1)
+        """The vessels sail, the plastic drifts, the vessels collect it and unload at the
+        port, collisions are counted; the reward and the observer read the result."""
+        turn, throttle, signal = decode(actions, self.discrete, self.communication)
+        pos, heading, speed = self.fleet.sail(state, turn, throttle, self.current, self.size)
+        plastic, alive, spawned, removed = self.drift(key, state, self.current, self.size)
+        got, alive, hold, delivered = self.fleet.collect(state, pos, plastic, alive)
+        collided = self.fleet.collisions(pos)
         reward = self.reward(got, collided)
         state = state.replace(
             pos=pos,
@@ -354,24 +275,24 @@ class Cleanup(CleanupView, MultiAgentEnv[CleanupState]):
             collisions=state.collisions + collided.astype(jnp.int32),
             plastic=plastic,
             alive=alive,
-            spawned=state.spawned + new,
-            removed=state.removed + removed_now,
-            delivered=state.delivered + delivered.astype(jnp.int32),
+            spawned=state.spawned + spawned,
+            removed=state.removed + removed,
+            delivered=state.delivered + delivered,
         )
-        ts = self._timestep(state, reward.astype(jnp.float32), t + 1)
-        return state, ts
+        return state, self.observer(state, reward, state.t + 1)
 
     def neighbourhood(self, state: CleanupState) -> Array:
         """Vessels within communication range of each other."""
         d = jnp.linalg.norm(state.pos[:, None] - state.pos[None], axis=-1)
         return (super().neighbourhood(state) * (d < self.comm_range)).astype(jnp.float32)
 
-    # --- rendering -----------------------------------------------------------------------------
-
     def render_frame(self, state: CleanupState) -> dict[str, Any]:
+        """What `viewer.py` draws: the sea, the vessels, the plastic, the sources, the current
+        on a 12 x 12 grid and the port (with a hold)."""
         xs = np.linspace(0.0, self.size, 12)
         gx, gy = np.meshgrid(xs, xs)
-        arrows = np.asarray(self._water(jnp.stack([gx, gy], -1), state.t))
+        arrows = self.current.velocity(jnp.stack([gx, gy], -1), state.t, self.size)
+        port = self.fleet.port if self.fleet.hold_capacity > 0 else None
         return {
             "size": self.size,
             "pos": np.asarray(state.pos),
@@ -381,12 +302,25 @@ class Cleanup(CleanupView, MultiAgentEnv[CleanupState]):
             "plastic": np.asarray(state.plastic)[np.asarray(state.alive)],
             "sources": np.asarray(state.sources),
             "current_grid": (gx, gy),
-            "current": arrows,
-            "collect_radius": self.collect_radius,
-            "port": np.asarray(self.port) if self.hold_capacity > 0 else None,
+            "current": np.asarray(arrows),
+            "collect_radius": float(self.fleet.collect_radius),
+            "port": None if port is None else np.asarray(port, np.float32),
         }
 
 
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
+def part_of(part: type, keywords: dict[str, Any]) -> Any:
+    """`part` built from the keyword constructor's `keywords` that name its fields (`RENAMED`
+    where the names differ), each converted to the field's type; keyword-only fields (those
+    the env fills in) are left out."""
+    renamed = RENAMED.get(part, {})
+    values = {}
+    for field in dataclasses.fields(part):
+        if not field.kw_only:
+            kind = CONVERT[str(field.type).split("[")[0]]
+            values[field.name] = kind(keywords[renamed.get(field.name, field.name)])
+    return part(**values)
+
+
+def _check_vessels(num_vessels: int) -> None:
+    if num_vessels < 1:
+        raise ValueError("num_vessels must be >= 1")
