@@ -26,14 +26,15 @@ Array = jax.Array
 
 def reference_policy(env: MultiAgentEnv) -> Policy:
     """The classic rule of a `marl.envs.swarm` task (see the module docstring)."""
-    from marl.envs.swarm import Aggregation, Kuramoto, Swarm, Vicsek
-    from marl.envs.swarm.env import LEVELS, MOVES
+    from marl.envs.swarm import AggregationDynamics, KuramotoDynamics, Swarm, VicsekDynamics
+    from marl.envs.swarm.dynamics import LEVELS, MOVES
     from marl.envs.swarm.field import offsets
 
     if not isinstance(env, Swarm):
         raise TypeError(f"the swarm rules need a swarm environment, got {type(env).__name__}")
-    n, own, f = env.n, env.own_features, env.cell_features
-    offs = jnp.asarray(offsets(env.w), jnp.float32)  # [W, 2] in cells
+    dynamics, observer = env.dynamics, env.observer
+    n, own, f = env.n, observer.own_features, observer.cell_features
+    offs = jnp.asarray(offsets(observer.window), jnp.float32)  # [W, 2] in cells
 
     def window(obs: Array) -> Array:
         return obs[:, own:].reshape(n, -1, f)
@@ -44,7 +45,7 @@ def reference_policy(env: MultiAgentEnv) -> Policy:
     def act(params: Any, obs: Array, avail: Array, carry: Array, start, key, greedy):
         del params, avail, start, key, greedy
         cells = window(obs)
-        if isinstance(env, Aggregation):
+        if isinstance(dynamics, AggregationDynamics):
             dens = cells[..., 0]
             centre = (dens @ offs) / jnp.maximum(jnp.sum(dens, axis=1, keepdims=True), 1e-6)
             length = jnp.linalg.norm(centre, axis=-1, keepdims=True)
@@ -54,14 +55,14 @@ def reference_policy(env: MultiAgentEnv) -> Policy:
             move = jnp.argmax(score, axis=1)
             return jnp.where(length[:, 0] > 1 / 3, move, 0).astype(jnp.int32), carry
         angle = jnp.arctan2(jnp.sum(cells[..., 2], axis=1), jnp.sum(cells[..., 1], axis=1))
-        if isinstance(env, Vicsek):
-            u = jnp.clip(angle / jnp.maximum(env.max_turn, 1e-6), -1.0, 1.0)
-        elif isinstance(env, Kuramoto):
-            omega = obs[:, 0] * env.omega_std
-            rate = 0.5 * angle / env.dt - omega
-            u = jnp.clip(rate / jnp.maximum(env.max_control, 1e-6), -1.0, 1.0)
+        if isinstance(dynamics, VicsekDynamics):
+            u = jnp.clip(angle / jnp.maximum(dynamics.max_turn, 1e-6), -1.0, 1.0)
+        elif isinstance(dynamics, KuramotoDynamics):
+            omega = obs[:, 0] * (observer.frequency_scale or 0.0)  # none seen: taken as 0
+            rate = 0.5 * angle / dynamics.dt - omega
+            u = jnp.clip(rate / jnp.maximum(dynamics.max_control, 1e-6), -1.0, 1.0)
         else:  # pragma: no cover - every swarm task is handled above
-            raise TypeError(f"no rule for {type(env).__name__}")
+            raise TypeError(f"no rule for {type(dynamics).__name__}")
         if env.discrete:
             return to_level(u).astype(jnp.int32), carry
         return u[:, None], carry

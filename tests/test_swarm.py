@@ -33,7 +33,7 @@ IDS = ["swarm/vicsek", "swarm/kuramoto", "swarm/aggregation"]
             "swarm/aggregation",
             {"discrete_actions": False, "kernel": "box"},
             marks=pytest.mark.slow,
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_check_env(env_id, kwargs):
@@ -117,6 +117,42 @@ def test_observations_are_mean_field_features_at_any_n():
         assert ts.state.shape == (64,)
 
 
+def test_a_swarm_composed_of_parts_plays_as_its_keywords():
+    """`Swarm.from_parts` (generator, dynamics, reward, observer) builds the env a task's flat
+    keywords build: the same spec, the same rollout under the same keys, and the reference
+    rule reads its parts alike."""
+    from marl.envs.swarm import KuramotoDynamics, Oscillators, Swarm, SwarmObserver, Synchrony
+
+    flat = marl.make("swarm/kuramoto", num_agents=10, coupling=0.8, diffusion=0.01, action_cost=0.1)
+    composed = Swarm.from_parts(
+        Oscillators(num_agents=10),
+        KuramotoDynamics(coupling=0.8, diffusion=0.01),
+        Synchrony(action_cost=0.1),
+        SwarmObserver(angles=True, frequency_scale=1.0),
+        name="swarm/kuramoto",
+    )
+    assert composed.spec == flat.spec
+    key = jax.random.key(2)
+    (reset1, step1), (reset2, step2) = (
+        (jax.jit(e.reset), jax.jit(e.step)) for e in (flat, composed)
+    )
+    (s1, t1), (s2, t2) = reset1(key), reset2(key)
+    for k in jax.random.split(key, 3):
+        actions = jax.random.randint(k, (10,), 0, flat.spec.action_dim)
+        (s1, t1), (s2, t2) = step1(k, s1, actions), step2(k, s2, actions)
+        np.testing.assert_array_equal(t1.obs, t2.obs)
+        np.testing.assert_array_equal(t1.reward, t2.reward)
+
+    def rule(env, ts):
+        policy = scripted_policy(env)
+        carry = policy.initial_carry()
+        return policy.act(None, ts.obs, ts.avail_actions, carry, True, key, True)[0]
+
+    np.testing.assert_array_equal(rule(flat, t1), rule(composed, t2))
+    with pytest.raises(ValueError, match="action_cost must be >= 0"):
+        Synchrony(action_cost=-1.0)
+
+
 @pytest.mark.slow
 def test_the_reference_rules_order_the_swarm_where_random_actions_do_not():
     for env_id, floor in [("swarm/vicsek", 0.9), ("swarm/kuramoto", 0.6)]:
@@ -140,8 +176,8 @@ def test_marl_render_draws_a_swarm(tmp_path):
 
     out = tmp_path / "vicsek.gif"
     with contextlib.redirect_stdout(io.StringIO()):
-        code = cli.main(["render", "swarm/vicsek", "--out", str(out), "--steps", "3",
-                         "--set", "num_agents=20"])  # fmt: skip
+        args = ["--out", str(out), "--steps", "3", "--set", "num_agents=20"]
+        code = cli.main(["render", "swarm/vicsek", *args])
     assert code == 0 and out.stat().st_size > 0
     for env_id in ("swarm/kuramoto", "swarm/aggregation"):  # each task's drawing
         from matplotlib.backends.backend_agg import FigureCanvasAgg

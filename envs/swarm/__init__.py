@@ -3,10 +3,23 @@ neighbourhood, rewarded by an order parameter of the whole swarm (the tasks of "
 Decentralized Partially Observable Mean Field Control for Artificial Collective Behavior",
 Cui, Hauck, Fabian, Koeppl, ICLR 2024): aggregation, Vicsek alignment and Kuramoto
 synchronisation. Any N from a handful to thousands (`num_agents=`); a step is O(N).
+
+A swarm is composed of parts (`Swarm.from_parts`), each a frozen dataclass called with the
+state and its own settings: a generator (`generator.py`: `Scatter`, `Headings`,
+`Oscillators`), the dynamics (`dynamics.py`: `AggregationDynamics`, `VicsekDynamics`,
+`KuramotoDynamics`), a reward, the task's order parameter (`reward.py`: `Cohesion`,
+`Polarisation`, `Synchrony`), an observer (`observation.py`: `SwarmObserver`, on the cell
+`Grid` of `field.py`) and a viewer (`viewer.py`). `Aggregation`, `Vicsek` and `Kuramoto`
+(`tasks.py`), the registered constructors, build the parts from flat keywords.
 """
 
-from .env import Aggregation, Kuramoto, Swarm, SwarmState, Vicsek
-from .field import KERNELS
+from .dynamics import AggregationDynamics, KuramotoDynamics, SwarmDynamics, VicsekDynamics
+from .env import Swarm, SwarmState
+from .field import KERNELS, Grid
+from .generator import Headings, Oscillators, Scatter
+from .observation import SwarmObserver
+from .reward import Cohesion, OrderReward, Polarisation, Synchrony
+from .tasks import Aggregation, Kuramoto, Vicsek
 
 # The family's behaviour version: bump it in the same commit as any change to what an env of
 # this family returns for given keys and actions (records name it; the leaderboard refuses to
@@ -14,4 +27,24 @@ from .field import KERNELS
 # rollout per family to it).
 BEHAVIOUR_VERSION = "1"
 
-__all__ = ["KERNELS", "Aggregation", "Kuramoto", "Swarm", "SwarmState", "Vicsek"]
+__all__ = [
+    "KERNELS",
+    "Aggregation",
+    "AggregationDynamics",
+    "Cohesion",
+    "Grid",
+    "Headings",
+    "Kuramoto",
+    "KuramotoDynamics",
+    "OrderReward",
+    "Oscillators",
+    "Polarisation",
+    "Scatter",
+    "Swarm",
+    "SwarmDynamics",
+    "SwarmObserver",
+    "SwarmState",
+    "Synchrony",
+    "Vicsek",
+    "VicsekDynamics",
+]

@@ -16,6 +16,8 @@ that Dec-POMFC (Cui et al. 2024) prefers to histograms.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -80,3 +82,53 @@ def embedding(
     k = jnp.exp(-0.5 * (d / side) ** 2)  # [N, cells, 2], bandwidth one cell
     k = k / jnp.sum(k, axis=1, keepdims=True)  # each agent's weight sums to 1 over the grid
     return jnp.einsum("nx,ny,nf->xyf", k[..., 0], k[..., 1], values) * scale
+
+
+def unit_vectors(angle: Array) -> Array:
+    """[N, 3] what an agent with an angle adds to its cell: 1 (its count), cos and sin."""
+    return jnp.stack([jnp.ones_like(angle), jnp.cos(angle), jnp.sin(angle)], -1)
+
+
+def turned(sums: Array, angle: Array) -> Array:
+    """[N, W, 3] each agent's window of `unit_vectors` sums turned into its own frame: count,
+    sum cos(a_j - a_i), sum sin(a_j - a_i)."""
+    c, s = jnp.cos(angle)[:, None], jnp.sin(angle)[:, None]
+    sc, ss = sums[..., 1], sums[..., 2]
+    return jnp.stack([sums[..., 0], sc * c + ss * s, ss * c - sc * s], -1)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The torus `[0, size)^2` cut into `cells` x `cells` cells; an agent sees the
+    `(2 window + 1)^2` cells around its own."""
+
+    cells: int = 8
+    window: int = 1
+    size: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.cells < 1:
+            raise ValueError(f"cells must be >= 1, got {self.cells}")
+        if not 0 <= 2 * self.window + 1 <= self.cells:
+            raise ValueError(f"window must fit the grid: 2 window + 1 <= {self.cells}")
+
+    def windows(self, pos: Array, values: Array) -> Array:
+        """[N, (2 window + 1)^2, F]: every agent's window of the sums of `values` ([N, F]),
+        scaled to the mean field (by cells^2 / N)."""
+        xy = cell_xy(pos, self.size, self.cells)
+        got = window(cell_sums(xy, values, self.cells), xy, self.window, periodic=True)
+        return got * (self.cells**2 / pos.shape[0])
+
+    def seen(self, pos: Array) -> Array:
+        """[] the mean fraction of the swarm in an agent's window (itself excluded)."""
+        n = pos.shape[0]
+        xy = cell_xy(pos, self.size, self.cells)
+        sums = cell_sums(xy, jnp.ones((n, 1)), self.cells)
+        counts = window(sums, xy, self.window, periodic=True)
+        return jnp.mean(jnp.sum(counts[..., 0], axis=1) - 1.0) / (n - 1)
+
+    def neighbourhood(self, pos: Array) -> Array:
+        """[N, N] float32: the agents in each agent's window, itself excluded."""
+        xy = cell_xy(pos, self.size, self.cells)
+        seen = in_window(xy, self.window, self.cells, periodic=True)
+        return (seen & ~jnp.eye(pos.shape[0], dtype=bool)).astype(jnp.float32)
