@@ -52,11 +52,8 @@ def draw_frame(ax: Axes, frame: dict[str, Any], title: str = "") -> None:
         tip = np.array([x, y]) + 0.45 * np.array([np.cos(h), np.sin(h)])
         left = np.array([x, y]) + 0.25 * np.array([np.cos(h + 2.5), np.sin(h + 2.5)])
         right = np.array([x, y]) + 0.25 * np.array([np.cos(h - 2.5), np.sin(h - 2.5)])
-        ax.add_patch(
-            Polygon(
-                [tip, left, right], color=VESSEL, ec=SIGNAL if sig else VESSEL, lw=1.5, zorder=4
-            )  # fmt: skip
-        )
+        edge = SIGNAL if sig else VESSEL  # outlined gold while it signals
+        ax.add_patch(Polygon([tip, left, right], color=VESSEL, ec=edge, lw=1.5, zorder=4))
     caught = int(np.sum(frame["catch"]))
     label = f"collected {caught}, floating {len(plastic)}"
     box = {"fc": "white", "alpha": 0.7, "lw": 0}

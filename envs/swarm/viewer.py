@@ -53,7 +53,7 @@ def draw_frame(ax: Axes, frame: dict[str, Any], title: str = "") -> None:
     else:
         ax.scatter(pos[:, 0], pos[:, 1], s=8, color=AGENT, zorder=2)
     label = f"{task} {frame['order']:.2f}"
-    ax.text(0.02 * size, 0.98 * size, label, fontsize=7, va="top", zorder=3,
-            bbox={"fc": "white", "alpha": 0.7, "lw": 0})  # fmt: skip
+    box = {"fc": "white", "alpha": 0.7, "lw": 0}
+    ax.text(0.02 * size, 0.98 * size, label, fontsize=7, va="top", zorder=3, bbox=box)
     if title:
         ax.set_title(title, fontsize=9)
