@@ -145,7 +145,7 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         episode_limit: int = 200,
         name: str = "cleanup/custom",
     ):
-        keywords = {k: v for k, v in locals().items() if k != "self"}
+        keywords = {k: v for k, v in locals().items() if k != "self"}  # each part reads its own
         _check_vessels(num_vessels)
         parts = (OceanGenerator, Current, Drift, Fleet, CleanupReward, Observer)
         built = [part_of(part, keywords) for part in parts]
