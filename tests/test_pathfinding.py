@@ -440,10 +440,19 @@ def test_a_task_composed_of_parts_plays_as_its_keywords():
         PathfindingReward,
     )
 
-    keywords = {"map": "labyrinth", "height": 11, "width": 11, "extra_connections": 0.3,
-                "num_maps": 4, "num_agents": 4, "dynamics": "mixed", "discrete_actions": True,
-                "shaping": 0.5, "max_obs": 3, "episode_limit": 16}  # fmt: skip
-    flat = Pathfinding(**keywords)
+    flat = Pathfinding(
+        map="labyrinth",
+        height=11,
+        width=11,
+        extra_connections=0.3,
+        num_maps=4,
+        num_agents=4,
+        dynamics="mixed",
+        discrete_actions=True,
+        shaping=0.5,
+        max_obs=3,
+        episode_limit=16,
+    )
     composed = Pathfinding.from_parts(
         Labyrinth(height=11, width=11, num_maps=4, extra_connections=0.3),
         Dynamics(kind="mixed"),
@@ -454,6 +463,7 @@ def test_a_task_composed_of_parts_plays_as_its_keywords():
         episode_limit=16,
     )
     assert composed.spec == flat.spec and composed.generator == flat.generator
+    assert composed.observer == flat.observer and composed.agents == flat.agents
     key = jax.random.key(1)
     # each env's reset and step as one program (op by op, they compiled every primitive)
     (reset1, step1), (reset2, step2) = (
@@ -467,3 +477,53 @@ def test_a_task_composed_of_parts_plays_as_its_keywords():
         np.testing.assert_array_equal(t1.reward, t2.reward)
     with pytest.raises(ValueError, match="unknown dynamics 'wheels'"):
         Dynamics(kind="wheels")
+
+
+def test_a_step_is_the_parts_called_in_turn_on_the_state():
+    """Lifelong, geodesic, mixed: `step_env` is the dynamics, the agents' arrivals, the reward,
+    the new goals and the observer, each called with the state (never the env)."""
+    env = marl.make(
+        "pathfinding/random_grid",
+        height=8,
+        width=8,
+        density=0.1,
+        num_maps=2,
+        num_agents=3,
+        dynamics="mixed",
+        lifelong=True,
+        geodesic_shaping=True,
+        goal_radius=0.45,
+        episode_limit=8,
+    )
+    state, _ = env.reset(jax.random.key(0))
+    state = state.replace(pos=state.goal.at[0].add(0.1))  # each agent on (or near) its goal
+    actions = jnp.array([[0.5, 0.0], [0.0, 0.0], [-1.0, 1.0]])
+    key = jax.random.key(1)
+
+    def by_parts(key, state, actions):
+        u = env.dynamics.commands(actions, discrete=False)
+        after, touched = env.dynamics(state, u, env.observer.index)
+        after = env.agents.arrive(after, touched)
+        reward = env.reward(state, after, touched)
+        moved = jnp.any(after.on_goal)
+        after = env.reward.follow(env.agents.new_goals(key, after), moved)
+        return after, env.observer(after, reward, jnp.zeros((), bool), state.t + 1)
+
+    (s1, t1), (s2, t2) = (
+        jax.jit(env.step_env)(key, state, actions),
+        jax.jit(by_parts)(key, state, actions),
+    )
+    assert float(t1.metrics["goals_reached"]) == 1.0  # all arrived: new goals
+    for x, y in zip(jax.tree.leaves((s1, t1)), jax.tree.leaves((s2, t2)), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert s1.field.shape == (3, 8, 8) and env.observer.num_diffdrive == 2
+
+
+def test_the_agents_part_refuses_bad_radii_in_one_line():
+    from marl.envs.pathfinding import Agents
+
+    with pytest.raises(ValueError, match=r"agent_radius must be in \(0, 0.5\], got \(0.2, 0.6\)"):
+        Agents(num_agents=2, radius=(0.2, 0.6))
+    with pytest.raises(ValueError, match="num_agents must be >= 1"):
+        Agents(num_agents=0)
+    assert Agents(radius=0.25).radius_range == (0.25, 0.25)

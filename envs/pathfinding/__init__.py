@@ -1,8 +1,9 @@
 """Pathfinding family: continuous multi-agent routing on grid maps (after CAMAR and POGEMA).
 
-A task is composed of parts (`Pathfinding.from_parts`): a map generator (`RandomGrid`,
-`Labyrinth`, `Rooms`, `Caves`, `StringMap`), the agents' `Dynamics`, a `PathfindingReward`, an
-`Observer` and a viewer (`viewer.py`).
+A task is composed of parts (`Pathfinding.from_parts`), frozen dataclasses called with the
+state: a map generator (`RandomGrid`, `Labyrinth`, `Rooms`, `Caves`, `StringMap`), the
+`Agents` (starts, goals, arrivals), their `Dynamics`, a `PathfindingReward`, an `Observer` and
+a viewer (`viewer.py`).
 
 Each registered id is `Pathfinding` with a map family's keywords bound (`SCENARIOS`); every
 keyword can still be overridden, e.g. `marl.make("pathfinding/random_grid", num_agents=8,
@@ -11,13 +12,15 @@ density=0.15)`, and `pathfinding/custom` is `Pathfinding` itself.
 
 from functools import partial
 
-from .dynamics import Dynamics
-from .env import DYNAMICS, MAPS, METRICS, Pathfinding, PathfindingState
-from .generator import Caves, Labyrinth, MapGenerator, RandomGrid, Rooms, StringMap
+from .agents import Agents
+from .dynamics import DYNAMICS, Dynamics
+from .env import Parts, Pathfinding
+from .generator import MAPS, Caves, Labyrinth, MapGenerator, RandomGrid, Rooms, StringMap
 from .maps import MAPS_DIR, largest_component, load_map, parse_map
-from .observation import Observer
+from .observation import METRICS, Observer
 from .planning import distance_field
 from .reward import PathfindingReward
+from .state import PathfindingState
 
 # The family's behaviour version: bump it in the same commit as any change to what an env of
 # this family returns for given keys and actions (records name it; the leaderboard refuses to
@@ -93,11 +96,13 @@ __all__ = [
     "MAPS_DIR",
     "METRICS",
     "SCENARIOS",
+    "Agents",
     "Caves",
     "Dynamics",
     "Labyrinth",
     "MapGenerator",
     "Observer",
+    "Parts",
     "Pathfinding",
     "PathfindingReward",
     "PathfindingState",

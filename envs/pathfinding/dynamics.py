@@ -8,7 +8,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import world
+from .state import PathfindingState
+
 Array = jax.Array
+
+GUARD = 0.5  # centres keep at least half a radius from obstacle cells (`world.keep_out`)
 
 DYNAMICS = ("holonomic", "diffdrive", "mixed")
 # discrete actions: holonomic (ux, uy) and differential drive (linear, angular) commands
@@ -23,7 +28,8 @@ class Dynamics:
     heading, turning `max_turn * u[1]` rad / s, contacts pushing) or "mixed" (the first
     `round(diffdrive_fraction * N)` agents differential drive, the rest holonomic). Each env
     step is `substeps` physics steps of `dt` seconds; contacts are soft (`contact_stiffness`,
-    `contact_margin`, `world.penalty`)."""
+    `contact_margin`, `world.penalty`), and a positional guard keeps every centre `GUARD`
+    radius out of obstacle cells (`world.keep_out`)."""
 
     kind: str = "holonomic"
     diffdrive_fraction: float = 0.5
@@ -69,10 +75,11 @@ class Dynamics:
         vel = vel * jnp.minimum(1.0, self.max_speed / jnp.maximum(speed, 1e-9))
         return vel, heading
 
-    def commands(self, actions: Array, discrete: bool, diffdrive: np.ndarray) -> Array:
+    def commands(self, actions: Array, discrete: bool) -> Array:
         """Commands u [N, 2] in [-1, 1] from actions: a row of `HOLONOMIC_ACTIONS` or
         `DIFFDRIVE_ACTIONS` per agent (discrete, int32 [N]) or the clipped Box actions."""
         if discrete:
+            diffdrive = self.diffdrive(actions.shape[0])
             table = jnp.where(
                 jnp.asarray(diffdrive)[:, None, None],
                 jnp.asarray(DIFFDRIVE_ACTIONS)[None],
@@ -80,3 +87,33 @@ class Dynamics:
             )
             return table[jnp.arange(diffdrive.shape[0]), actions]
         return jnp.clip(actions, -1.0, 1.0)
+
+    def __call__(
+        self, state: PathfindingState, u: Array, neighbours: world.Neighbours
+    ) -> tuple[PathfindingState, Array]:
+        """`state` after one env step (`substeps` physics steps) under commands u [N, 2], and
+        [N] bool: each agent in contact at any sub-step. `neighbours` finds the agents that
+        may touch."""
+        touched = jnp.zeros(state.pos.shape[0], bool)
+        for _ in range(int(self.substeps)):
+            state, touch = self.substep(state, u, neighbours)
+            touched = touched | touch
+        return state, touched
+
+    def substep(
+        self, state: PathfindingState, u: Array, neighbours: world.Neighbours
+    ) -> tuple[PathfindingState, Array]:
+        """One physics step of `dt`: contact forces from the obstacle cells and agents around
+        each agent, the motion, then the guard; and [N] bool, in contact."""
+        pos, vel, radius = state.pos, state.vel, state.radius
+        (height, width), pad = state.size, state.pad
+        stiffness, margin = float(self.contact_stiffness), float(self.contact_margin)
+        rows, cols = world.cell_of(pos, 1.0, height, width)
+        lo, occupied = world.nearby_cells(state.obstacles, rows, cols, 1, pad, 1.0)
+        f_obs, touch_obs = world.obstacle_force(pos, radius, lo, occupied, 1.0, stiffness, margin)
+        idx, valid = neighbours(pos, 1, height, width)
+        f_agents, touch_agents, _, _ = world.agent_force(pos, radius, idx, valid, stiffness, margin)
+        diffdrive = self.diffdrive(pos.shape[0])
+        vel, heading = self.velocity(vel, state.heading, u, f_obs + f_agents, diffdrive)
+        pos, vel = world.keep_out(pos + vel * self.dt, vel, GUARD * radius, lo, occupied, 1.0)
+        return state.replace(pos=pos, vel=vel, heading=heading), touch_obs | touch_agents

@@ -1,17 +1,18 @@
 """Map generators: the scenario part of `Pathfinding`.
 
 A generator says which maps a task is played on: `generator.maps()` is a jittable
-`key -> obstacles [H, W] bool` (`maps.py`), drawn per reset from a pool of `num_maps` maps
-generated once from `seed` (None: a fresh map every reset). `RandomGrid`, `Labyrinth`, `Rooms`
-and `Caves` generate; `StringMap` plays one fixed map (a shipped name, a MovingAI `.map` path or
-map text). `map_generator` builds one from `Pathfinding`'s flat keywords.
+`key -> obstacles [H, W] bool` (`maps.py`), drawn per reset (`generator.draw`) from a pool of
+`num_maps` maps generated once from `seed` (None: a fresh map every reset). `RandomGrid`,
+`Labyrinth`, `Rooms` and `Caves` generate; `StringMap` plays one fixed map (a shipped name, a
+MovingAI `.map` path or map text). `map_generator` builds one from `Pathfinding`'s flat
+keywords.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,12 +23,21 @@ from . import maps as mapgen
 MAPS = ("random_grid", "labyrinth", "rooms", "caves", "string")
 
 
-_POOLS: dict[tuple, tuple[jax.Array, jax.Array, np.ndarray]] = {}
+class MapPool(NamedTuple):
+    """`K` maps generated at once: obstacles [K, H, W] bool, their largest free component
+    [K, H, W] bool (where starts and goals are drawn) and its cell counts [K]."""
+
+    obstacles: jax.Array
+    free: jax.Array
+    counts: np.ndarray
+
+
+_POOLS: dict[tuple, MapPool] = {}
 
 
 def map_pool(
     generate: Callable[[jax.Array], jax.Array], recipe: tuple, num_maps: int, seed: int
-) -> tuple[jax.Array, jax.Array, np.ndarray]:
+) -> MapPool:
     """The pool of `num_maps` maps from `seed` (obstacles, largest free component, free-cell
     counts) for `recipe` (map kind and its parameters), generated once per process: building
     the same env again (a sweep, an evaluation env, a transfer target) neither retraces nor
@@ -39,7 +49,7 @@ def map_pool(
         keys = jax.random.split(jax.random.key(seed), num_maps)
         pool = np.asarray(jax.jit(jax.vmap(generate))(keys))
         free = mapgen.largest_components(pool)
-        _POOLS[key] = (jnp.asarray(pool), jnp.asarray(free), free.sum(axis=(1, 2)))
+        _POOLS[key] = MapPool(jnp.asarray(pool), jnp.asarray(free), free.sum(axis=(1, 2)))
     return _POOLS[key]
 
 
@@ -63,11 +73,19 @@ class MapGenerator:
         and seed)."""
         raise NotImplementedError
 
-    def pool(self) -> tuple[jax.Array, jax.Array, np.ndarray]:
-        """The pool of `num_maps` maps from `seed`: obstacles [K, H, W], their largest free
-        component [K, H, W] and its cell counts [K]; generated once per process (`map_pool`)."""
+    def pool(self) -> MapPool:
+        """The pool of `num_maps` maps from `seed`, generated once per process (`map_pool`)."""
         assert self.num_maps is not None, "num_maps=None draws a fresh map every reset"
         return map_pool(self.maps(), self.recipe(), int(self.num_maps), int(self.seed))
+
+    def draw(self, key: jax.Array, pool: MapPool | None) -> tuple[jax.Array, jax.Array]:
+        """An episode's map: obstacles [H, W] and the largest free component [H, W], one of
+        `pool` (`self.pool()`) drawn with `key`, or with no pool a fresh map."""
+        if pool is None:
+            obstacles = self.maps()(key)
+            return obstacles, mapgen.largest_component(obstacles)
+        i = jax.random.randint(key, (), 0, self.num_maps)
+        return pool.obstacles[i], pool.free[i]
 
 
 @dataclass(frozen=True)

@@ -24,3 +24,20 @@ class PathfindingState(struct.PyTreeNode):
     collisions: Array  # [N] int32 steps in contact during this episode
     goals_reached: Array  # [N] int32 goals reached (lifelong: each new goal counts)
     t: Array  # [] int32
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(H, W), the map's cells (static: read from the arrays' shapes)."""
+        height, width = self.free.shape[-2:]
+        return int(height), int(width)
+
+    @property
+    def pad(self) -> int:
+        """Obstacle cells padding the map on each side of `obstacles` (static)."""
+        return (self.obstacles.shape[-1] - self.free.shape[-1]) // 2
+
+    @property
+    def grid(self) -> Array:
+        """[H, W] bool, the obstacle grid without its padding."""
+        p = self.pad
+        return self.obstacles[..., p:-p, p:-p]

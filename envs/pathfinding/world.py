@@ -16,6 +16,8 @@ centres (for an obstacle cell: from its closest point to the agent's centre).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -146,6 +148,27 @@ def all_candidates(n: int) -> tuple[Array, Array]:
     """Every other agent: `idx [N, N]`, `valid [N, N]` (False on the diagonal)."""
     idx = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (n, n))
     return idx, jnp.logical_not(jnp.eye(n, dtype=bool))
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """How agents find the agents near them: "dense" (every other agent), "grid" (the cell
+    list, reading `capacity` agents per cell) or "auto" (the cell list above 64 agents)."""
+
+    mode: str = "auto"
+    capacity: int = 4
+
+    def dense(self, num_agents: int) -> bool:
+        return self.mode == "dense" or (self.mode == "auto" and num_agents <= 64)
+
+    def __call__(self, pos: Array, w: int, height: int, width: int) -> tuple[Array, Array]:
+        """Candidates `idx, valid [N, K]` within `w` cells of each agent at `pos [N, 2]` on an
+        H x W map (dense: every other agent)."""
+        n = pos.shape[0]
+        if self.dense(n):
+            return all_candidates(n)
+        rows, cols = cell_of(pos, 1.0, height, width)
+        return agent_candidates(rows, cols, width, w, int(self.capacity))
 
 
 def agent_force(
