@@ -37,15 +37,14 @@ class Agents:
     def of(
         cls,
         num_agents: int,
-        radius: float | tuple[float, float],
+        agent_radius: float | tuple[float, float],
         goal_radius: float,
         lifelong: bool,
     ) -> Agents:
-        """The part of `Pathfinding`'s keywords `num_agents`, `agent_radius`, `goal_radius` and
-        `lifelong`."""
+        """The part `Pathfinding`'s keywords of the same names describe."""
         return cls(
             num_agents=int(num_agents),
-            radius=radius,
+            radius=agent_radius,
             goal_radius=float(goal_radius),
             lifelong=bool(lifelong),
         )

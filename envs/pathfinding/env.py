@@ -235,8 +235,10 @@ class Pathfinding(MultiAgentEnv[PathfindingState]):
     def _assemble(self, parts: Parts, *, discrete: bool, episode_limit: int, name: str) -> None:
         """Hold the parts (the observer given the task's limit, speeds and actions) and the map
         pool, checking that they fit together."""
-        self.generator, self.dynamics = parts.generator, parts.dynamics
-        self.reward, self.agents = parts.reward, parts.agents
+        self.generator = parts.generator
+        self.dynamics = parts.dynamics
+        self.reward = parts.reward
+        self.agents = parts.agents
         n, lowest = self.num_agents, self.agents.radius_range[0]
         step = self.dynamics.max_speed * self.dynamics.dt
         _check(
