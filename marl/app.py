@@ -48,18 +48,19 @@ def main(cfg: DictConfig) -> None:
     if cfg.get("distributed", False) is True:  # a launcher's job: join before any backend
         join_if_distributed(["", "distributed=true"])
 
-    from marl.run import config
-    from marl.run.errors import UsageError
-    from marl.run.jobs import train_run
-    from marl.run.runtime import Watchdog, end_process, finish_distributed
+    from marl.run.errors import ConfigError, UsageError
+    from marl.run.processes.runtime import Watchdog, end_process, finish_distributed
+    from marl.run.train.execute import train_run
+    from marl.run.train.resolve import resolve
+    from marl.run.train.settings import start_distributed
 
     overrides = list(HydraConfig.get().overrides.task)
     try:
-        config.start_distributed(cfg)
-        run = config.resolve(cfg, command=overrides)
+        start_distributed(cfg)
+        run = resolve(cfg, command=overrides)
         done = train_run(run)
         finish_distributed()  # a multi-host run's peers stop watching this process
-    except (config.ConfigError, UsageError) as e:
+    except (ConfigError, UsageError) as e:
         if Watchdog.running is not None:  # nothing waits on the peers
             end_process(str(e), 2)
         print(f"marl: error: {e}", file=sys.stderr)
@@ -117,7 +118,7 @@ def command_line(argv: list[str]) -> list[str]:
     """The command line with `marl train`'s add-or-override prefix on learner and env keyword
     overrides (`env.kwargs.num_agents=5` -> `++env.kwargs.num_agents=5`): the same overrides as
     `marl train`, whose validators name an unknown key."""
-    from marl.run.compose import open_keys
+    from marl.run.train.compose import open_keys
 
     return [argv[0], *(a if a.startswith("-") else open_keys([a])[0] for a in argv[1:])]
 
@@ -127,25 +128,25 @@ def check_overrides(argv: list[str]) -> None:
     `marl train`'s one-line error (exit 2) instead of Hydra's config search path."""
     from hydra._internal.utils import get_args_parser
 
-    from marl.run import config
-    from marl.run.errors import UsageError
-    from marl.run.sweep import sweep_overrides
+    from marl.run.campaigns.sweep import sweep_overrides
+    from marl.run.errors import ConfigError, UsageError
+    from marl.run.train.compose import compose
 
     given = get_args_parser().parse_known_args(argv[1:])[0].overrides
     ours = [a for a in given if "hydra" not in a.split("=")[0]]  # launcher settings are Hydra's
     try:
         for combo in sweep_overrides(ours):
-            config.compose(combo)
-    except (config.ConfigError, UsageError) as e:
+            compose(combo)
+    except (ConfigError, UsageError) as e:
         print(f"marl: error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
 def supervise_if_distributed(argv: list[str]) -> None:
-    """`distributed=true`: the job runs in a child process under `marl.run.supervisor`, which
-    ends it in one line when JAX's distributed service does (a coordinator or peer lost)."""
-    from marl.run.runtime import DistributedError, wants_distributed
-    from marl.run.supervisor import supervise, supervised
+    """`distributed=true`: the job runs in a child process under `marl.run.processes.supervisor`,
+    which ends it in one line when JAX's distributed service does (a coordinator or peer lost)."""
+    from marl.run.processes.runtime import DistributedError, wants_distributed
+    from marl.run.processes.supervisor import supervise, supervised
 
     try:
         if not wants_distributed(argv[1:]) or supervised():
@@ -159,7 +160,7 @@ def supervise_if_distributed(argv: list[str]) -> None:
 def join_if_distributed(argv: list[str]) -> None:
     """`distributed=true`: join `jax.distributed` before anything starts a JAX backend (checking
     the overrides imports the config module, which does); one line and exit 2 if it cannot."""
-    from marl.run.runtime import DistributedError, join_distributed, wants_distributed
+    from marl.run.processes.runtime import DistributedError, join_distributed, wants_distributed
 
     try:
         if wants_distributed(argv[1:]):

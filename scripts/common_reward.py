@@ -37,8 +37,8 @@ from marl.learning.runner import run  # noqa: E402
 from marl.learning.training import RunSettings, learner_for  # noqa: E402
 from marl.results.files import read_json, write_json  # noqa: E402
 from marl.results.stats import iqm_ci  # noqa: E402
-from marl.run.crossplay import parse_task  # noqa: E402
-from marl.run.provenance import code, versions  # noqa: E402
+from marl.run.saved.crossplay import parse_task  # noqa: E402
+from marl.run.train.provenance import code, versions  # noqa: E402
 
 REWARDS = ("own", "common")
 

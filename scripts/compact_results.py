@@ -6,7 +6,7 @@
 
 Each finished run folder's `record.json`, `metrics.jsonl`, `transfer.json` and `curve.json`
 become `.gz` copies and meta.json's training metrics move to `train_metrics.json.gz`
-(`marl.run.compact`); every marl reader takes them as the files they replace. `--params`
+(`marl.run.saved.compact`); every marl reader takes them as the files they replace. `--params`
 writes `best_params.f16.msgpack.gz` (float16, gzipped) beside each `best_params.msgpack` (and
 likewise for `params.msgpack`), the form results/.gitignore admits for benchmark cells.
 Unfinished runs are left as they are; a compact folder is left alone (idempotent).
@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from marl.run.compact import compact, finished, pending, run_dirs
+from marl.run.saved.compact import compact, finished, pending, run_dirs
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,9 +76,9 @@ done
 import json, sys
 from pathlib import Path
 from marl.results.protocol import has_record
-from marl.run import benchmark as bm
+from marl.run.campaigns.benchmark import load
 
-records = Path(bm.load(sys.argv[1])["records"])
+records = Path(load(sys.argv[1])["records"])
 done = sorted(
     str(meta.parent)
     for meta in records.glob("**/meta.json")

@@ -41,7 +41,7 @@ import marl  # noqa: E402
 from marl.algorithms import happo  # noqa: E402
 from marl.algorithms.ppo import Networks, collect, make_optimizer  # noqa: E402
 from marl.core.wrappers import training_env  # noqa: E402
-from marl.run.crossplay import parse_task  # noqa: E402
+from marl.run.saved.crossplay import parse_task  # noqa: E402
 
 TASK = "pathfinding/random_grid[density=0.15,num_agents=8]"
 

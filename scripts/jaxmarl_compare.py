@@ -58,7 +58,7 @@ from marl.learning.training import probe_learner  # noqa: E402
 from marl.results.files import write_json  # noqa: E402
 from marl.results.report import MIN_SEEDS  # noqa: E402
 from marl.results.stats import mean_ci  # noqa: E402
-from marl.run.provenance import versions  # noqa: E402
+from marl.run.train.provenance import versions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "particle/spread"

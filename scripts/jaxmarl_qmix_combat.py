@@ -55,7 +55,7 @@ from jaxmarl_compare import WANDB, provenance  # noqa: E402
 
 import marl  # noqa: E402
 from marl.results.files import write_json  # noqa: E402
-from marl.run.provenance import versions  # noqa: E402
+from marl.run.train.provenance import versions  # noqa: E402
 
 SCRIPTS = {"qmix": "baselines/QLearning/qmix_rnn.py", "vdn": "baselines/QLearning/vdn_rnn.py"}
 CONFIGS = [

@@ -51,8 +51,9 @@ from marl.results.protocol import RecordError, split_env_id
 from marl.results.runfolder import read_run
 from marl.results.scoring import RETURN, TaskScore
 from marl.results.stats import iqm
-from marl.run import config
-from marl.run.rundir import run_task
+from marl.run.errors import ConfigError
+from marl.run.train.compose import compose
+from marl.run.train.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,10 +87,10 @@ def variant(env_id: str, overrides: list[str]) -> tuple[str, dict]:
     name: the scenario plus its non-default keywords) and those keywords."""
     env_overrides = [o for o in overrides if o.lstrip("+~").startswith("env.")]
     try:
-        run = config.resolve(config.compose([f"env={env_id}", *env_overrides]))
-    except config.ConfigError as e:
+        run = resolve(compose([f"env={env_id}", *env_overrides]))
+    except ConfigError as e:
         raise SystemExit(f"--env {env_id} {' '.join(env_overrides)}: {e}") from None
-    return run_task(run), dict(run.env_kwargs)
+    return run.task, dict(run.env_kwargs)
 
 
 def runs_of(row: dict) -> list[dict]:

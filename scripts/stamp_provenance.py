@@ -1,6 +1,6 @@
 """Add the code and env version to run folders that were written without them.
 
-Runs made since records name their code (`marl.run.provenance`) carry `code` and
+Runs made since records name their code (`marl.run.train.provenance`) carry `code` and
 `env_version` in meta.json and final.json already. For older run folders:
 
     python scripts/stamp_provenance.py DIR ... --commit SHA   # trained from a checkout at SHA
@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from marl.results.files import write_json
-from marl.run.provenance import env_version
+from marl.run.train.provenance import env_version
 
 ROOT = Path(__file__).resolve().parent.parent
 

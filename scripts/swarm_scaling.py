@@ -28,14 +28,14 @@ from marl.baselines import random_policy, scripted_policy
 from marl.bench.envs import measure_program
 from marl.bench.suite import training_program
 from marl.learning.evaluation import evaluate
-from marl.run.config import build, make_env
-from marl.run.saved import SavedRunError, load, run_config
+from marl.run.saved.restore import SavedRunError, load, run_config
+from marl.run.train.lookup import make_env
 
 
 def training_cost(run, n: int, updates: int) -> tuple[float, float, float]:
     """(compile s, s per update, env steps/s over all seeds) of `run`'s learner at `n` agents."""
     run = dataclasses.replace(run, env_kwargs={**run.env_kwargs, "num_agents": n})
-    _, train = build(run)
+    train = run.train
     many, state = training_program(train, run.settings.seeds, updates)
     compile_s, call_s, _ = measure_program(many, state, repeats=1, chain=False)
     per_update = call_s / updates

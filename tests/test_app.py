@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from marl.results.study import load_study
-from marl.run.tasks import RegisteredTasks
+from marl.run.saved.study import RegisteredTasks
 
 TINY = [
     "env=particle/simple",

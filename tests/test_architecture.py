@@ -130,25 +130,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-# Cycles left in modules other work is reshaping (issue 99): each goes with that work, and then
-# from this list; the strict xfail below fails once none is left, to come off then.
-KNOWN_CYCLES = [
-    ["marl.algorithms.ppo", "marl.algorithms.ppo_networks"],  # ppo_networks' PPOConfig
-    ["marl.envs.combat.enemies", "marl.envs.combat.env"],
-    ["marl.run.config", "marl.run.transfer"],  # transfer's RunConfig
-]
-
-
-@pytest.mark.xfail(strict=True, reason=f"known cycles: {KNOWN_CYCLES}")
 def test_no_import_cycles():
     found = cycles(import_graph(module_files()))
     assert found == [], "\n".join(" <-> ".join(c) for c in found)
-
-
-def test_no_import_cycles_but_the_known_ones():
-    found = cycles(import_graph(module_files()))
-    new = [c for c in found if c not in KNOWN_CYCLES]
-    assert new == [], "\n".join(" <-> ".join(c) for c in new)
 
 
 def test_the_cycle_finder_finds_a_cycle():

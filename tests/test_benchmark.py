@@ -10,8 +10,8 @@ import json
 import pytest
 
 from marl import cli
-from marl.run import benchmark as bm
-from marl.run import jobs
+from marl.run.campaigns import benchmark, benchmark_costs, benchmark_runs
+from marl.run.train import execute
 
 TINY = """
 name: tiny
@@ -50,8 +50,8 @@ def _cli(*args):
 
 
 def test_cells_carry_their_tasks_keywords_and_overrides(tmp_path):
-    d = bm.load(str(_definition(tmp_path)))
-    cells = bm.cells(d)
+    d = benchmark.load(str(_definition(tmp_path)))
+    cells = benchmark.cells(d)
     assert [c.key for c in cells] == [
         "particle/simple/ippo",
         "particle/simple/vdn",
@@ -63,8 +63,8 @@ def test_cells_carry_their_tasks_keywords_and_overrides(tmp_path):
     assert vdn.overrides()[:2] == ["env=particle/spread", "env.kwargs.num_agents=2"]
     assert "algo.buffer_size=64" in vdn.overrides() and "name=tiny" in vdn.overrides()
     assert "algo.buffer_size=64" not in cells[2].overrides()
-    assert [c.key for c in bm.cells(d, "gpu")] == ["combat/3m/qmix"]
-    assert [c.key for c in bm.cells(d, only=["*/vdn"])] == [cells[1].key, cells[3].key]
+    assert [c.key for c in benchmark.cells(d, "gpu")] == ["combat/3m/qmix"]
+    assert [c.key for c in benchmark.cells(d, only=["*/vdn"])] == [cells[1].key, cells[3].key]
 
 
 def test_a_variant_family_names_its_cells_and_runs_apart(tmp_path):
@@ -85,25 +85,27 @@ def test_a_variant_family_names_its_cells_and_runs_apart(tmp_path):
     )
     path = tmp_path / "variant.yaml"
     path.write_text(text)
-    cells = bm.cells(bm.load(str(path)), "gpu")
+    cells = benchmark.cells(benchmark.load(str(path)), "gpu")
     assert [c.key for c in cells] == ["combat/3m/qmix", "combat/3m/qmix@mirror"]
     assert "name=tiny" in cells[0].overrides() and "name=tiny-mirror" in cells[1].overrides()
-    assert [c.key for c in bm.cells(bm.load(str(path)), only=["*@mirror"])] == [cells[1].key]
+    assert [c.key for c in benchmark.cells(benchmark.load(str(path)), only=["*@mirror"])] == [
+        cells[1].key
+    ]
     path.write_text(text.replace("      variant: mirror\n", ""))
-    with pytest.raises(bm.BenchmarkError, match="combat/3m/qmix is defined twice .*variant"):
-        bm.cells(bm.load(str(path)))
+    with pytest.raises(benchmark.BenchmarkError, match="combat/3m/qmix is defined twice .*variant"):
+        benchmark.cells(benchmark.load(str(path)))
 
 
 def test_only_takes_a_cell_name_as_status_prints_it(tmp_path):
     # the brackets of a task's keywords are a character class to a glob
-    d = bm.load(str(_definition(tmp_path)))
+    d = benchmark.load(str(_definition(tmp_path)))
     name = "particle/spread[num_agents=2]/vdn"
-    assert [c.key for c in bm.cells(d, only=[name])] == [name]
-    assert [c.key for c in bm.cells(d, only=["particle/spread*/ippo"])] == [
+    assert [c.key for c in benchmark.cells(d, only=[name])] == [name]
+    assert [c.key for c in benchmark.cells(d, only=["particle/spread*/ippo"])] == [
         "particle/spread[num_agents=2]/ippo"
     ]
     # a glob with a task's keywords in it: the brackets are the name's, not a character class
-    assert [c.key for c in bm.cells(d, only=["particle/spread[num_agents=2]/*"])] == [
+    assert [c.key for c in benchmark.cells(d, only=["particle/spread[num_agents=2]/*"])] == [
         "particle/spread[num_agents=2]/ippo",
         "particle/spread[num_agents=2]/vdn",
     ]
@@ -138,7 +140,7 @@ def test_status_and_run_train_the_cells_left_and_go_on_past_a_failure(tmp_path, 
         (folder / "record.json").write_text("{}")  # its last write
         return folder
 
-    monkeypatch.setattr(jobs, "train_run", train)
+    monkeypatch.setattr(execute, "train_run", train)
     code, out, err = _cli("benchmark", "run", path, "--tier", "cpu")
     assert code == 1 and trained == ["ippo", "vdn", "ippo", "vdn"]
     assert "failed: particle/spread[num_agents=2]/vdn: RuntimeError: boom" in err
@@ -174,7 +176,7 @@ def test_run_resumes_unfinished_cells_then_trains_the_cheapest_first(tmp_path, m
         (folder / "record.json").write_text("{}")  # its last write
         return folder
 
-    monkeypatch.setattr(jobs, "train_run", train)
+    monkeypatch.setattr(execute, "train_run", train)
     code, _, _ = _cli("benchmark", "run", path, "--tier", "cpu")
     assert code == 0 and trained == [
         "particle/simple/ippo:True",
@@ -198,7 +200,7 @@ def test_no_checkpoint_trains_the_cells_without_checkpoints(tmp_path, monkeypatc
         (folder / "record.json").write_text("{}")  # its last write
         return folder
 
-    monkeypatch.setattr(jobs, "train_run", train)
+    monkeypatch.setattr(execute, "train_run", train)
     only = ["--tier", "cpu", "--only", "particle/simple/*"]
     assert _cli("benchmark", "run", path, *only, "--no-checkpoint")[0] == 0
     assert seen == [("ippo", False, False), ("vdn", False, False)]
@@ -211,8 +213,8 @@ def test_no_checkpoint_trains_the_cells_without_checkpoints(tmp_path, monkeypatc
 
 
 def test_status_prices_the_cells_left_at_the_pace_finished_cells_ran(tmp_path):
-    d = bm.load(str(_definition(tmp_path)))
-    runs = bm.resolve_cells(d, bm.cells(d, "cpu"))
+    d = benchmark.load(str(_definition(tmp_path)))
+    runs = benchmark.resolve_cells(d, benchmark.cells(d, "cpu"))
     costs = {cell.key: {"s_per_update": 3600.0, "compile_s": 0.0} for cell, _ in runs}
     for (_, run), took in zip(runs[:3], (2.0, 3.0, 10.0), strict=False):  # 2x, 3x, 10x
         folder = run.folder
@@ -220,31 +222,31 @@ def test_status_prices_the_cells_left_at_the_pace_finished_cells_ran(tmp_path):
         meta = {"finished": True, "wall_time": took * 3600.0 * run.total_updates}
         (folder / "meta.json").write_text(json.dumps(meta))
         (folder / "record.json").write_text("{}")  # its last write
-    _, todo, line = bm.status(runs, costs)
+    _, todo, line = benchmark_runs.status(runs, costs)
     left = todo[0][1].total_updates  # hours of training at an hour per update
     assert len(todo) == 1 and f"{left:.1f} h measured" in line
     assert "took 3.0x" in line and f"about {3 * left:.1f} h" in line  # the median
-    _, _, line = bm.status(runs, {})  # nothing measured: no pace
+    _, _, line = benchmark_runs.status(runs, {})  # nothing measured: no pace
     assert "1 unmeasured" in line and "took" not in line
 
 
 def test_status_counts_only_the_segments_an_unfinished_cell_has_left(tmp_path):
     """A cell cut short resumes after its last saved segment: status says how far it got and
     prices only the rest (it priced the whole cell, and said only `unfinished`)."""
-    d = bm.load(str(_definition(tmp_path)))
-    runs = bm.resolve_cells(d, bm.cells(d, "gpu"))  # combat/3m/qmix: 21 segments
+    d = benchmark.load(str(_definition(tmp_path)))
+    runs = benchmark.resolve_cells(d, benchmark.cells(d, "gpu"))  # combat/3m/qmix: 21 segments
     ((cell, run),) = runs
     costs = {cell.key: {"s_per_update": 3600.0 / run.total_updates, "compile_s": 0.0}}
     folder = run.folder
     (folder / "checkpoint" / "7").mkdir(parents=True)  # orbax keeps the newest segment
     (folder / "checkpoint" / "8.orbax-checkpoint-tmp-1").mkdir()  # a save cut short
     (folder / "meta.json").write_text(json.dumps({"finished": False}))
-    rows, todo, line = bm.status(runs, costs)
+    rows, todo, line = benchmark_runs.status(runs, costs)
     assert run.num_segments == 21 and len(todo) == 1
     assert rows[0][3] == "unfinished 7/21" and rows[0][4] == "0.7 h"  # 14 of 21 segments
     assert "0.7 h measured" in line
     (folder / "checkpoint" / "7").rmdir()  # killed before its first segment was saved
-    rows, _, _ = bm.status(runs, costs)
+    rows, _, _ = benchmark_runs.status(runs, costs)
     assert rows[0][3] == "unfinished" and rows[0][4] == "1.0 h"
 
 
@@ -277,7 +279,7 @@ def test_measure_keeps_each_cells_cost_and_initialises_seeds_as_the_runner(tmp_p
     cmd = [sys.executable, "-m", "marl.cli", "benchmark", "measure", str(path)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
-    costs = json.loads((tmp_path / "records" / bm.COSTS).read_text())
+    costs = json.loads((tmp_path / "records" / benchmark_costs.COSTS).read_text())
     assert (
         list(costs) == ["particle/spread/ippo"]
         and costs["particle/spread/ippo"]["s_per_update"] > 0
@@ -294,9 +296,9 @@ def test_measure_times_the_runners_segment_with_its_state_donated(tmp_path, monk
 
     from marl.learning import training
 
-    d = bm.load(str(_definition(tmp_path)))
-    (cell,) = bm.cells(d, only=["particle/simple/ippo"])
-    run = bm.resolve(cell)
+    d = benchmark.load(str(_definition(tmp_path)))
+    (cell,) = benchmark.cells(d, only=["particle/simple/ippo"])
+    run = benchmark.resolve_cell(cell)
     train = run.train  # built once, when the cell was resolved
     state = training.init_seeds(train, jax.random.split(jax.random.key(0), 2))
     leaves = jax.tree.leaves(state)
@@ -306,14 +308,14 @@ def test_measure_times_the_runners_segment_with_its_state_donated(tmp_path, monk
     lengths = []
     real = training.segment_program
     monkeypatch.setattr(training, "segment_program", lambda t, n: lengths.append(n) or real(t, n))
-    assert bm.measure(run, updates=2)["s_per_update"] > 0 and lengths == [2]
+    assert benchmark_costs.measure(run, updates=2)["s_per_update"] > 0 and lengths == [2]
 
 
 @pytest.mark.slow
 def test_every_shipped_cell_resolves():
-    for name in bm.names():
-        for cell in bm.cells(bm.load(name)):
-            bm.resolve(cell)
+    for name in benchmark.names():
+        for cell in benchmark.cells(benchmark.load(name)):
+            benchmark.resolve_cell(cell)
 
 
 GRID = """
@@ -341,15 +343,15 @@ def test_a_tasks_cells_share_one_evaluation_grid_even_when_run_alone(tmp_path):
     records would not compare: the benchmark pins one interval per task, over all its cells."""
     path = tmp_path / "grid.yaml"
     path.write_text(GRID.format(records=tmp_path / "records"))
-    d = bm.load(str(path))
-    naive = {c.algo: bm.resolve(c) for c in bm.cells(d)}
+    d = benchmark.load(str(path))
+    naive = {c.algo: benchmark.resolve_cell(c) for c in benchmark.cells(d)}
     assert len({r.total_updates * r.steps_per_update for r in naive.values()}) > 1  # the bug
-    runs = dict((c.algo, r) for c, r in bm.resolve_cells(d, bm.cells(d)))
+    runs = dict((c.algo, r) for c, r in benchmark.resolve_cells(d, benchmark.cells(d)))
     steps = {a: r.total_updates * r.steps_per_update for a, r in runs.items()}
     assert len(set(steps.values())) == 1, steps
     intervals = {a: r.settings.eval_interval for a, r in runs.items()}
     assert len(set(intervals.values())) == 1 and intervals["ippo"] % 2048 == 0
-    ((cell, alone),) = bm.resolve_cells(d, bm.cells(d, only=["*/iql"]))
+    ((cell, alone),) = benchmark.resolve_cells(d, benchmark.cells(d, only=["*/iql"]))
     assert alone.settings.eval_interval == intervals["iql"]
     assert f"protocol.eval_interval={intervals['iql']}" in cell.overrides()
 

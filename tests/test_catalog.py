@@ -13,7 +13,7 @@ import pytest
 
 from marl import cli
 from marl.core import registry
-from marl.run import catalog
+from marl.run.train import catalog
 
 
 def builtin_ids() -> list[str]:

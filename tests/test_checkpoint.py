@@ -200,8 +200,9 @@ def test_a_resumed_run_logs_into_the_same_wandb_run(whole, tmp_path, monkeypatch
     run continue its W&B run instead of starting a second one with the rest of the curve."""
     import dataclasses
 
-    from marl.run.claiming import claim
-    from marl.run.config import compose, resolve
+    from marl.run.folder import claim
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     path, fake = whole
     assert fake.inits[0]["resume"] == "allow"
@@ -254,7 +255,7 @@ def test_a_compacted_run_evaluates_and_renders_from_its_float16_parameters(whole
     from its gzipped float32 parameters and, once only the float16 copy is kept, from that;
     `marl render` plays the float16 policy; the compacted record still loads."""
     from marl.results.protocol import load
-    from marl.run import compact
+    from marl.run.saved import compact
 
     path, _ = whole
     packed = shutil.copytree(path, tmp_path / "packed")
@@ -325,8 +326,9 @@ def test_a_run_stopped_before_its_first_evaluation_resumes(tmp_path):
     interrupted then, with nothing evaluated, is continued by resume=true, not refused."""
     import dataclasses
 
-    from marl.run.claiming import claim, unfinished_run
-    from marl.run.config import compose, resolve
+    from marl.run.folder import claim, unfinished_run
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=early"]))
     first = claim(run)  # ... and the run stops here (the OS lets go of its folder's lock)
@@ -350,9 +352,10 @@ def test_a_relaunched_sweep_finds_each_run_as_its_folder_left_it(tmp_path):
     afresh), finished with this config (nothing to do), finished with another (refused)."""
     import dataclasses
 
-    from marl.run.claiming import claim, relaunch
-    from marl.run.config import compose, resolve
     from marl.run.errors import UsageError
+    from marl.run.folder import claim, relaunch
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=r"]))
     said = []
@@ -380,8 +383,9 @@ def test_a_resumed_run_keeps_metrics_jsonl_whole_and_its_clock(tmp_path):
     again), and `time` goes on from the last line instead of restarting at 0."""
     import dataclasses
 
-    from marl.run.claiming import claim
-    from marl.run.config import compose, resolve
+    from marl.run.folder import claim
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     run = resolve(compose([*TINY, f"out={tmp_path}", "name=cut"]))
     cut = claim(run)
@@ -403,8 +407,9 @@ def test_a_segment_with_no_finished_episode_logs_null_not_0(tmp_path):
     """A seed none of whose episodes ended in a segment has no episode statistic: metrics.jsonl
     holds null for it (valid JSON, not NaN) and loggers get the mean over the other seeds, or no
     value when no seed has one."""
-    from marl.run.claiming import claim
-    from marl.run.config import compose, resolve
+    from marl.run.folder import claim
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     class Scalars:
         def __init__(self):
@@ -498,8 +503,9 @@ def test_resume_without_a_name_continues_the_newest_unfinished_run_of_the_config
     import dataclasses
     from datetime import datetime
 
-    from marl.run.claiming import claim, config_differences, unfinished_run
-    from marl.run.config import compose, resolve
+    from marl.run.folder import claim, config_differences, unfinished_run
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     run = resolve(compose([*TINY, f"out={tmp_path}"]))
     dirs = [claim(run, now=datetime(2026, 1, day)).path for day in (1, 2, 3)]

@@ -49,7 +49,7 @@ def test_the_tracked_tree_stays_within_its_budget():
 def test_every_committed_run_folder_is_compact():
     """Committed finished run folders keep their bulky files gzipped and their training
     metrics out of meta.json (`python scripts/compact_results.py results`)."""
-    from marl.run.compact import CONFIG, finished, pending
+    from marl.run.saved.compact import CONFIG, finished, pending
 
     runs = sorted({f.parent for f in tracked() if f.name == CONFIG and RESULTS in f.parents})
     assert runs

@@ -1,5 +1,6 @@
-"""Compacted run folders (`marl.run.compact`, scripts/compact_results.py): lossless, idempotent,
-and read by every reader as the plain files they replace; half-precision parameters."""
+"""Compacted run folders (`marl.run.saved.compact`, scripts/compact_results.py): lossless,
+idempotent, and read by every reader as the plain files they replace; half-precision
+parameters."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from test_protocol import write_run
 
 from marl.results.files import read_json, read_text, stored
 from marl.results.protocol import load
-from marl.run import compact, parts
+from marl.run.campaigns import parts
+from marl.run.saved import compact
 
 TRAIN = [{"step": 100, "loss": [0.5, 0.25, 0.125]}, {"step": 200, "loss": [0.1, 0.2, None]}]
 

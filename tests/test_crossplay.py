@@ -1,5 +1,5 @@
 """Cross-play: policies meet in contest envs (`marl.learning.contest`), ratings from the
-scores (`marl.results.ratings`) and `marl crossplay` (`marl.run.crossplay`)."""
+scores (`marl.results.ratings`) and `marl crossplay` (`marl.run.saved.crossplay`)."""
 
 from __future__ import annotations
 
@@ -218,7 +218,7 @@ def test_marl_crossplay_refuses_in_one_line(adversary_run, players, needle):
 def test_half_precision_parameters_play_as_the_full_ones(adversary_run, tmp_path):
     """A compacted run keeping only its float16 parameters (`best_params.f16.msgpack.gz`,
     `params.f16.msgpack.gz`) plays the same games on the same keys, and its record still ranks."""
-    from marl.run import compact
+    from marl.run.saved import compact
 
     run = tmp_path / "particle" / "adversary" / "ippo" / "a"
     shutil.copytree(adversary_run, run)

@@ -106,8 +106,8 @@ def test_inconsistent_process_variables_fail_in_one_line():
 
 # a process of a multi-host run as `marl train distributed=true` runs it: the work (here: join,
 # then wait as a long segment would) in a child under the supervisor
-_WORK = "from marl.run.runtime import join_distributed; join_distributed(); print('joined', flush=True); import time; time.sleep(120)"  # noqa: E501
-_HOST = f"import sys; from marl.run.supervisor import supervise; sys.exit(supervise([sys.executable, '-c', {_WORK!r}]))"  # noqa: E501
+_WORK = "from marl.run.processes.runtime import join_distributed; join_distributed(); print('joined', flush=True); import time; time.sleep(120)"  # noqa: E501
+_HOST = f"import sys; from marl.run.processes.supervisor import supervise; sys.exit(supervise([sys.executable, '-c', {_WORK!r}]))"  # noqa: E501
 
 
 @pytest.mark.integration
@@ -150,7 +150,7 @@ def test_a_lost_process_ends_every_other_in_one_line_within_the_timeout(lost):
 def test_the_supervisor_holds_the_runtimes_lines_and_shows_them_if_the_process_lives_on(
     capsys, monkeypatch
 ):
-    from marl.run import supervisor
+    from marl.run.processes import supervisor
 
     clock = [0.0]
     monkeypatch.setattr(supervisor.time, "monotonic", lambda: clock[0])

@@ -99,7 +99,7 @@ def test_the_viewer_example_clears_its_axes_and_draws_a_gif(guess_env, tmp_path,
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from marl.run.render import render_episode, save_gif
+    from marl.run.saved.render import render_episode, save_gif
 
     (_, _, block) = code_blocks(page("guides/add-env.md"), "python")
     viewer = types.ModuleType("my_pkg.guess_viewer")

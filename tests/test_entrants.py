@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from marl import cli
-from marl.run import benchmark as bm
-from marl.run import entrants, jobs
+from marl.run.campaigns import benchmark, entrants
+from marl.run.train import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -149,7 +149,7 @@ def test_a_new_learner_enters_each_task_once_outside_variant_families(tmp_path):
     family's; one it names keeps its own cells; --tier and --only narrow them."""
     path = tmp_path / "fam.yaml"
     path.write_text(FAMILIES.format(records=tmp_path / "bench"))
-    d = bm.load(str(path))
+    d = benchmark.load(str(path))
     mine = str(tmp_path / "mine")
     cells = entrants.cells(d, ["mappo"], mine)
     assert [(c.key, c.family, c.seeds, c.budget) for c in cells] == [
@@ -167,7 +167,7 @@ def test_a_new_learner_enters_each_task_once_outside_variant_families(tmp_path):
         ("particle/simple/happo", "particle-ippo"),
     ]
     assert only[1].seeds == 2  # happo's own cell of the definition
-    with pytest.raises(bm.BenchmarkError, match="--only 'combat/\\*/qmix' matches no cell"):
+    with pytest.raises(benchmark.BenchmarkError, match="--only 'combat/\\*/qmix' matches no cell"):
         entrants.cells(d, ["mappo"], mine, only=["combat/*/qmix"])
 
 
@@ -178,8 +178,10 @@ def test_a_new_learner_is_evaluated_on_the_grid_of_the_benchmarks_learners(tmp_p
     not move theirs. A learner that lands on their grid unpinned (MAPPO) is left as it is."""
     path = tmp_path / "fam.yaml"
     path.write_text(FAMILIES.format(records=tmp_path / "bench"))
-    d = bm.load(str(path))
-    theirs = dict((c.key, r) for c, r in bm.resolve_cells(d, bm.cells(d, only=["*/spread/*"])))
+    d = benchmark.load(str(path))
+    theirs = dict(
+        (c.key, r) for c, r in benchmark.resolve_cells(d, benchmark.cells(d, only=["*/spread/*"]))
+    )
     ippo = theirs["particle/spread/ippo"]
     interval = ippo.updates_per_segment * ippo.steps_per_update
     mine = str(tmp_path / "mine")
@@ -298,7 +300,7 @@ def test_benchmark_status_of_a_learners_cells_reads_its_records_folder(tmp_path,
         (folder / "record.json").write_text("{}")  # its last write
         return folder
 
-    monkeypatch.setattr(jobs, "train_run", train)
+    monkeypatch.setattr(execute, "train_run", train)
     given = ["--algo", "mappo", "--records", str(tmp_path / "mine")]
     assert _cli("benchmark", "run", str(path), *given)[0] == 0
     assert trained == [("mappo", tmp_path / "mine")] and not (tmp_path / "bench").exists()

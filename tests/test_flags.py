@@ -21,7 +21,7 @@ from marl.results.protocol import run_record
 from marl.results.site import write_site
 from marl.results.site_data import slug
 from marl.results.study import load_study
-from marl.run import benchmark, benchmark_notes
+from marl.run.campaigns import benchmark, benchmark_notes
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = (0, 100, 200, 300)

@@ -9,7 +9,7 @@ import pytest
 
 from marl import cli
 from marl.cli.parser import build_parser
-from marl.run.catalog import chosen, describe
+from marl.run.train.catalog import chosen, describe
 
 
 def help_text(capsys, argv: list[str]) -> str:

@@ -12,7 +12,7 @@ import pickle
 import pytest
 from test_benchmark import _cli
 
-from marl.run import launch
+from marl.run.campaigns import launch_records
 
 
 class _Evil:
@@ -40,7 +40,7 @@ def test_no_pickle_in_a_records_folder_runs(tmp_path):
     pytest.importorskip("submitit")
     marker = tmp_path / "MARKER"
     jobs = _crafted_jobs(tmp_path / "records", marker)
-    assert launch.states(jobs) == {"combat/3m/qmix": "INTERRUPTED"}
+    assert launch_records.states(jobs) == {"combat/3m/qmix": "INTERRUPTED"}
     code, out, err = _cli(
         "benchmark", "status", "v1", "--algo", "qmix", "--records", str(tmp_path / "records"),
         "--only", "combat/3m/*",
@@ -56,15 +56,15 @@ def test_a_jobs_outcome_is_data_it_wrote(tmp_path):
     folder = tmp_path / "jobs" / "4194302"
     folder.mkdir(parents=True)
     entry = {"launcher": "local", "job_id": "4194302", "host": None}
-    path = folder / launch.OUTCOME.format(job_id="4194302")
+    path = folder / launch_records.OUTCOME.format(job_id="4194302")
     path.write_text(json.dumps({"outcome": "failed", "error": "ValueError: boom"}))
-    assert launch.job_state(entry, tmp_path / "jobs") == "FAILED"
+    assert launch_records.job_state(entry, tmp_path / "jobs") == "FAILED"
     path.write_text(json.dumps({"outcome": "success"}))
-    assert launch.job_state(entry, tmp_path / "jobs") == "FINISHED"
+    assert launch_records.job_state(entry, tmp_path / "jobs") == "FINISHED"
     path.write_bytes(b"\x80\x04crafted")
-    assert launch.job_state(entry, tmp_path / "jobs") == "UNKNOWN"
-    path.write_text(" " * (launch.OUTCOME_BYTES + 10))
-    assert launch.job_state(entry, tmp_path / "jobs") == "UNKNOWN"
+    assert launch_records.job_state(entry, tmp_path / "jobs") == "UNKNOWN"
+    path.write_text(" " * (launch_records.OUTCOME_BYTES + 10))
+    assert launch_records.job_state(entry, tmp_path / "jobs") == "UNKNOWN"
 
 
 def test_merge_refuses_an_output_inside_a_part(tmp_path):
@@ -236,7 +236,7 @@ def test_a_learner_declaring_a_bad_update_size_is_refused(tmp_path, capsys, monk
 
 
 def test_merged_parts_evaluated_at_other_steps_are_refused(tmp_path):
-    from marl.run import parts
+    from marl.run.campaigns import parts
     from marl.run.errors import UsageError
 
     def part(name, first, steps):
@@ -256,12 +256,12 @@ def test_merged_parts_evaluated_at_other_steps_are_refused(tmp_path):
 def test_a_failing_benchmark_cell_is_one_line_unless_asked(tmp_path, monkeypatch):
     from test_benchmark import _definition
 
-    from marl.run import jobs
+    from marl.run.train import execute
 
     def broken(run):
         raise RuntimeError("boom\nsecond line of a long message")
 
-    monkeypatch.setattr(jobs, "train_run", broken)
+    monkeypatch.setattr(execute, "train_run", broken)
     monkeypatch.setenv("MARL_TRACEBACK", "0")  # the tests set it; a user does not
     path = str(_definition(tmp_path))
     code, out, err = _cli("benchmark", "run", path, "--tier", "cpu", "--only", "particle/simple/*")
@@ -363,10 +363,10 @@ def test_an_unwritable_records_folder_is_refused_before_the_work(tmp_path, monke
     failed after; it is refused in one line before any cell starts."""
     from test_benchmark import _definition
 
-    from marl.run import jobs
+    from marl.run.train import execute
 
     trained = []
-    monkeypatch.setattr(jobs, "train_run", lambda run: trained.append(run) or run.folder)
+    monkeypatch.setattr(execute, "train_run", lambda run: trained.append(run) or run.folder)
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     code, out, err = _cli(

@@ -26,10 +26,10 @@ from marl.core import registry
 from marl.learning.training import RunResult
 from marl.results.protocol import load, skip_reason
 from marl.results.runfolder import read_run
-from marl.run import claiming, rundir
-from marl.run.config import ConfigError, compose, resolve
-from marl.run.errors import UsageError
-from marl.run.lock import LOCK, FolderLock
+from marl.run.errors import ConfigError, UsageError
+from marl.run.folder import LOCK, FolderLock, claiming, writer
+from marl.run.train.compose import compose
+from marl.run.train.resolve import resolve
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def killed(run) -> Path:
 def _hold(folder: Path) -> subprocess.Popen:
     """Another process that holds `folder`'s lock until killed."""
     code = (
-        "import sys, time; from marl.run.lock import FolderLock; "
+        "import sys, time; from marl.run.folder.lock import FolderLock; "
         "FolderLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(120)"
     )
     proc = subprocess.Popen(
@@ -170,15 +170,15 @@ def test_a_run_that_fails_in_its_final_write_never_looks_complete(tiny, capsys, 
     run_dir = claiming.claim(named(tiny, "full"))
     run_dir.on_evaluation(0, _result().evaluations[0])
     assert not (run_dir.path / "record.json").exists()  # the record so far is partial
-    assert (run_dir.path / rundir.PARTIAL).exists()
-    write = rundir.write_json
+    assert (run_dir.path / writer.PARTIAL).exists()
+    write = writer.write_json
 
     def full(path, *args, **kwargs):
         if Path(path).name == "record.json":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         write(path, *args, **kwargs)
 
-    monkeypatch.setattr(rundir, "write_json", full)
+    monkeypatch.setattr(writer, "write_json", full)
     with pytest.raises(OSError):
         run_dir.finish(_result())
     run_dir.close()
@@ -208,7 +208,7 @@ def test_a_full_disk_is_one_line_and_the_run_is_not_complete(tiny, capsys, monke
     def start(self, checkpoints=True):
         raise _disk_full(self.path / "config.yaml")
 
-    monkeypatch.setattr(rundir.RunDir, "start", start)
+    monkeypatch.setattr(writer.RunDir, "start", start)
     assert cli.main(["train", *TINY, f"out={out}", "name=nospace"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
@@ -406,7 +406,7 @@ def test_a_plugin_that_raises_or_returns_the_wrong_object_is_one_line(
 
 @pytest.mark.integration
 def test_an_unexpected_failure_is_one_line(capsys, monkeypatch):
-    from marl.run import catalog
+    from marl.run.train import catalog
 
     def boom(family=None):
         raise KeyError("boom")

@@ -1,4 +1,4 @@
-"""Runs as scheduler jobs (`marl.run.launch`, `--launcher local|slurm`): submitit's local
+"""Runs as scheduler jobs (`marl.run.campaigns.launch`, `--launcher local|slurm`): submitit's local
 executor with a cap on jobs at once, Slurm submissions through a stand-in `sbatch`, the
 state of launched jobs, a stopped launcher; under -m slow, a tiny benchmark run as local jobs
 equals the same cells run in-process, and resumes after the launcher is killed."""
@@ -20,7 +20,7 @@ from test_benchmark import _cli
 
 pytest.importorskip("submitit")
 
-from marl.run import launch  # noqa: E402
+from marl.run.campaigns import launch, launch_options, launch_records  # noqa: E402
 from marl.run.errors import UsageError  # noqa: E402
 
 
@@ -29,8 +29,8 @@ def _sh(script: str) -> functools.partial:
     return functools.partial(subprocess.run, ["sh", "-c", script], check=True)
 
 
-def _opts(tmp_path: Path, **kw) -> launch.LaunchOptions:
-    return launch.options("local", tmp_path / "jobs", **kw)
+def _opts(tmp_path: Path, **kw) -> launch_options.LaunchOptions:
+    return launch_options.options("local", tmp_path / "jobs", **kw)
 
 
 @pytest.mark.integration
@@ -51,9 +51,9 @@ def test_local_jobs_run_at_most_n_at_once_and_failures_are_named(tmp_path):
     ]
     overlapping = max(sum(a <= t < b for a, b in spans) for t, _ in spans)
     assert overlapping <= 2
-    recorded = launch.read_jobs(tmp_path / "jobs")
+    recorded = launch_records.read_jobs(tmp_path / "jobs")
     assert set(recorded) == {"job0", "job1", "job2", "broken"}
-    states = launch.states(tmp_path / "jobs")
+    states = launch_records.states(tmp_path / "jobs")
     assert states["job0"] == "FINISHED" and states["broken"] == "FAILED"
     assert any(line.startswith("started job0: local job ") for line in lines)
 
@@ -63,9 +63,15 @@ def test_a_relaunch_leaves_a_running_job_to_itself(tmp_path):
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
         opts = _opts(tmp_path)
-        launch._write_jobs(
+        launch_records._write_jobs(
             opts.folder,
-            {"cell": {"launcher": "local", "job_id": str(sleeper.pid), "host": launch._host()}},
+            {
+                "cell": {
+                    "launcher": "local",
+                    "job_id": str(sleeper.pid),
+                    "host": launch_records._host(),
+                }
+            },
         )
         lines: list[str] = []
         assert launch.launch([launch.Job("cell", _sh("exit 1"))], opts, log=lines.append) == []
@@ -73,19 +79,19 @@ def test_a_relaunch_leaves_a_running_job_to_itself(tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
-    assert launch.states(tmp_path / "jobs") == {"cell": "INTERRUPTED"}
+    assert launch_records.states(tmp_path / "jobs") == {"cell": "INTERRUPTED"}
 
 
 STOPPED = textwrap.dedent(
     """
     import functools, subprocess, sys
     from pathlib import Path
-    from marl.run import launch
+    from marl.run.campaigns import launch, launch_options
     folder = Path(sys.argv[1])
     job = launch.Job("long", functools.partial(
         subprocess.run, ["sh", "-c", f"echo $$ > {folder}/pid; exec sleep 60"], check=True))
     try:
-        launch.launch([job], launch.options("local", folder / "jobs"))
+        launch.launch([job], launch_options.options("local", folder / "jobs"))
     except KeyboardInterrupt:
         print("stopped")
         sys.exit(130)
@@ -153,7 +159,7 @@ def test_slurm_jobs_carry_the_options_and_a_limit_from_the_measured_cost(tmp_pat
     monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
     config = tmp_path / "launcher.yaml"
     config.write_text("partition: gpu\naccount: rl\ngpus_per_job: 1\nsetup: [module load cuda]\n")
-    opts = launch.options("slurm", tmp_path / "jobs", str(config), cpus_per_job=8)
+    opts = launch_options.options("slurm", tmp_path / "jobs", str(config), cpus_per_job=8)
     lines: list[str] = []
     job = launch.Job("combat/3m/qmix", _sh("true"), estimate_s=3600.0)
     assert launch.launch([job], opts, log=lines.append) == []
@@ -168,7 +174,7 @@ def test_slurm_jobs_carry_the_options_and_a_limit_from_the_measured_cost(tmp_pat
     ):
         assert line in script, line
     assert lines == [f"submitted combat/3m/qmix: slurm job 4242, {135} min"]
-    assert launch.read_jobs(opts.folder)["combat/3m/qmix"]["job_id"] == "4242"
+    assert launch_records.read_jobs(opts.folder)["combat/3m/qmix"]["job_id"] == "4242"
     lines.clear()  # a relaunch asks Slurm and leaves the running job alone
     assert launch.launch([job], opts, log=lines.append) == []
     assert lines == ["combat/3m/qmix: slurm job 4242 is RUNNING; left to it"]
@@ -183,9 +189,9 @@ def test_time_limits_and_options_fail_in_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("partitions: gpu\n")
     with pytest.raises(UsageError, match="unknown key.*partitions; valid: jobs, partition"):
-        launch.options("slurm", tmp_path, str(bad))
+        launch_options.options("slurm", tmp_path, str(bad))
     with pytest.raises(UsageError, match="--launcher 'pbs' unknown; valid: local, slurm"):
-        launch.options("pbs", tmp_path)
+        launch_options.options("pbs", tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -207,7 +213,7 @@ def test_launcher_config_values_are_checked(tmp_path, text, says):
     config = tmp_path / "launcher.yaml"
     config.write_text(text)
     with pytest.raises(UsageError, match=says):
-        launch.options("slurm", tmp_path / "jobs", str(config))
+        launch_options.options("slurm", tmp_path / "jobs", str(config))
 
 
 def test_launcher_flags_need_a_launcher_and_submitit_is_named(tmp_path, monkeypatch):

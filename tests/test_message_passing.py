@@ -162,7 +162,8 @@ def test_ppo_trains_and_acts_with_the_graph_torso():
 
 
 def test_the_torso_is_a_command_line_option():
-    from marl.run.config import compose, resolve
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     run = resolve(compose(["env=cleanup/comm", "algo=mappo", "algo.torso=graph",
                            "algo.graph_signal=true", "algo.graph_aggregate=max"]))  # fmt: skip

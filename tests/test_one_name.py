@@ -45,7 +45,7 @@ def test_the_renderer_plays_the_random_baseline_by_default():
     lower anchor's policy), the same episode as when it is passed explicitly."""
     import marl
     from marl.baselines import random_policy
-    from marl.run.render import render_episode
+    from marl.run.saved.render import render_episode
 
     env = marl.make("particle/spread")
     key = jax.random.key(3)

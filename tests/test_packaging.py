@@ -98,7 +98,7 @@ def test_wheel_ships_the_site_assets(wheel):
 def test_the_distribution_is_named_marl_suite_everywhere_it_is_read(wheel):
     """pyproject's name, the wheel's metadata and what records read their version from agree
     (`importlib.metadata.version("marl")` would find the unrelated package where installed)."""
-    from marl.run import provenance
+    from marl.run.train import provenance
 
     pyproject = (ROOT / "pyproject.toml").read_text()
     (name,) = re.findall(r'^\[project\]\n(?:#.*\n)*name = "([^"]+)"', pyproject, re.M)

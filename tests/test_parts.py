@@ -11,7 +11,7 @@ import yaml
 from test_benchmark import _cli
 
 from marl.results.protocol import load
-from marl.run import parts
+from marl.run.campaigns import parts
 from marl.run.errors import UsageError
 
 
@@ -127,7 +127,9 @@ def test_parts_that_do_not_tile_the_seeds_are_refused(tmp_path):
 
 
 def test_a_part_outside_the_seeds_is_refused_in_one_line():
-    from marl.run.config import ConfigError, compose, resolve
+    from marl.run.errors import ConfigError
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     with pytest.raises(ConfigError, match="part must be 'a:b' with 0 <= a < b <= seeds"):
         resolve(compose(["seeds=2", "part=1:3", "budget=1e3"]))

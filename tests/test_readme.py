@@ -11,7 +11,7 @@ import yaml
 
 import marl
 from marl.cli.parser import build_parser
-from marl.run.catalog import BUILTIN_FACTS, env_rows
+from marl.run.train.catalog import BUILTIN_FACTS, env_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

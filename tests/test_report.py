@@ -20,8 +20,8 @@ from marl import cli
 from marl.results.leaderboard import leaderboard, write_leaderboard
 from marl.results.report import summarise, write_report
 from marl.results.study import load_study
-from marl.run import sweep
-from marl.run.tasks import RegisteredTasks
+from marl.run.campaigns import sweep
+from marl.run.saved.study import RegisteredTasks
 
 NO_ANCHORS = RegisteredTasks(anchors=False)  # registry facts, no baseline runs
 
@@ -281,7 +281,8 @@ def test_sweep_trains_the_grid_writes_a_report_and_skips_finished_runs(tmp_path)
 
 
 def test_env_keyword_variants_get_their_own_task_and_directory():
-    from marl.run.config import compose, resolve
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     plain = resolve(compose(["env=particle/spread", "out=r"]))
     cont = resolve(compose(["env=particle/spread", "env.kwargs.continuous_actions=true", "out=r"]))
@@ -311,7 +312,8 @@ def test_sweep_puts_learners_of_different_update_sizes_on_one_grid():
     """At one budget, IPPO (2,048-step updates) and IQL (64-step updates) would each round the
     evaluation interval to their own updates and train different steps, which reports refuse
     to compare: the sweep pins one interval, a multiple of both, per task."""
-    from marl.run.config import compose, resolve
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     def planned(*overrides):
         grid = sweep.sweep_overrides(["algo=ippo,iql", "budget=1e5", "name=s", *overrides])
@@ -380,8 +382,9 @@ def test_a_record_names_its_lower_is_better_metrics_for_reports(tmp_path):
     """A finished run's sidecar names the env's lower-is-better metrics (record names), and
     reports rank by it, also for an env this process's registry does not know."""
     from marl.learning.training import RunResult
-    from marl.run.claiming import claim
-    from marl.run.config import compose, resolve
+    from marl.run.folder import claim
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
     run = resolve(compose(["env=particle/simple", "algo=ippo", f"out={tmp_path / 'w'}"]))
     result = RunResult(steps=[0], best_step=np.zeros(1, int))

@@ -8,8 +8,6 @@ import io
 import json
 import math
 import re
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,9 @@ from marl import cli
 from marl.algorithms.ppo import PPOConfig
 from marl.core import registry
 from marl.core.registry import env_kwargs, list_algorithms, list_envs
-from marl.run.config import ConfigError, compose, group_options, resolve
+from marl.run.errors import ConfigError
+from marl.run.train.compose import compose, group_options
+from marl.run.train.resolve import resolve
 
 TINY = [
     "env=particle/simple",
@@ -239,15 +239,13 @@ def test_resolve_derives_and_builds_once_and_replace_keeps_the_config_true(tmp_p
     """The resolved run carries its task, folder, record name, env and learner (the learner
     built for the run's total updates); its config (config.yaml's) follows a replaced field
     instead of keeping the value it was first read with."""
-    from marl.run.config import build
-
     run = resolve(
         compose([*TINY, "env.kwargs.continuous_actions=true", f"out={tmp_path}", "name=a"])
     )
     assert run.task == "simple[continuous_actions=true]"
     assert run.parent == tmp_path / "particle" / run.task / "ippo"
     assert run.folder == run.parent / "a" and run.record_algo == "ippo"
-    assert build(run) == (run.env, run.train) and run.train.steps_per_update == 64
+    assert run.train.steps_per_update == 64
     assert run.env.spec.name == "particle/simple" and not run.env.spec.discrete
     assert run.config["name"] == "a" and run.config["derived"]["total_updates"] == 66
     renamed = dataclasses.replace(run, name="b")
@@ -273,7 +271,7 @@ def test_every_built_in_keyword_is_documented_and_shown_by_train_help(capsys):
     """Each constructor keyword of a built-in env (but `name`) has a note in its class
     docstring's `Constructor:` section, and `marl train env=ID --help` lists it with the
     constructor's default."""
-    from marl.run.catalog import keyword_notes
+    from marl.run.train.catalog import keyword_notes
 
     for env_id in list_envs():
         notes = keyword_notes(registry.env_factory(env_id))
@@ -332,17 +330,54 @@ def test_mistakes_exit_2_with_one_line(override, needles, capsys, tmp_path):
 
 
 def test_value_based_learner_on_continuous_actions_is_refused(monkeypatch):
-    module = types.ModuleType("fake_value_based")
-    module.ACTION_KINDS = ("discrete",)
-
     def make_train(env, cfg=None, total_updates=None):
         raise AssertionError("never built: rejected before")
 
-    make_train.__module__ = module.__name__
-    monkeypatch.setitem(sys.modules, module.__name__, module)
+    make_train.action_kinds = ("discrete",)  # what the learner says of itself
     monkeypatch.setitem(registry._ALGORITHMS, "fakeq", make_train)
     with pytest.raises(ConfigError, match="fakeq acts only in discrete action spaces.*continuous"):
         resolve(compose(["algo=fakeq", "env.kwargs.continuous_actions=true"]))
+
+
+COUNTED = [o if o != "algo=ippo" else "algo=counted" for o in TINY]
+
+
+def _counted_ippo(monkeypatch, says: bool, size=None) -> list:
+    """Register `counted`: IPPO, noting the run length of each build; it says its update's
+    size (IPPO's, or `size`) when `says`."""
+    ippo, built = registry.algorithm("ippo"), []
+
+    def counted(env, cfg=None, total_updates=None):
+        built.append(total_updates)
+        return ippo(env, cfg, total_updates)
+
+    if says:
+        counted.steps_per_update = ippo.steps_per_update if size is None else lambda e, c: size
+    monkeypatch.setitem(registry._ALGORITHMS, "counted", counted)
+    return built
+
+
+def test_a_learner_that_says_its_update_size_is_built_once(monkeypatch):
+    built = _counted_ippo(monkeypatch, says=True)
+    run = resolve(compose(COUNTED))
+    assert built == [run.total_updates] and run.steps_per_update == 64
+
+
+def test_a_learner_that_does_not_say_is_built_first_to_read_it(monkeypatch):
+    built = _counted_ippo(monkeypatch, says=False)
+    run = resolve(compose(COUNTED))
+    assert built == [None, run.total_updates] and run.steps_per_update == 64
+
+
+def test_a_learner_whose_train_says_another_update_size_is_refused(monkeypatch):
+    _counted_ippo(monkeypatch, says=True, size=7)
+    with pytest.raises(ConfigError, match="says steps_per_update=64, where it says 7"):
+        resolve(compose(COUNTED))
+
+
+def test_every_built_in_learner_says_its_update_size():
+    for name in list_algorithms():
+        assert callable(getattr(registry.algorithm(name), "steps_per_update", None)), name
 
 
 @pytest.mark.integration
@@ -524,7 +559,7 @@ def test_timestamped_run_directories_of_one_second_get_numbered_suffixes(tmp_pat
     """Three runs claimed at 2026-01-02 03:04:05 get 20260102-030405, -2 and -3."""
     from datetime import datetime
 
-    from marl.run.claiming import _mkdir
+    from marl.run.folder.claiming import _mkdir
 
     now = datetime(2026, 1, 2, 3, 4, 5)
     got = [_mkdir(tmp_path / "p", None, now).name for _ in range(3)]

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from marl import cli
-from marl.run.config import ConfigError, compose, resolve
-from marl.run.transfer import TransferError, parse_targets, summary
+from marl.run.errors import ConfigError
+from marl.run.train.compose import compose
+from marl.run.train.resolve import resolve
+from marl.run.train.transfer import TransferError, parse_targets, summary
 
 TINY = ["env=particle/spread", "algo=ippo", "seeds=2", "budget=512", "algo.num_envs=4",
         "algo.rollout_length=32", "protocol.num_evaluations=1", "protocol.eval_episodes=2",
@@ -65,11 +67,11 @@ def test_trained_parameters_play_each_target_and_land_in_transfer_json(
     tmp_path, capsys, monkeypatch
 ):
     """...and the run builds each environment and learner once: its own and the target's
-    envs, and its learner, the target's and one probe reading the update's size (the run
-    layer built them all again after resolving them, 4 envs and 4 learners)."""
+    envs, its learner and the target's (the learner says its update's size, so no first build
+    reads it; the run layer once built them all again after resolving them, 4 and 4)."""
     built = count_builds(monkeypatch)
     assert cli.main(["train", *TINY, SHORT, f"out={tmp_path}"]) == 0
-    assert built == {"envs": 2, "learners": 3}
+    assert built == {"envs": 2, "learners": 2}
     (run_dir,) = tmp_path.glob("*/*/*/*")  # <out>/<family>/<scenario>/<algo>/<name>
     out = json.loads((run_dir / "transfer.json").read_text())
     assert list(out) == ["short"] and out["short"]["episodes"] == 3

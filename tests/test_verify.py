@@ -1,6 +1,6 @@
-"""`marl benchmark verify` (`marl.run.verify`): a committed cell re-run at today's code, its
-first k seeds compared one by one and its ranked statistic against the committed interval; the
-outcome kept in the benchmark's log and shown by the leaderboard and the site."""
+"""`marl benchmark verify` (`marl.run.campaigns.verify`): a committed cell re-run at today's
+code, its first k seeds compared one by one and its ranked statistic against the committed
+interval; the outcome kept in the benchmark's log and shown by the leaderboard and the site."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from test_protocol import evaluations
 
 from marl import cli
 from marl.results.protocol import run_record
-from marl.run import jobs
-from marl.run.verify import compare, read_log
+from marl.run.campaigns.verify import compare, read_log
+from marl.run.train import execute
 
 TINY = """
 name: tiny
@@ -75,7 +75,7 @@ def fake_train(shift: float = 0.0):
 def test_verify_reruns_k_seeds_and_keeps_the_outcome(tmp_path, monkeypatch):
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY.format(root=tmp_path))
-    monkeypatch.setattr(jobs, "train_run", fake_train())
+    monkeypatch.setattr(execute, "train_run", fake_train())
     code, out, err = _cli("benchmark", "verify", str(path), "--only", "particle/spread/ippo")
     assert code == 2 and "not finished" in err  # nothing committed yet
     assert _cli("benchmark", "run", str(path))[0] == 0

@@ -1,4 +1,5 @@
-"""Draw cleanup frames with matplotlib (Agg, no display needed); `marl.run.render` animates them.
+"""Draw cleanup frames with matplotlib (Agg, no display needed); `marl.run.saved.render`
+animates them.
 
 A frame is `Cleanup.render_frame(state)`: the sea's `size`, vessel `pos` [N, 2], `heading`
 [N], `signal` [N], `catch` [N], floating `plastic` [K, 2], river `sources` [S, 2], the current

@@ -1,4 +1,4 @@
-"""Draw grid frames with matplotlib (Agg, no display); `marl.run.render` animates them.
+"""Draw grid frames with matplotlib (Agg, no display); `marl.run.saved.render` animates them.
 
 A frame is `GridMAPF.render_frame(state)`: `obstacles` [H, W] bool, `pos` and `goal` [N, 2]
 (x the row, drawn top to bottom as POGEMA's own viewer does) and `active` [N]. Obstacles are

@@ -1,4 +1,4 @@
-"""Draw pathfinding frames with matplotlib (Agg, no display); `marl.run.render` animates them.
+"""Draw pathfinding frames with matplotlib (Agg, no display); `marl.run.saved.render` animates them.
 
 A frame is `Pathfinding.render_frame(state)`: `obstacles` [H, W] (row 0 at the bottom), `pos`
 [N, 2], `radius` [N], `goal` [N, 2], `goal_radius`, `heading` [N], `diffdrive` [N] and

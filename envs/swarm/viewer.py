@@ -1,4 +1,5 @@
-"""Draw swarm frames with matplotlib (Agg, no display needed); `marl.run.render` animates them.
+"""Draw swarm frames with matplotlib (Agg, no display needed); `marl.run.saved.render`
+animates them.
 
 A frame is `Swarm.render_frame(state)`: the task, the torus `size` and its `cells`, agent
 `pos` [N, 2], `angle` [N] and the current `order` parameter. Vicsek agents are arrows along

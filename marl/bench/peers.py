@@ -332,7 +332,7 @@ def bench_table(
     the peer `vs` (jaxmarl or camar, built with the same `kwargs`) measured beside; returns
     one record per size."""
     from marl.results.tables import format_row
-    from marl.run.catalog import describe_space
+    from marl.run.train.catalog import describe_space
 
     kwargs = kwargs or {}
     spec = env.spec

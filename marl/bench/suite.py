@@ -188,10 +188,11 @@ def bench_training(
     agent_steps_per_s, compile_s, memory_bytes, and seconds per call of each part:
     train_s, env_s, policy_s (env + policy), with the shares env / policy forward / update.
     """
-    from marl.run import config
+    from marl.run.train.compose import compose
+    from marl.run.train.resolve import resolve
 
-    run = config.resolve(config.compose([*overrides, f"seeds={seeds}"]))
-    env, train = config.build(run)
+    run = resolve(compose([*overrides, f"seeds={seeds}"]))
+    env, train = run.env, run.train
     per_update = train.steps_per_update  # env steps per update, all parallel envs of a seed
     num_envs = int(run.algo_cfg.get("num_envs", 1))
     updates = max(1, math.ceil(work / per_update))

@@ -8,7 +8,7 @@ what it should be) are printed as one line on stderr with exit code 2, never as 
 failures of the machine (a full disk, a read-only folder, memory too small for the run) and
 anything unexpected are one line too, exit code 1 (`MARL_TRACEBACK=1` shows the traceback of
 an unexpected one). A run that fails is never presented as complete: its folder lacks
-`record.json`, which a run writes last (`marl.run.rundir`).
+`record.json`, which a run writes last (`marl.run.folder.writer`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _fail(line: str, code: int) -> int:
     """Print the error line; returns the exit code. A process of a multi-host run ends here
     (`runtime.end_process`): its peers are told by its silence (their watchdogs), and nothing
     waits on a collective or on JAX's shutdown barrier."""
-    from marl.run.runtime import Watchdog, end_process
+    from marl.run.processes.runtime import Watchdog, end_process
 
     if Watchdog.running is not None:
         end_process(line, code)

@@ -106,16 +106,18 @@ def parse_ints(text: str) -> list[int]:
 
 def build_env(env_id: str, kwargs: dict[str, Any]) -> Any:
     """`marl.make` with its failures turned into one-line usage errors."""
-    from marl.run import config
+    from marl.run.errors import ConfigError
+    from marl.run.train.lookup import make_env
 
     try:
-        return config.make_env(env_id, kwargs)
-    except config.ConfigError as e:
+        return make_env(env_id, kwargs)
+    except ConfigError as e:
         raise UsageError(str(e)) from None
 
 
 def add_launcher_args(p: argparse.ArgumentParser, what: str) -> None:
-    """The `--launcher` options of `marl benchmark run` and `marl sweep` (marl.run.launch)."""
+    """The `--launcher` options of `marl benchmark run` and `marl sweep`
+    (`marl.run.campaigns.launch`)."""
     g = p.add_argument_group(
         "launcher",
         f'{what} as scheduler jobs through submitit (pip install -e ".[cluster]"); flags '
@@ -177,11 +179,12 @@ def check_launcher_flags(args: argparse.Namespace) -> None:
 
 
 def launch_options(args: argparse.Namespace, folder: Path) -> Any:
-    """`marl.run.launch.LaunchOptions` from the launcher flags (None without --launcher)."""
+    """`marl.run.campaigns.launch_options.LaunchOptions` from the launcher flags (None without
+    --launcher)."""
     check_launcher_flags(args)
     if not getattr(args, "launcher", None):
         return None
-    from marl.run.launch import options
+    from marl.run.campaigns.launch_options import options
 
     return options(
         args.launcher,

@@ -28,16 +28,16 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
 
 def _benchmark(args: argparse.Namespace) -> int:
-    from marl.run import benchmark as bm
+    from marl.run.campaigns import benchmark, benchmark_costs, benchmark_runs
 
     check_launcher_flags(args)
     if args.launcher and args.action != "run":
         raise UsageError("--launcher: only with `marl benchmark run`")
     try:
         if args.action == "list":
-            for name in bm.names():
-                d = bm.load(name)
-                n = {t: len(bm.cells(d, t)) for t in d["tiers"]}
+            for name in benchmark.names():
+                d = benchmark.load(name)
+                n = {t: len(benchmark.cells(d, t)) for t in d["tiers"]}
                 print(f"{name}: " + ", ".join(f"{t} tier {k} cells" for t, k in n.items()))
             return 0
         if args.part and args.action != "run":
@@ -45,26 +45,26 @@ def _benchmark(args: argparse.Namespace) -> int:
         if args.seeds is not None and args.action != "verify":
             raise UsageError("--seeds: only with `marl benchmark verify`")
         if args.action == "verify":
-            return _verify(args, bm)
+            return _verify(args)
         if args.algo and not args.records:
             raise UsageError(
                 f"--algo: give --records DIR, a folder of yours for its cells (e.g. --records "
                 f"runs/{Path(args.name).stem}-mine)"
             )
-        d = bm.load(args.name)
+        d = benchmark.load(args.name)
         if args.algo:  # a learner of the user's on the benchmark's tasks
-            from marl.run import entrants
+            from marl.run.campaigns import entrants
 
             chosen = entrants.cells(d, args.algo, args.records, args.tier, args.only or ())
             runs = entrants.resolve(d, chosen)
             for line in entrants.plan(d, runs):
                 print(line)
         else:
-            chosen = bm.cells(d, args.tier, args.only or ())
+            chosen = benchmark.cells(d, args.tier, args.only or ())
             if args.records:
                 chosen = [dataclasses.replace(c, records=Path(args.records)) for c in chosen]
-            runs = bm.resolve_cells(d, chosen)  # every cell checked before any work
-    except bm.BenchmarkError as e:
+            runs = benchmark.resolve_cells(d, chosen)  # every cell checked before any work
+    except benchmark.BenchmarkError as e:
         raise UsageError(str(e)) from None
     records = Path(args.records or d["records"])
     if args.action in ("run", "measure"):  # found before the work, not after it
@@ -72,10 +72,10 @@ def _benchmark(args: argparse.Namespace) -> int:
     launch = launch_options(args, records / JOBS_FOLDER)
     if args.action == "run":  # parts trained elsewhere that now cover a cell's seeds
         for _, run in runs:
-            bm.merge_parts(run)
+            benchmark_runs.merge_parts(run)
     if args.action == "measure":
-        bm.measure_cells(runs, records, again=args.again)
-    rows, todo, summary = bm.status(runs, bm.read_costs(records))
+        benchmark_costs.measure_cells(runs, records, again=args.again)
+    rows, todo, summary = benchmark_runs.status(runs, benchmark_costs.read_costs(records))
     header = ["tier", "cell", "seeds x steps", "state", "training time"]
     jobs_seen = _job_states(records / JOBS_FOLDER)
     if jobs_seen:  # cells launched as jobs (--launcher): the scheduler's word on each
@@ -87,40 +87,43 @@ def _benchmark(args: argparse.Namespace) -> int:
     if args.action != "run" or not todo:
         return 0
     if launch is not None:
-        return _launch_cells(args, bm, todo, records, launch)
-    from marl.run import jobs
+        return _launch_cells(args, todo, records, launch)
+    from marl.run.train import execute
 
-    train = jobs.train_run
+    train = execute.train_run
     if args.no_checkpoint:  # results do not depend on checkpoints; only resuming does
 
         def train(run):
-            return jobs.train_run(dataclasses.replace(run, checkpoint=False, resume=False))
+            return execute.train_run(dataclasses.replace(run, checkpoint=False, resume=False))
 
-    todo = bm.cheapest_first(todo, bm.read_costs(records))
+    todo = benchmark_runs.cheapest_first(todo, benchmark_costs.read_costs(records))
     if args.part:  # seeds a..b-1 of each cell left, joined once parts cover its seeds
         try:
-            failed = bm.run_cells(bm.parts_of(todo, bm.parse_part(args.part)), train)
-        except bm.BenchmarkError as e:
+            failed = benchmark_runs.run_cells(
+                benchmark_runs.parts_of(todo, benchmark_runs.parse_part(args.part)), train
+            )
+        except benchmark.BenchmarkError as e:
             raise UsageError(str(e)) from None
         for _, run in todo:
-            bm.merge_parts(run)
+            benchmark_runs.merge_parts(run)
     else:
-        failed = bm.run_cells(todo, train)
+        failed = benchmark_runs.run_cells(todo, train)
     for cell, error in failed:
         print(f"failed: {cell.key}: {error}", file=sys.stderr)
     return 1 if failed else 0
 
 
-def _verify(args: argparse.Namespace, bm: Any) -> int:
-    """`marl benchmark verify NAME --only CELL [--seeds K]` (`marl.run.verify`)."""
-    from marl.run import jobs, verify
+def _verify(args: argparse.Namespace) -> int:
+    """`marl benchmark verify NAME --only CELL [--seeds K]` (`marl.run.campaigns.verify`)."""
+    from marl.run.campaigns import benchmark, verify
+    from marl.run.train import execute
 
     if args.algo or args.launcher:
         raise UsageError("verify re-runs the benchmark's own cells: no --algo or --launcher")
     if not args.only:
         raise UsageError("verify: name the cells with --only TASK/LEARNER (a cell re-runs whole)")
-    d = bm.load(args.name)
-    chosen = bm.cells(d, args.tier, args.only)
+    d = benchmark.load(args.name)
+    chosen = benchmark.cells(d, args.tier, args.only)
     if not chosen:
         raise UsageError(f"--only {' '.join(args.only)}: no cell of {args.name} matches")
     scratch = Path(args.records or f"runs/verify-{d['name']}")
@@ -128,7 +131,7 @@ def _verify(args: argparse.Namespace, bm: Any) -> int:
     if scratch.resolve() == own or scratch.resolve().is_relative_to(own):
         raise UsageError(f"--records {scratch}: the benchmark's own records; give one of yours")
     output_dir(str(scratch), "--records")
-    outcomes = verify.verify_cells(d, chosen, scratch, args.seeds, jobs.train_run)
+    outcomes = verify.verify_cells(d, chosen, scratch, args.seeds, execute.train_run)
     path = verify.log_path(d)
     if path is not None and outcomes:
         verify.write_log(path, outcomes)
@@ -141,7 +144,7 @@ JOBS_FOLDER = ".jobs"  # in the records folder: the launcher's logs and jobs.jso
 
 def _job_states(folder: Path) -> dict[str, str]:
     """Each launched cell's job state ("slurm 123 RUNNING"), by cell name; {} without jobs."""
-    from marl.run.launch import job_state, read_jobs
+    from marl.run.campaigns.launch_records import job_state, read_jobs
 
     out = {}
     for key, entry in read_jobs(folder).items():
@@ -150,20 +153,20 @@ def _job_states(folder: Path) -> dict[str, str]:
     return out
 
 
-def _launch_cells(args: argparse.Namespace, bm: Any, todo: list, records: Path, opts: Any) -> int:
+def _launch_cells(args: argparse.Namespace, todo: list, records: Path, opts: Any) -> int:
     """`marl benchmark run --launcher`: each cell left (or each --part of it) as a job."""
-    from marl.run import launch
+    from marl.run.campaigns import benchmark, benchmark_costs, benchmark_runs, launch
 
-    costs, cells_left = bm.read_costs(records), todo
+    costs, cells_left = benchmark_costs.read_costs(records), todo
     if args.part:
         try:
-            todo = bm.parts_of(todo, bm.parse_part(args.part))
-        except bm.BenchmarkError as e:
+            todo = benchmark_runs.parts_of(todo, benchmark_runs.parse_part(args.part))
+        except benchmark.BenchmarkError as e:
             raise UsageError(str(e)) from None
     allow = (*(args.algo or ()), *(args.allow_import or ()))
     jobs = []
     for cell, run in todo:
-        estimate = bm.estimate_s(run, costs.get(cell.key))
+        estimate = benchmark_costs.estimate_s(run, costs.get(cell.key))
         if cell.part is not None and estimate is not None:
             estimate *= (cell.part[1] - cell.part[0]) / cell.seeds
         key = cell.key + (f"#{cell.part[0]}:{cell.part[1]}" if cell.part else "")
@@ -181,7 +184,7 @@ def _launch_cells(args: argparse.Namespace, bm: Any, todo: list, records: Path, 
         return 130
     if opts.launcher == "local":  # parts that now cover a cell's seeds
         for _, run in cells_left:
-            bm.merge_parts(run)
+            benchmark_runs.merge_parts(run)
     elif not failed:
         print("`marl benchmark status` shows the cells and their jobs")
     for key, error in failed:
@@ -201,7 +204,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from marl.results.files import read_json
     from marl.results.leaderboard import write_leaderboard
     from marl.results.published import SHIPPED, read_published
-    from marl.run.jobs import load_study
+    from marl.run.saved.study import load_study
 
     if args.out is None:  # never into results/ unasked: the committed leaderboard lives there
         raise UsageError(
@@ -215,8 +218,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if args.site:
         output_dir(args.site, "--site")
     definition, declared, notes, verified = None, None, {}, {}
-    from marl.run import benchmark
-    from marl.run.entrants import implied, refusal_hint
+    from marl.run.campaigns import benchmark, benchmark_runs
+    from marl.run.campaigns.entrants import implied, refusal_hint
 
     if args.benchmark is None:  # never a flag users forget: a benchmark's own records imply it
         args.benchmark = implied(runs)
@@ -229,7 +232,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         args.benchmark = None
     if args.benchmark:
         from marl.results.scoring import declared_scoring
-        from marl.run import benchmark_notes, verify
+        from marl.run.campaigns import benchmark_notes, verify
 
         try:
             definition = benchmark.load(args.benchmark)
@@ -274,7 +277,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
         try:
             with files_are_data(args.allow_import or ()):
-                cov = benchmark.coverage(definition, study)
+                cov = benchmark_runs.coverage(definition, study)
         except benchmark.BenchmarkError as e:
             raise UsageError(str(e)) from None
         given += ["--benchmark", args.benchmark]
@@ -319,7 +322,7 @@ def _say_flags(board: dict[str, Any], notes: dict[str, str], name: str | None) -
         print(f"flagged: {line}")
     where = "marl/conf/benchmark/notes/<benchmark>.yaml"
     if name:
-        from marl.run.benchmark_notes import notes_path
+        from marl.run.campaigns.benchmark_notes import notes_path
 
         where = str(notes_path(name))
     missing = unexplained(board)

@@ -29,7 +29,7 @@ from marl.run.errors import UsageError
 def cmd_list(args: argparse.Namespace) -> int:
     """Registered environment ids with agent count, action space and episode limit."""
     from marl.core.registry import list_algorithms, list_envs
-    from marl.run.catalog import describe_algorithm, env_rows
+    from marl.run.train.catalog import describe_algorithm, env_rows
 
     families = sorted({e.split("/")[0] for e in list_envs()})
     if args.family is not None and args.family not in families:
@@ -46,7 +46,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Compose and validate the config, train every seed, write the run directory."""
-    from marl.run.jobs import train_command
+    from marl.run.train.command import train_command
 
     return train_command(args.overrides, dry_run=args.dry_run)
 
@@ -56,8 +56,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     records of a task under different protocols or budgets go to sections of their own."""
     from marl.results.protocol import RecordError, load, skip_reason
     from marl.results.report import write_sectioned_report
-    from marl.run.jobs import say_dropped
-    from marl.run.tasks import RegisteredTasks
+    from marl.run.saved.study import RegisteredTasks, say_dropped
 
     output_dir(args.out, "--out")
     skipped: list[Path] = []
@@ -105,14 +104,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Train every combination of comma-separated overrides, then write one report."""
     if args.report is not None:
         output_dir(args.report, "--report")
-    from marl.run.sweep import run_sweep
+    from marl.run.campaigns.sweep import run_sweep
 
     return run_sweep(args.overrides, args.report, launch_options(args, Path(".jobs")))
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """`marl merge PART... --out DIR`: one run's parts (`part=a:b`) joined into the whole run."""
-    from marl.run.parts import merge
+    from marl.run.campaigns.parts import merge
 
     dest = merge([Path(p) for p in args.parts], Path(args.out), remove_parts=args.remove)
     print(f"merged {len(args.parts)} parts into {dest}")
@@ -229,7 +228,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     """Play one episode with random valid actions and write it as a GIF."""
     import jax
 
-    from marl.run.render import render_episode, save_gif, viewer
+    from marl.run.saved.render import render_episode, save_gif, viewer
 
     if Path(args.out).suffix.lower() != ".gif":
         raise UsageError(f"--out {args.out}: give a .gif file path")
@@ -264,7 +263,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def _load_saved(path: str, which: str, allow: Any = (), algo: Any = None) -> Any:
-    from marl.run.saved import SavedRunError, load
+    from marl.run.saved.restore import SavedRunError, load
 
     try:
         return load(path, which, allow, algo)
@@ -275,7 +274,7 @@ def _load_saved(path: str, which: str, allow: Any = (), algo: Any = None) -> Any
 def cmd_eval(args: argparse.Namespace) -> int:
     """Re-evaluate a finished run's saved parameters (every seed) on fresh episodes."""
     from marl.results.files import write_json
-    from marl.run.saved import evaluate_saved
+    from marl.run.saved.restore import evaluate_saved
 
     output_file(args.json, "--json")
     algo = parse_sets(args.algo, "--algo")
@@ -295,7 +294,13 @@ def cmd_crossplay(args: argparse.Namespace) -> int:
     """Play saved policies of different runs against each other; write the cross-play record."""
     import shlex
 
-    from marl.run.crossplay import crossplay, load_players, rating_lines, record_dir, write_record
+    from marl.run.saved.crossplay import (
+        crossplay,
+        load_players,
+        rating_lines,
+        record_dir,
+        write_record,
+    )
 
     which = "best" if args.best else "final"
     env, task, players = load_players(args.players, args.task, which, args.allow_import or ())

@@ -22,7 +22,7 @@ def train(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int
 
     def run(args: argparse.Namespace) -> int:
         if args.help:
-            from marl.run.catalog import describe
+            from marl.run.train.catalog import describe
 
             parser.epilog = describe(args.overrides)
             parser.print_help()

@@ -1,8 +1,8 @@
 """Hydra configs of `marl train` (algo/, protocol/, benchmark/ and config.yaml), read with
-`marl.run.config.compose`.
+`marl.run.train.compose.compose`.
 
 Env nodes are not files: every registered env id gets a node `{id, kwargs: {}}` in Hydra's
-ConfigStore (`marl.run.compose`), so `env=combat/3m` and `env.kwargs.x=...` work for
+ConfigStore (`marl.run.train.compose`), so `env=combat/3m` and `env.kwargs.x=...` work for
 built-ins and plugins alike; `marl train env=ID --help` lists the constructor's keywords.
 
 A learner variant inherits its base with Hydra's defaults list and sets only what differs

@@ -1,5 +1,5 @@
 """GIFs from frames, drawn with matplotlib's Agg canvas (no display): every family viewer and
-`marl.run.render` write through `write_gif`."""
+`marl.run.saved.render` write through `write_gif`."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A contest env (`env.contest`: combat with `opponent=self_play`, particle `adversary`) has two
 agent groups and scores a finished episode for group 0 (`env.contest_score`: 1 a win, 0.5 a
 draw, 0 a loss). `play` puts policy A against policy B on fixed evaluation keys, once in each
-seat, inside one compiled program; `marl.run.crossplay` plays every pair of saved runs, every
+seat, inside one compiled program; `marl.run.saved.crossplay` plays every pair of saved runs, every
 seed against every seed, and `marl.results.ratings` turns the scores into ratings.
 """
 

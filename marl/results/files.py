@@ -31,7 +31,7 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
-GZ = ".gz"  # a compacted file: the gzip of the file it names (`marl.run.compact`)
+GZ = ".gz"  # a compacted file: the gzip of the file it names (`marl.run.saved.compact`)
 
 
 def stored(path: str | Path) -> Path:

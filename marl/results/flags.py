@@ -21,8 +21,8 @@ The rules, read off the cell's records and the board's numbers (`report.summaris
 
 Explanations are data: a YAML mapping of cell id (`task/algo`) to one paragraph
 (`read_notes`, `yaml.safe_load`; nothing in it is run). Benchmark v1's live in
-`marl/conf/benchmark/notes/v1.yaml` (`marl.run.benchmark_notes`); `unexplained(board)` names
-the flagged cells that have none.
+`marl/conf/benchmark/notes/v1.yaml` (`marl.run.campaigns.benchmark_notes`);
+`unexplained(board)` names the flagged cells that have none.
 """
 
 from __future__ import annotations

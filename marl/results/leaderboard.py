@@ -65,7 +65,7 @@ def leaderboard(
     states its learners' order, each task says whether its runs here agree
     (`marl.results.orders`). Each row carries its cell's flags (`marl.results.flags`) and,
     where `notes` (cell id -> paragraph, `flags.read_notes`) hold one, its `explanation`;
-    where `verified` (cell id -> outcome, `marl.run.verify`) holds one, its `verified`."""
+    where `verified` (cell id -> outcome, `marl.run.campaigns.verify`) holds one, its `verified`."""
     summary = summarise(study, reps=reps, seed=seed)
     beside = by_task(list(published), list(summary["tasks"]))
     orders = peer_orders(study, list(published), reps=reps, seed=seed)
@@ -275,7 +275,7 @@ def flags_markdown(board: dict[str, Any]) -> list[str]:
 
 def coverage_markdown(cov: dict[str, Any] | None) -> list[str]:
     """The benchmark's families (seeds, budget, the papers' budgets) and the cells these
-    records hold (`marl.run.benchmark.coverage`), and the rest."""
+    records hold (`marl.run.campaigns.benchmark_runs.coverage`), and the rest."""
     if not cov:
         return []
     rows, name = cov["cells"], cov["benchmark"]
@@ -346,8 +346,9 @@ def write_leaderboard(
     and the figures into `out/leaderboard_files/figures/`; `contests`: cross-play records
     (`marl.results.contests.read_contests`) for the competitive section; `published`: peers'
     figures (`marl.results.published.read_published`) beside the tasks they concern;
-    `coverage`: the benchmark cells these records hold (`marl.run.benchmark.coverage`);
-    `notes`: explanations of flagged cells (cell id -> paragraph, `marl.results.flags`)."""
+    `coverage`: the benchmark cells these records hold
+    (`marl.run.campaigns.benchmark_runs.coverage`); `notes`: explanations of flagged cells (cell
+    id -> paragraph, `marl.results.flags`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     board = leaderboard(

@@ -13,7 +13,7 @@ metrics.jsonl   one line per evaluation: its env step and each metric's mean per
 Reports, the leaderboard and the site read records (`marl.results.protocol.load`); studies that
 set runs side by side on their final scores, whatever their evaluation grids, read them here
 (`read_run`), and the curves of runs still training from `evaluations`. Compacted copies
-(`metrics.jsonl.gz`, `marl.run.compact`) read as the files they replace; NaN, Infinity and
+(`metrics.jsonl.gz`, `marl.run.saved.compact`) read as the files they replace; NaN, Infinity and
 values past `protocol.VALUE_BOUND` are refused naming the file and field.
 """
 
@@ -37,8 +37,8 @@ from marl.results.protocol import (
     split_env_id,
 )
 
-# a run folder's files, named once (`marl.run.rundir` writes them, `marl.run.parts` joins
-# and `marl.run.compact` shrinks them)
+# a run folder's files, named once (`marl.run.folder.writer` writes them,
+# `marl.run.campaigns.parts` joins and `marl.run.saved.compact` shrinks them)
 FINAL = "final.json"
 CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"

@@ -59,8 +59,8 @@ def write_site(
 ) -> Path:
     """Write the site into `out` (pages, figures, assets, data), remove the files an earlier
     writing of marl's left there and this one did not write (never a file of the user's:
-    `marl.results.written`), and return `out/index.html`. `coverage`: the
-    benchmark's cells (`marl.run.benchmark.coverage`), which give each cell its tier;
+    `marl.results.written`), and return `out/index.html`. `coverage`: the benchmark's cells
+    (`marl.run.campaigns.benchmark_runs.coverage`), which give each cell its tier;
     `command`: what regenerates the site, shown on the overview; `notes`: explanations of
     flagged cells (cell id -> paragraph, `marl.results.flags`), on their pages."""
     site = build_site(

@@ -91,7 +91,8 @@ class Site:
 
 
 def _tiers(coverage: dict[str, Any] | None) -> dict[tuple[str, str], tuple[str, str]]:
-    """(task, algo) -> (tier, cell key) of its benchmark cell (`marl.run.benchmark.coverage`)."""
+    """(task, algo) -> (tier, cell key) of its benchmark cell
+    (`marl.run.campaigns.benchmark_runs.coverage`)."""
     out: dict[tuple[str, str], tuple[str, str]] = {}
     for row in (coverage or {}).get("cells", []):
         task, _, algo = row["cell"].split("@")[0].rpartition("/")

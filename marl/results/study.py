@@ -43,7 +43,7 @@ class Anchors:
 
 class TaskFacts(Protocol):
     """What a task's records may not say, supplied by the caller: results read records only
-    (`marl.run.tasks.RegisteredTasks` answers from the registry and `marl.baselines`)."""
+    (`marl.run.saved.study.RegisteredTasks` answers from the registry and `marl.baselines`)."""
 
     def headline_metric(self, env_id: str) -> str | None:
         """The record metric in the task's natural unit (None: the return)."""

@@ -1,5 +1,5 @@
-"""Cells re-run by `marl benchmark verify` (`marl.run.verify`), as the board shows them: one
-line per outcome, a Markdown section, and the facts of a cell's page."""
+"""Cells re-run by `marl benchmark verify` (`marl.run.campaigns.verify`), as the board shows
+them: one line per outcome, a Markdown section, and the facts of a cell's page."""
 
 from __future__ import annotations
 

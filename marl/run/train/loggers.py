@@ -1,6 +1,6 @@
 """Optional experiment loggers fed after every evaluation (`logger=wandb` or `tensorboard`).
 
-Every run already writes `metrics.jsonl` (`marl.run.rundir`); these mirror its scalars (the means
+Every run already writes `metrics.jsonl` (`marl.run.folder`); these mirror its scalars (the means
 over seeds of `eval/<metric>` and `train/<metric>`) into an external tool. Neither package is
 a dependency: `pip install wandb` (the `[wandb]` extra) or `pip install tensorboardX`. Weights &
 Biases runs offline unless `WANDB_MODE` says otherwise (`wandb sync` uploads later); tests never
@@ -39,7 +39,7 @@ def check_logger(name: str | None) -> str | None:
 class WandbLogger:
     """One W&B run per marl run (offline by default), config = the resolved config; a resumed
     run continues its W&B run (`resume="allow"` with `run_id`, kept in the run directory's
-    `wandb_id` by `marl.run.rundir`; None: a new W&B run)."""
+    `wandb_id` by `marl.run.folder.RunDir`; None: a new W&B run)."""
 
     def __init__(self, run_dir: Path, config: dict[str, Any], name: str, run_id: str | None):
         import wandb

@@ -12,6 +12,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from marl.core import registry
+from marl.results.protocol import split_env_id
+
 DISTRIBUTION = "marl-suite"  # marl's name on the package index (pyproject's [project] name)
 # distribution -> its key in `versions()` (marl's stays "marl", as records have always named it)
 VERSIONED = {DISTRIBUTION: "marl"} | {
@@ -87,10 +90,7 @@ def code() -> dict[str, Any]:
 def env_version(env_id: str) -> dict[str, Any]:
     """`{"family", "version"}` of `env_id` (`registry.env_version`; None for a plugin that
     declares none)."""
-    from marl.core.registry import env_version as declared
-    from marl.results.protocol import split_env_id
-
-    return {"family": split_env_id(env_id)[0], "version": declared(env_id)}
+    return {"family": split_env_id(env_id)[0], "version": registry.env_version(env_id)}
 
 
 def provenance(env_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from marl.run.benchmark import DEFINITIONS, BenchmarkError
+from marl.run.campaigns.benchmark import DEFINITIONS, BenchmarkError
 
 
 def notes_path(name: str) -> Path:

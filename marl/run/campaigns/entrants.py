@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from marl.run import benchmark as bm
-from marl.run.benchmark import BenchmarkError, Cell
+from marl.run.campaigns import benchmark
+from marl.run.campaigns.benchmark import BenchmarkError, Cell
 
 if TYPE_CHECKING:
-    from marl.run.config import RunConfig
+    from marl.run.train.config import RunConfig
 
 PIN = "protocol.eval_interval="
 
@@ -37,9 +37,9 @@ def implied(records: Sequence[str | Path]) -> str | None:
     """The shipped benchmark whose own records folder (or one inside it) is among `records`,
     the first given where several are; None where none is."""
     homes = {}
-    for name in bm.names():
+    for name in benchmark.names():
         try:
-            homes[name] = Path(bm.load(name)["records"]).resolve()
+            homes[name] = Path(benchmark.load(name)["records"]).resolve()
         except (BenchmarkError, KeyError, TypeError):
             continue
     for r in records:
@@ -75,7 +75,7 @@ def entered(definition: dict[str, Any], algo: str) -> list[Cell]:
             for task in spec["tasks"]:
                 if task not in seen:
                     seen.add(task)
-                    out.append(bm.family_cell(definition, tier, family, task, algo))
+                    out.append(benchmark.family_cell(definition, tier, family, task, algo))
     return out
 
 
@@ -89,8 +89,8 @@ def cells(
     """The cells of `algos` on the definition's tasks (of `tier`; matching `only`), written to
     `records`: a learner the definition names, its own cells; another, those it `entered`."""
     folder = check_records(definition, records)
-    bm.cells(definition, tier)  # the tier's name checked
-    own = bm.cells(definition)
+    benchmark.cells(definition, tier)  # the tier's name checked
+    own = benchmark.cells(definition)
     defined = {c.algo for c in own}
     out: list[Cell] = []
     for algo in dict.fromkeys(algos):
@@ -98,7 +98,7 @@ def cells(
         out += [c for c in mine if tier in ("all", c.tier)]
     if not out:
         raise BenchmarkError(f"--tier {tier}: no cell of {', '.join(algos)} in it")
-    return bm.select([dataclasses.replace(c, records=folder) for c in out], only)
+    return benchmark.select([dataclasses.replace(c, records=folder) for c in out], only)
 
 
 def resolve(
@@ -108,25 +108,27 @@ def resolve(
     of the definition resolves as `benchmark.resolve_cells` does; an entered one is evaluated
     every env steps the definition's cells of its family and task are, where they share one
     interval (their common grid), so it trains the same steps."""
-    keys = {c.key for c in bm.cells(definition)}
+    keys = {c.key for c in benchmark.cells(definition)}
     own = [c for c in chosen if c.key in keys]
-    resolved = dict(zip([c.key for c in own], bm.resolve_cells(definition, own, log), strict=True))
+    resolved = dict(
+        zip([c.key for c in own], benchmark.resolve_cells(definition, own, log), strict=True)
+    )
     new = [c for c in chosen if c.key not in keys]
     if new:
         homes = {(c.tier, c.family, c.task) for c in new}
-        peers = [c for c in bm.cells(definition) if (c.tier, c.family, c.task) in homes]
-        grid = bm.resolve_cells(definition, peers, log=lambda _: None)
+        peers = [c for c in benchmark.cells(definition) if (c.tier, c.family, c.task) in homes]
+        grid = benchmark.resolve_cells(definition, peers, log=lambda _: None)
         for cell in new:
             intervals = {
                 _interval(run)
                 for c, run in grid
                 if (c.tier, c.family, c.task) == (cell.tier, cell.family, cell.task)
             }
-            run = bm.resolve(cell)
+            run = benchmark.resolve_cell(cell)
             pinned = any(o.startswith(PIN) for o in cell.extra)
             if len(intervals) == 1 and not pinned and _interval(run) not in intervals:
                 cell = dataclasses.replace(cell, extra=(*cell.extra, f"{PIN}{intervals.pop()}"))
-                run = bm.resolve(cell)
+                run = benchmark.resolve_cell(cell)
             resolved[cell.key] = (cell, run)
     return [resolved[c.key] for c in chosen]
 
@@ -160,12 +162,12 @@ def plan(definition: dict[str, Any], runs: Sequence[tuple[Cell, RunConfig]]) -> 
     return lines
 
 
-def refusal_hint(error: Any, given: Sequence[str], benchmark: str | None = None) -> str:
+def refusal_hint(error: Any, given: Sequence[str], named: str | None = None) -> str:
     """`; ...` naming the command that trains records matching a benchmark's, for a refusal
     (`protocol.RecordError` with its `pair`) of a benchmark's record beside one of the user's
     on budget, seeds or evaluation grid; where one folder holds a task at two budgets, says
-    so. `benchmark`: the definition (name or yaml) the leaderboard was given, else the shipped
-    one whose records folder holds one side. Empty where there is nothing to add."""
+    so. `named`: the benchmark definition (name or yaml) the leaderboard was given, else the
+    shipped one whose records folder holds one side. Empty where there is nothing to add."""
     pair, setting = getattr(error, "pair", None), getattr(error, "setting", None)
     if pair is None or setting in (None, "env version"):
         return ""
@@ -178,9 +180,9 @@ def refusal_hint(error: Any, given: Sequence[str], benchmark: str | None = None)
                     f"; {folder} holds {task} at two budgets: give the leaderboard the run "
                     "folders of one"
                 )
-    for name in [benchmark] if benchmark else bm.names():
+    for name in [named] if named else benchmark.names():
         try:
-            definition = bm.load(name)
+            definition = benchmark.load(name)
         except Exception:  # noqa: BLE001 - a hint must never hide the refusal itself
             continue
         home = definition["records"]

@@ -13,12 +13,14 @@ import ast
 import importlib.util
 import inspect
 import re
-import sys
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from marl.core import registry
+from marl.run.train.compose import CONFIG_NAME, GROUPS, conf_dir, group_options
 
 _COMMENTED_KEY = re.compile(r"^(\w+):\s*(.*?)\s+#\s*(.*)$")
 _NOTES = re.compile(r"^Constructor\b[^:]*:\s*$")  # a docstring's section of keyword notes
@@ -87,8 +89,6 @@ NEEDS = {"jaxmarl/smax": "jaxmarl"}
 
 def describe_space(space: Any) -> str:
     """Short text of an action space: `Discrete(5)` or `Box(0.0, 1.0, (5,))`."""
-    import numpy as np
-
     if hasattr(space, "n"):
         return f"Discrete({int(space.n)})"
     if hasattr(space, "low") and hasattr(space, "shape"):
@@ -166,23 +166,16 @@ def describe_algorithm(name: str, width: int = 90) -> str:
         make_train = registry.algorithm(name)
     except Exception as e:  # one broken learner must not hide the rest
         return f"unavailable: {type(e).__name__}"
-    module = sys.modules.get(make_train.__module__)
-    own = getattr(make_train, "__name__", "") == "make_train"
-    doc = (getattr(module, "__doc__", None) if own else None) or make_train.__doc__ or ""
+    own = getattr(make_train, "__name__", "") == "make_train"  # its module's own learner
+    module = inspect.getmodule(make_train) if own else None
+    doc = getattr(module, "__doc__", None) or make_train.__doc__ or ""
     return _first_paragraph(doc, width)
-
-
-def _config(name: str) -> Any:
-    """A name of the config tree's module (imported only for `marl train --help`)."""
-    from marl.run import compose as config
-
-    return getattr(config, name)
 
 
 def _commented_keys(relative: str) -> list[tuple[str, str, str]]:
     """`(key, value, comment)` of the top-level `key: value  # comment` lines of a yaml file
     (none where the file is not shipped)."""
-    path = _config("conf_dir")() / relative
+    path = conf_dir() / relative
     if not path.is_file():
         return []
     return [
@@ -194,7 +187,7 @@ def _algo_lines(algo: str) -> list[tuple[str, str, str]]:
     """A shipped learner's commented keys, those it inherits included (none without a yaml)."""
     from marl.conf import algo_lines
 
-    if not (_config("conf_dir")() / "algo" / f"{algo}.yaml").is_file():
+    if not (conf_dir() / "algo" / f"{algo}.yaml").is_file():
         return []
     return algo_lines(algo)
 
@@ -287,9 +280,9 @@ def _row(head: str, text: str, pad: int, width: int = 100) -> str:
 def chosen(overrides: Sequence[str] = ()) -> dict[str, str]:
     """The option of each config group (`env`, `algo`, `protocol`): the command line's last
     `GROUP=OPTION`, else `config.yaml`'s default."""
-    groups = _config("GROUPS")
+    groups = GROUPS
     picked = {"env": "particle/spread", "algo": "mappo", "protocol": "default"}
-    text = (_config("conf_dir")() / f"{_config('CONFIG_NAME')}.yaml").read_text()
+    text = (conf_dir() / f"{CONFIG_NAME}.yaml").read_text()
     for line in text.splitlines():
         match = re.match(r"^\s*-\s*(\w+):\s*(\S+)", line)
         if match and match.group(1) in groups:
@@ -306,17 +299,17 @@ def describe(overrides: Sequence[str] = ()) -> str:
     keys of the chosen env, learner and protocol (`algo=qmix --help` lists QMIX's keys)."""
     picked = chosen(overrides)
     options = {
-        "env": sorted(set(_config("group_options")("env")) | set(registry.list_envs())),
-        "algo": sorted(set(_config("group_options")("algo")) | set(registry.list_algorithms())),
-        "protocol": _config("group_options")("protocol"),
+        "env": sorted(set(group_options("env")) | set(registry.list_envs())),
+        "algo": sorted(set(group_options("algo")) | set(registry.list_algorithms())),
+        "protocol": group_options("protocol"),
     }
     pad = 30
     out = ["config groups (GROUP=OPTION; the option in use shown):"]
-    for group in _config("GROUPS"):
+    for group in GROUPS:
         out.append(_beside(f"  {group}={picked[group]}", _wrap(options[group], pad), pad))
     out.append("")
     out.append("keys (KEY=VALUE; the default shown):")
-    for key, value, comment in _commented_keys(f"{_config('CONFIG_NAME')}.yaml"):
+    for key, value, comment in _commented_keys(f"{CONFIG_NAME}.yaml"):
         out.append(_row(f"  {key}={value}", comment, pad))
     protocol = picked["protocol"]
     out.append("")

@@ -12,14 +12,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from marl.run.errors import UsageError
+from marl.run.errors import ConfigError, UsageError
+from marl.run.train.compose import compose
 
 if TYPE_CHECKING:
     from marl.core.learner import Train
     from marl.learning.training import RunResult
-    from marl.run.config import RunConfig
-    from marl.run.launch import LaunchOptions
-    from marl.run.rundir import RunDir
+    from marl.run.campaigns.launch_options import LaunchOptions
+    from marl.run.folder import RunDir
+    from marl.run.train.config import RunConfig
 
 
 def sweep_overrides(overrides: Sequence[str]) -> list[list[str]]:
@@ -65,8 +66,6 @@ def separate_grid(grid: list[list[str]]) -> list[list[str]]:
     ]
     if not axes:
         return grid
-    from marl.run import config
-
     out = []
     for combo, point in zip(grid, points, strict=True):
         parts = {k: f"{k.rpartition('.')[2]}_{point[k]}" for k in axes if k in point}
@@ -76,7 +75,7 @@ def separate_grid(grid: list[list[str]]) -> list[list[str]]:
         name = point.get("name")
         kept.append(f"name={name}-{tags}" if name else f"name={tags}")
         if algo_tags:
-            base = point.get("label") or str(config.compose(kept).algo.name)
+            base = point.get("label") or str(compose(kept).algo.name)
             kept.append(f"label={base}-{algo_tags}")
         elif point.get("label"):
             kept.append(f"label={point['label']}")
@@ -134,13 +133,14 @@ def run_sweep(
     """`marl sweep OVERRIDES`: train every combination of comma-separated overrides (each
     finished run kept, each killed one resumed), then write one report (default:
     `<out>/report-<name>`); the exit code (130: interrupted). With `launch`, the runs left
-    are scheduler jobs (`marl.run.launch`, their logs in `<out>/.jobs`) on the grid fixed
+    are scheduler jobs (`launch`, their logs in `<out>/.jobs`) on the grid fixed
     here; the report is written once every run has finished."""
     from datetime import datetime
 
     from marl.learning import hyper
-    from marl.run import config
-    from marl.run.jobs import continue_run, load_study
+    from marl.run.saved.study import load_study
+    from marl.run.train.execute import continue_run
+    from marl.run.train.resolve import resolve
 
     vmap = [o.removeprefix("vmap=") for o in overrides if o.startswith("vmap=")]
     overrides = [o for o in overrides if not o.startswith("vmap=")]
@@ -155,16 +155,16 @@ def run_sweep(
     sweep_name = next(v for k, v in map(_key_value, grid[0]) if k == "name")
     try:
         grid = separate_grid(grid)
-    except config.ConfigError as e:
+    except ConfigError as e:
         raise UsageError(str(e)) from None
 
     def resolve_all(grid: list[list[str]]) -> list[Any]:
         runs = []
         for combo in grid:  # validate every run before training any
             try:
-                cfg = config.compose(combo)
-                runs.append(config.resolve(cfg, command=combo))
-            except config.ConfigError as e:
+                cfg = compose(combo)
+                runs.append(resolve(cfg, command=combo))
+            except ConfigError as e:
                 raise UsageError(f"{' '.join(combo)}: {e}") from None
             if cfg.get("distributed", False) is True:
                 raise UsageError(
@@ -209,8 +209,8 @@ def _launch_runs(runs: list[RunConfig], opts: LaunchOptions) -> int | None:
     """The sweep's unfinished runs as jobs. None when every run has finished (the report
     follows), else the exit code: local jobs failed or were stopped, or Slurm jobs are queued
     (the same command writes the report once they have finished)."""
-    from marl.run import launch
-    from marl.run.claiming import relaunch
+    from marl.run.campaigns import launch
+    from marl.run.folder import relaunch
 
     left = [run for run in runs if relaunch(run, log=lambda _: None) is not None]
     if left:
@@ -236,9 +236,9 @@ def vmapped_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[Path]:
     """Train every value combination of `combos` x the run's seeds as one program
     (`marl.learning.hyper`) and write one run directory per combination (named
     `<name>-<key>_<value>`); returns the directories."""
-    from marl.run.claiming import claim, finished_run
-    from marl.run.jobs import print_final
-    from marl.run.summary import record_anchors
+    from marl.run.folder import claim, finished_run
+    from marl.run.train.execute import print_final
+    from marl.run.train.summary import record_anchors
 
     if run.logger is not None or run.transfer:
         raise UsageError(
@@ -276,7 +276,7 @@ def vmapped_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[Path]:
 
 def _combination_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[RunConfig]:
     """Each value combination as a run of its own, validated with its concrete values."""
-    from marl.run import config
+    from marl.run.train.resolve import resolve
 
     runs = []
     for c in combos:
@@ -285,8 +285,8 @@ def _combination_runs(run: RunConfig, combos: list[dict[str, float]]) -> list[Ru
         overrides = [o for o in overrides if not o.startswith(("name=", "label="))]
         overrides += [f"name={run.name}-{label}", f"label={run.record_algo}-{label}"]
         try:
-            runs.append(config.resolve(config.compose(overrides), command=overrides))
-        except config.ConfigError as e:
+            runs.append(resolve(compose(overrides), command=overrides))
+        except ConfigError as e:
             raise UsageError(f"vmap {label}: {e}") from None
     return runs
 
@@ -312,8 +312,7 @@ def _train_members(
     segment's metrics written into its combination's directory."""
     import jax
 
-    from marl.learning import hyper
-    from marl.learning.runner import run as run_training
+    from marl.learning import hyper, runner
 
     seeds, count = run.settings.seeds, len(combos)
     inputs = hyper.member_inputs(run.settings.seed_keys(jax.random.key(run.settings.seed)), combos)
@@ -326,7 +325,7 @@ def _train_members(
         return call
 
     print(f"{count} value combinations x {seeds} seeds = {count * seeds} members", flush=True)
-    return run_training(
+    return runner.run(
         run.env,
         train,
         dataclasses.replace(run.settings, seeds=count * seeds),

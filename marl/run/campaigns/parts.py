@@ -27,8 +27,9 @@ from marl.results.files import atomic_write, read_bytes, read_json, read_text, s
 from marl.results.protocol import META, RECORD, has_record
 from marl.results.runfolder import BEST_PARAMS, CONFIG, FINAL, METRICS
 from marl.results.runfolder import PARAMS as FINAL_PARAMS
-from marl.run.compact import train_metrics
 from marl.run.errors import UsageError
+from marl.run.saved.compact import train_metrics
+from marl.run.train.settings import parse_span
 
 PARAMS = (FINAL_PARAMS, BEST_PARAMS)
 PART_FIELDS = ("created", "wall_time", "compile_time", "steps_per_second", "device", "code")
@@ -40,14 +41,6 @@ def part_name(name: str, first: int, stop: int) -> str:
     return f"{name}.part{first}-{stop}"
 
 
-def parse_span(text: Any) -> tuple[int, int]:
-    """`"a:b"` -> (a, b) with 0 <= a < b; ValueError otherwise."""
-    a, colon, b = str(text).strip().partition(":")
-    if not colon or not (a.isdigit() and b.isdigit()) or int(a) >= int(b):
-        raise ValueError(f"expected 'a:b' with 0 <= a < b, got {text!r}")
-    return int(a), int(b)
-
-
 def part_of(meta: dict[str, Any]) -> tuple[int, int] | None:
     """(first, stop) of a part's seeds from its meta.json, None for a whole run."""
     text = (meta.get("config") or {}).get("part")
@@ -56,7 +49,7 @@ def part_of(meta: dict[str, Any]) -> tuple[int, int] | None:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return read_json(path)  # or its compacted copy (`marl.run.compact`)
+        return read_json(path)  # or its compacted copy (`marl.run.saved.compact`)
     except (OSError, EOFError, ValueError) as e:
         raise UsageError(f"{path}: cannot read: {e}") from None
 

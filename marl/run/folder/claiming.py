@@ -8,10 +8,10 @@ its config under `RunConfig.parent`: `unfinished_run`), or finds `name=`'s run f
 (`config_differences`).
 
 One writer per folder, and one reading of it: `claim` takes the folder's OS lock first
-(`marl.run.lock`; a second writer is refused in one line naming the holder), removes the
+(`lock`; a second writer is refused in one line naming the holder), removes the
 temporary files a killed writer left, and only then reads what the folder holds (`held`, once):
 what it acts on is what the folder holds, since no other writer can finish or change it after
-that read. The folder then goes to a `marl.run.rundir.RunDir`, which writes it and lets go of it.
+that read. The folder then goes to a `writer.RunDir`, which writes it and lets go of it.
 """
 
 from __future__ import annotations
@@ -21,15 +21,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from marl.results.protocol import META, RecordError, has_record, read_meta
 from marl.run.errors import UsageError
-from marl.run.lock import FolderBusy, FolderLock, busy, locked_by_another, remove_stale_temporaries
-from marl.run.rundir import STAMP, RunDir
-
-if TYPE_CHECKING:
-    from marl.run.config import RunConfig
+from marl.run.folder.lock import (
+    FolderBusy,
+    FolderLock,
+    busy,
+    locked_by_another,
+    remove_stale_temporaries,
+)
+from marl.run.folder.writer import STAMP, RunDir
+from marl.run.train.config import RunConfig
 
 PLANNED = (
     "env",

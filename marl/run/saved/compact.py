@@ -5,10 +5,10 @@
 `best_params.msgpack` likewise) and moves the per-segment training metrics out of `meta.json`
 into `train_metrics.json.gz`. It is lossless (the same bytes come back) and idempotent, and
 every reader in marl takes the compacted copy for the file (`marl.results.files.read_json`,
-`marl.results.protocol.load`, `train_metrics`, `marl.run.saved`). With `params=True` it also
+`marl.results.protocol.load`, `train_metrics`, `restore`). With `params=True` it also
 writes each parameter file in half precision, gzipped (`best_params.f16.msgpack.gz`, about
 40% of the float32 file): what `marl eval`, `marl render` and `marl crossplay` read where the
-full-precision parameters are not kept (`marl.run.saved`). Float16 can flip a greedy action
+full-precision parameters are not kept (`restore`). Float16 can flip a greedy action
 whose two best scores nearly tie, so results computed from the float32 parameters keep them.
 
 Runs keep writing plain files: `record.json` is rewritten after every evaluation and

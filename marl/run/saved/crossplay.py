@@ -115,8 +115,8 @@ def load_players(
     are refused in one line."""
     from marl.core.registry import RegistryError
     from marl.learning.contest import NotAContest, check_contest
-    from marl.run.config import make_env
-    from marl.run.saved import SavedRunError, load
+    from marl.run.saved.restore import SavedRunError, load
+    from marl.run.train.lookup import make_env
 
     if len(sources) < 2:
         raise UsageError("crossplay needs at least two players (run directories or references)")

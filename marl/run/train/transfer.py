@@ -3,47 +3,36 @@
 A protocol may list `transfer` targets, each `{name, id, kwargs}`. After training, each seed's
 best evaluated parameters (those of the absolute metric; the final ones without it) play
 `absolute_episodes` greedy episodes on every target, on fixed keys, and the per-episode values
-go to `transfer.json` in the run directory (`RunDir.finish` writes it). The pathfinding
-evaluation tiers are protocol presets built on it (`protocol=pathfinding_medium`,
+go to `transfer.json` in the run directory (`marl.run.folder.RunDir.finish` writes it). The
+pathfinding evaluation tiers are protocol presets built on it (`protocol=pathfinding_medium`,
 `pathfinding_hard`).
 
 The run's learner is rebuilt on each target with its hyperparameters, once, when the run is
-resolved (`marl.run.config.resolve`, which refuses a target it cannot play): its parameters
-must have the same shapes as the trained ones, i.e. the policy's inputs may not depend on what
-differs (an agent-id one-hot depends on the agent count: set `algo.agent_id=false`).
+resolved (`resolve.resolve`, which refuses a target it cannot play): its parameters must have
+the same shapes as the trained ones, i.e. the policy's inputs may not depend on what differs
+(an agent-id one-hot depends on the agent count: set `algo.agent_id=false`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
+from marl.learning.evaluation import evaluate
+from marl.run.train.config import BuiltTarget, RunConfig, TransferTarget
+
 if TYPE_CHECKING:
     from marl.core.env import MultiAgentEnv
     from marl.core.learner import Train
-    from marl.run.config import RunConfig
 
 TRANSFER_SALT = 0x7A45
 
 
 class TransferError(ValueError):
     """A transfer target the trained policy cannot play; one line naming why."""
-
-
-@dataclass(frozen=True)
-class TransferTarget:
-    """An environment a trained policy is evaluated on: `name`, registry id and keywords."""
-
-    name: str
-    env_id: str
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "id": self.env_id, "kwargs": dict(self.env_kwargs)}
 
 
 def parse_targets(entries: Sequence[Any] | None) -> tuple[TransferTarget, ...]:
@@ -70,14 +59,6 @@ def parse_targets(entries: Sequence[Any] | None) -> tuple[TransferTarget, ...]:
 def _param_shapes(train: Train) -> Any:
     state = jax.eval_shape(train.init, jax.random.key(0))
     return jax.tree.map(lambda x: (x.shape, x.dtype), train.params(state))
-
-
-class BuiltTarget(NamedTuple):
-    """A transfer target with its environment and the run's learner rebuilt on it."""
-
-    target: TransferTarget
-    env: MultiAgentEnv
-    train: Train
 
 
 def build_targets(
@@ -128,8 +109,6 @@ def evaluate_transfer(run: RunConfig, params: Any, episodes: int) -> dict[str, d
 
     Returns `{name: {"id", "kwargs", "episodes", "metrics": {metric: [seeds][episodes]}}}`.
     """
-    from marl.learning.evaluation import evaluate
-
     key = jax.random.fold_in(jax.random.key(run.settings.seed), TRANSFER_SALT)
     out = {}
     for target, env, train in run.targets:

@@ -7,7 +7,7 @@ runs left -> Job(key, what to train, estimated seconds) -> submitit executor -> 
           -> <folder>/jobs.json: each run's job id, so `status` and a relaunch see it
 ```
 
-A job trains its run exactly as the in-process command does (`marl.run.jobs.continue_run`,
+A job trains its run exactly as the in-process command does (`marl.run.train.execute.continue_run`,
 resuming an unfinished run after its last saved segment), so its records are the same. A
 relaunch skips runs whose job is still pending or running; Slurm's time limit comes from the
 run's measured cost (`marl benchmark measure`), and a job that reaches it is requeued by
@@ -16,7 +16,7 @@ submitit and resumes.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import os
 import signal
@@ -25,22 +25,25 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from marl.run.errors import UsageError
-from marl.run.launch_options import LAUNCHERS, LaunchOptions, options
+from marl.run.campaigns.launch_options import LaunchOptions
+from marl.run.campaigns.launch_records import (
+    ALIVE,
+    OUTCOME,
+    Recorded,
+    job_state,
+    read_jobs,
+    read_outcome,
+    record_job,
+    submitit_module,
+)
 
-__all__ = ["LAUNCHERS", "Job", "LaunchOptions", "launch", "options", "read_jobs", "job_state"]
-
-JOBS_FILE = "jobs.json"
 CONTROLLER_LOG = "controllers.log"  # what the local jobs' controllers say (a stop's tracebacks)
-INSTALL = 'pip install -e ".[cluster]"'
 # a job's time limit: the run's measured training time x MARGIN + SLACK_MIN (evaluations,
 # compiles and a slower node); an unmeasured run gets DEFAULT_LIMIT_MIN
 MARGIN, SLACK_MIN, DEFAULT_LIMIT_MIN = 2.0, 15, 24 * 60
-ALIVE = ("PENDING", "RUNNING", "REQUEUED", "CONFIGURING", "COMPLETING", "SUSPENDED")
 
 
 @dataclass(frozen=True)
@@ -64,17 +67,9 @@ def time_limit(job: Job, opts: LaunchOptions) -> int:
     return int(math.ceil(job.estimate_s * MARGIN / 60)) + SLACK_MIN
 
 
-def _submitit() -> Any:
-    try:
-        import submitit
-    except ImportError:
-        raise UsageError(f"--launcher needs submitit, in the cluster extra: {INSTALL}") from None
-    return submitit
-
-
 def executor(opts: LaunchOptions) -> Any:
     """A submitit executor for `opts` (job-independent parameters set)."""
-    submitit = _submitit()
+    submitit = submitit_module()
     folder = opts.folder / "%j"
     if opts.launcher == "local":
         ex = submitit.LocalExecutor(folder=folder)
@@ -95,131 +90,6 @@ def executor(opts: LaunchOptions) -> Any:
     }
     ex.update_parameters(**{k: v for k, v in params.items() if v is not None})
     return ex
-
-
-# --- jobs.json: each run's last job ------------------------------------------------------------
-def read_jobs(folder: Path) -> dict[str, dict[str, Any]]:
-    path = Path(folder) / JOBS_FILE
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path}: unreadable ({e}); remove it to forget the jobs") from None
-    return data if isinstance(data, dict) else {}
-
-
-def _write_jobs(folder: Path, jobs: dict[str, dict[str, Any]]) -> None:
-    from marl.results.files import write_json
-
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    write_json(Path(folder) / JOBS_FILE, dict(sorted(jobs.items())))
-
-
-def job_state(entry: dict[str, Any], folder: Path) -> str:
-    """The scheduler's state of a recorded job: Slurm's (through sacct; UNKNOWN where it
-    cannot be asked), or for a local job RUNNING while its process lives, else FINISHED or
-    FAILED from the result submitit left."""
-    job_id = str(entry.get("job_id", ""))
-    if entry.get("launcher") == "slurm":
-        submitit = _submitit()
-        try:
-            return str(submitit.SlurmJob(Path(folder) / "%j", job_id).state)
-        except Exception:  # noqa: BLE001 - no sacct here, or the job is too old for it
-            return "UNKNOWN"
-    try:
-        os.kill(int(job_id), 0)
-        alive = _not_zombie(int(job_id))
-    except (ValueError, ProcessLookupError):
-        alive = False
-    except PermissionError:  # another user's process took the pid: ours has ended
-        alive = False
-    if alive and entry.get("host") in (None, _host()):
-        return "RUNNING"
-    return _outcome_state(read_outcome(Path(folder) / job_id / OUTCOME.format(job_id=job_id)))
-
-
-def _outcome_state(outcome: dict[str, Any] | None) -> str:
-    if outcome is None:
-        return "INTERRUPTED"
-    return {"success": "FINISHED", "failed": "FAILED"}.get(outcome.get("outcome"), "UNKNOWN")
-
-
-# --- outcomes: what a job leaves as data (never submitit's pickles: a folder a user passes may
-# hold a crafted one, and unpickling runs code) -------------------------------------------------
-OUTCOME = "{job_id}_outcome.json"
-OUTCOME_BYTES = 64 * 1024  # an outcome is a line; anything longer is not one of ours
-
-
-def read_outcome(path: Path) -> dict[str, Any] | None:
-    """A job's outcome (`{"outcome": "success" | "failed", "error": line}`), None where it left
-    none; `{"outcome": "unreadable"}` where the file is not one."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(OUTCOME_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return {"outcome": "unreadable"}
-    try:
-        found = json.loads(data) if len(data) <= OUTCOME_BYTES else None
-    except ValueError:
-        found = None
-    return found if isinstance(found, dict) else {"outcome": "unreadable"}
-
-
-def _write_outcome(outcome: str, error: str | None = None) -> None:
-    """In a job: its outcome beside submitit's files (`OUTCOME` in the job's folder)."""
-    from marl.results.files import write_json
-
-    try:
-        env = _submitit().JobEnvironment()
-    except RuntimeError:  # not in a job (called directly)
-        return
-    write_json(Path(env.paths.folder) / OUTCOME.format(job_id=env.job_id),
-               {"outcome": outcome, "error": error})  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """A job's target that leaves its outcome as data, read back without unpickling; returns
-    None so that submitit's own result file carries nothing of ours."""
-
-    target: Callable[[], Any]
-
-    def __call__(self) -> None:
-        try:
-            self.target()
-        except BaseException as e:
-            line = (str(e).strip().splitlines() or [""])[-1]
-            _write_outcome("failed", _last_error(f"{type(e).__name__}: {line}") or type(e).__name__)
-            raise
-        _write_outcome("success")
-
-    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
-        """Requeued as itself where its target can be (`TrainJob.checkpoint`)."""
-        if not hasattr(self.target, "checkpoint"):
-            return None
-        return _submitit().helpers.DelayedSubmission(self)
-
-
-def _not_zombie(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True  # no /proc: trust kill(0)
-    return "\nState:\tZ" not in status
-
-
-def _host() -> str:
-    import socket
-
-    return socket.gethostname()
-
-
-def states(folder: Path) -> dict[str, str]:
-    """Each recorded run's job state (`job_state`), by key."""
-    return {key: job_state(e, folder) for key, e in read_jobs(folder).items()}
 
 
 # --- launching ---------------------------------------------------------------------------------
@@ -248,16 +118,6 @@ def launch(
     return _run_local(ex, todo, opts, known, log)
 
 
-def _record(known: dict[str, dict[str, Any]], job: Job, job_id: str, opts: LaunchOptions) -> None:
-    known[job.key] = {
-        "launcher": opts.launcher,
-        "job_id": job_id,
-        "host": _host(),
-        "submitted": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    _write_jobs(opts.folder, known)
-
-
 def _submit_all(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: ANN001
     failed = []
     for job in todo:
@@ -267,7 +127,7 @@ def _submit_all(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: A
         except Exception as e:  # noqa: BLE001 - sbatch refused it: say so, submit the rest
             failed.append((job.key, f"not submitted: {str(e).strip().splitlines()[-1]}"))
             continue
-        _record(known, job, str(submitted.job_id), opts)
+        record_job(known, job.key, str(submitted.job_id), opts)
         log(f"submitted {job.key}: slurm job {submitted.job_id}, {time_limit(job, opts)} min")
     return failed
 
@@ -293,7 +153,7 @@ def _run_local(ex, todo, opts, known, log) -> list[tuple[str, str]]:  # noqa: AN
                 with _stderr_into(Path(opts.folder) / CONTROLLER_LOG):
                     submitted = ex.submit(Recorded(job.target))
                 running[job.key] = submitted
-                _record(known, job, str(submitted.job_id), opts)
+                record_job(known, job.key, str(submitted.job_id), opts)
                 log(f"started {job.key}: local job {submitted.job_id} ({len(running)} running)")
             time.sleep(0.5)
             for key, submitted in list(running.items()):
@@ -348,21 +208,6 @@ def _local_error(submitted: Any, folder: Path) -> str | None:
     return str(outcome.get("error") or outcome.get("outcome"))
 
 
-def _last_error(text: str) -> str | None:
-    """The job's own error line (`ValueError: ...`, `marl: error: ...`) from submitit's
-    message, which quotes the job's traceback and then names its log files."""
-    lines = [line.strip() for line in text.splitlines()]
-    errors = [
-        line
-        for line in lines
-        if line
-        and not line.startswith(("-", "File ", "^", "Traceback", "You can check"))
-        and ": " in line
-        and line.split(": ", 1)[0].replace(".", "").replace(" ", "").isalnum()
-    ]
-    return errors[-1] if errors else None
-
-
 def _wait_gone(submitted: Any, seconds: float = 60.0) -> None:
     """Wait until a cancelled local job's process has ended (it saves nothing half-written:
     the run resumes after its last segment)."""
@@ -397,17 +242,18 @@ class TrainJob:
             return str(_train(list(self.overrides), self.checkpoint_runs))
 
     def checkpoint(self) -> Any:
-        submitit = _submitit()
+        submitit = submitit_module()
         return submitit.helpers.DelayedSubmission(self)
 
 
 def _train(overrides: list[str], checkpoint_runs: bool) -> Path:
-    import dataclasses
+    """The job's run, resolved and trained in the job's process (imported here, after
+    `configure_xla`: importing them starts a JAX backend)."""
+    from marl.run.train.compose import compose
+    from marl.run.train.execute import continue_run
+    from marl.run.train.resolve import resolve
 
-    from marl.run import config
-    from marl.run.jobs import continue_run
-
-    run = config.resolve(config.compose(overrides), command=overrides)
+    run = resolve(compose(overrides), command=overrides)
     if not checkpoint_runs:
         run = dataclasses.replace(run, checkpoint=False, resume=False)
     done = continue_run(run)

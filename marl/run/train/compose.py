@@ -3,7 +3,7 @@
 The tree lives in `marl/conf/` (installed with the package): `config.yaml` holds the defaults
 list (env, algo, protocol) and the top-level keys. Keys under `env.kwargs` and `algo` are open:
 an override of a key not in the yaml is passed on (`++`), so the registry and the learner, which
-know the valid names, reject it with one line naming them (`marl.run.config.resolve`).
+know the valid names, reject it with one line naming them (`resolve.resolve`).
 Env nodes are generated: every registered env id (built-in or plugin) gets `{id, kwargs: {}}`
 in Hydra's ConfigStore (`store_registered`), its keywords the constructor's defaults; learners
 without a yaml of their own get `{name}`.
@@ -112,11 +112,10 @@ def open_keys(overrides: Sequence[str]) -> list[str]:
 
 
 def _compose(overrides: Sequence[str]) -> DictConfig:
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
+    import hydra
 
-    with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
-        return hydra_compose(CONFIG_NAME, overrides=list(overrides))
+    with hydra.initialize_config_module(CONFIG_MODULE, version_base="1.3"):
+        return hydra.compose(CONFIG_NAME, overrides=list(overrides))
 
 
 def _valid_keys(full_key: str, overrides: Sequence[str]) -> str:

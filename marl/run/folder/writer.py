@@ -1,5 +1,6 @@
-"""Run directories: `<out>/<family>/<task>/<algo>/<name or timestamp>/`, where the task is the
-scenario plus its non-default env keywords (`particle/spread[continuous_actions=true]/...`).
+"""A run folder, `<out>/<family>/<task>/<algo>/<name or timestamp>/` (the task: the scenario
+plus its non-default env keywords, `particle/spread[continuous_actions=true]/...`), being filled
+by its one writer (`RunDir`): config first, the curve as it grows, the final files last.
 
 ```
 config.yaml          the resolved config (`RunConfig.config`), written before training starts
@@ -18,14 +19,14 @@ best_params.msgpack  each seed's best evaluated parameters (those the absolute m
 metrics.jsonl        one line per evaluation: step, wall seconds, the evaluation's and the
                      segment's training metrics (per seed, means over episodes / updates)
 checkpoint/          while unfinished: the newest segment (`marl.learning.checkpoint`): resume=true
-.lock                while a process writes it: its OS lock, naming the holder (`marl.run.lock`)
+.lock                while a process writes it: its OS lock, naming the holder (`folder.lock`)
 transfer.json        where the protocol lists transfer targets: the trained policy's episodes on
-                     each (`marl.run.transfer`)
+                     each (`marl.run.train.transfer`)
 wandb_id             with `logger=wandb`: the W&B run it logs into (a resumed run continues it)
 ```
 
-A folder is claimed, written and closed in one pass: `marl.run.claiming.claim` takes it (its OS
-lock first, then what it holds, read once) and hands it to a `RunDir`, which writes what a run
+A folder is claimed, written and closed in one pass: `claiming.claim` takes it (its OS lock
+first, then what it holds, read once) and hands it to a `RunDir`, which writes what a run
 starts with (`start`), each evaluation as it comes (`on_evaluation`), and at the end either the
 final files (`finish`) or the divergence mark (`diverge`); `close` lets go of it once, however
 the run ended (the external loggers closed, the lock released). marl's files of the folder are
@@ -33,9 +34,9 @@ all written here (the loggers' own folders aside): whole files atomically (a tem
 then `os.replace`), metrics.jsonl in appended whole lines. `record.json` is written last,
 so its presence marks the run complete (`protocol.has_record`): a run that died in its final
 write never looks complete, to marl's readers or to a tool reading only `record.json`. A
-finished folder may be compacted (`marl.run.compact`): `record.json.gz`, ..., read as the plain
-files. Where a run's directories go, its task and `<out>/<family>/<task>/<algo>`, is derived
-once by `marl.run.config.resolve` (`RunConfig.task`, `RunConfig.parent`).
+finished folder may be compacted (`marl.run.saved.compact`): `record.json.gz`, ..., read as the
+plain files. Where a run's directories go, its task and `<out>/<family>/<task>/<algo>`, is
+derived once by `marl.run.train.resolve.resolve` (`RunConfig.task`, `RunConfig.parent`).
 """
 
 from __future__ import annotations
@@ -46,34 +47,29 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import jax
 import numpy as np
+from flax import serialization
+from omegaconf import OmegaConf
 
+from marl.learning.checkpoint import SegmentCheckpoints
 from marl.learning.training import RunResult
 from marl.results.files import atomic_write, write_json
 from marl.results.protocol import META, RECORD, record_metric, run_record
 from marl.results.runfolder import BEST_PARAMS, CONFIG, FINAL, METRICS, PARAMS
-from marl.run.provenance import provenance
-from marl.run.summary import final_record
-from marl.run.summary import floats as _floats
-
-if TYPE_CHECKING:
-    from marl.learning.checkpoint import SegmentCheckpoints
-    from marl.run.config import RunConfig
-    from marl.run.lock import FolderLock
+from marl.run.folder.lock import FolderLock
+from marl.run.train.config import RunConfig
+from marl.run.train.loggers import make_logger
+from marl.run.train.provenance import provenance
+from marl.run.train.summary import final_record, floats
 
 STAMP = "%Y%m%d-%H%M%S"
 CHECKPOINT = "checkpoint"  # the newest segment's checkpoint while the run is unfinished
 PARTIAL = "record.partial.json"  # the record so far, while the run is unfinished
-TRANSFER = "transfer.json"  # the transfer targets' episodes (`marl.run.transfer`)
-WANDB_ID = "wandb_id"  # the W&B run a resumed marl run continues (`marl.run.loggers`)
-
-
-def run_task(run: RunConfig) -> str:
-    """The run's task name: the scenario plus its non-default env keywords (`RunConfig.task`,
-    which `resolve` derives once)."""
-    return run.task
+TRANSFER = "transfer.json"  # the transfer targets' episodes (`marl.run.train.transfer`)
+WANDB_ID = "wandb_id"  # the W&B run a resumed marl run continues (`marl.run.train.loggers`)
 
 
 # --- the directory being filled -----------------------------------------------------------------
@@ -87,7 +83,7 @@ class RunDir:
         reopened: dict[str, Any] | None = None,
         created: datetime | None = None,
     ):
-        """The folder `lock` holds (`marl.run.claiming.claim` takes it), for `run`: a new one
+        """The folder `lock` holds (`claiming.claim` takes it), for `run`: a new one
         (created at `created`), or the unfinished run whose sidecar is `reopened` (its creation
         time and code kept; its evaluations are replayed through `on_evaluation`). Nothing is
         written before `start`; `close` lets go of it."""
@@ -96,7 +92,7 @@ class RunDir:
         self.path = lock.folder
         self.resumed = reopened is not None
         self.checkpoints: SegmentCheckpoints | None = None  # `start`
-        self.loggers: list[Any] = []  # marl.run.loggers: each gets log(step, scalars)
+        self.loggers: list[Any] = []  # `loggers.make_logger`'s: each gets log(step, scalars)
         self.steps: list[int] = []
         self.evaluations: list[dict[str, np.ndarray]] = []
         self._train_metrics: dict[str, np.ndarray] = {}
@@ -130,11 +126,6 @@ class RunDir:
         resume, and orbax's saves synchronise every host, of which only this one would save)
         and the external logger (`logger=`); `finish` clears the one and `close` closes the
         other."""
-        import jax
-
-        from marl.learning.checkpoint import SegmentCheckpoints
-        from marl.run.loggers import make_logger
-
         if not self.resumed:
             config, meta = self._config_text(), self._sidecar()
             atomic_write(self.path / CONFIG, config)
@@ -184,8 +175,6 @@ class RunDir:
 
     def _config_text(self) -> str:
         """config.yaml: the resolved config under a line naming the command."""
-        from omegaconf import OmegaConf
-
         head = "# resolved config of this run"
         if self.run.command:
             words = (a if a.isprintable() else repr(a) for a in self.run.command)
@@ -227,7 +216,7 @@ class RunDir:
         natural unit (`EnvSpec.headline_metric`), record names, so reports rank and show them
         without building the env, and the anchors where measured (`record_anchors`)."""
         train_metrics = [
-            {"step": int(step), **{k: _floats(v) for k, v in m.items()}}
+            {"step": int(step), **{k: floats(v) for k, v in m.items()}}
             for step, m in zip(result.steps[1:], result.train_metrics, strict=True)
         ]
         out = {
@@ -295,8 +284,8 @@ class RunDir:
         line = {
             "step": step,
             "time": round((datetime.now() - self._started).total_seconds(), 3),
-            "eval": {k: _floats(np.asarray(v).mean(axis=-1)) for k, v in evals.items()},
-            "train": {k: _floats(v) for k, v in self._train_metrics.items()},
+            "eval": {k: floats(np.asarray(v).mean(axis=-1)) for k, v in evals.items()},
+            "train": {k: floats(v) for k, v in self._train_metrics.items()},
         }
         with open(self.path / METRICS, "a") as f:  # appended whole lines: a reader may tail it
             f.write(json.dumps(line) + "\n")
@@ -326,8 +315,6 @@ class RunDir:
         `record_anchors`) and last the full record with the absolute metric (its presence marks
         the run complete), then drop the checkpoint and the partial record; returns the final
         summary (`close` lets go of the folder)."""
-        from flax import serialization
-
         self._close_loggers()
         run, spec = self.run, self.run.env.spec  # what the sidecar says of its metrics
         meta = self.meta(result, anchors, spec.lower_is_better, spec.headline_metric)

@@ -4,15 +4,13 @@ keeps (`record_anchors`); JSON numbers of arrays (`floats`)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from marl.learning.training import RunResult
 from marl.results.files import float_list
-
-if TYPE_CHECKING:
-    from marl.run.config import RunConfig
+from marl.run.train.config import RunConfig
 
 
 def floats(x: Any) -> Any:

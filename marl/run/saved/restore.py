@@ -1,4 +1,5 @@
-"""Saved runs: a run directory's environment, learner and parameters, to evaluate or watch.
+"""A saved run restored: a run directory's environment, learner and parameters, to evaluate or
+watch.
 
 `marl eval RUN_DIR` re-evaluates the saved parameters of every seed (`--algo KEY=VALUE`: act
 with a learner value changed, e.g. an ablation of the graph torso); `marl render ENV --params
@@ -6,7 +7,7 @@ RUN_DIR` plays one episode with a seed's trained policy. Both rebuild the run fr
 `config.yaml` (the resolved config) and read `best_params.msgpack` (each seed's best evaluated
 parameters, those the absolute metric scores) or `params.msgpack` (the final ones), either
 gzipped (`.msgpack.gz`), or where only that is kept, the half-precision copy
-(`best_params.f16.msgpack.gz`, `marl.run.compact`), widened back to the learner's precision.
+(`best_params.f16.msgpack.gz`, `compact`), widened back to the learner's precision.
 
 A run folder is data: its env and learner come from registered ids only (an import path in
 its config.yaml only if `allow` names it, from the command line), and an interpolation
@@ -23,10 +24,20 @@ from typing import Any
 
 import jax
 import numpy as np
+from flax import serialization
+from omegaconf import OmegaConf
 
 from marl.core.env import MultiAgentEnv
 from marl.core.learner import Train, seed_params
-from marl.run.config import RunConfig
+from marl.core.registry import files_are_data
+from marl.learning.evaluation import evaluate
+from marl.learning.training import init_seeds
+from marl.results.files import GZ, read_bytes, read_yaml
+from marl.run.errors import ConfigError
+from marl.run.saved.compact import half_name
+from marl.run.train.config import RunConfig
+from marl.run.train.resolve import resolve
+from marl.run.train.settings import check_literal
 
 PARAMS = {"best": "best_params.msgpack", "final": "params.msgpack"}
 
@@ -34,9 +45,6 @@ PARAMS = {"best": "best_params.msgpack", "final": "params.msgpack"}
 def params_file(path: str | Path, which: str = "best") -> Path | None:
     """The file holding the run's `which` parameters: the full-precision one (plain or
     gzipped), else its half-precision copy; None when the run kept none."""
-    from marl.results.files import GZ
-    from marl.run.compact import half_name
-
     name = PARAMS[which]
     for kept in (name, name + GZ, half_name(name)):
         if (Path(path) / kept).is_file():
@@ -70,20 +78,13 @@ class SavedRun:
 def run_config(
     path: str | Path, allow: Sequence[str] = (), algo: Mapping[str, Any] | None = None
 ) -> RunConfig:
-    """The resolved `marl.run.config.RunConfig` of the run directory `path` (its config.yaml;
+    """The resolved `marl.run.train.config.RunConfig` of the run directory `path` (its config.yaml;
     no parameters needed); `allow`: import paths the user trusts (`--allow-import`); `algo`:
     learner values to act with in place of the trained ones (evaluation studies, e.g. the
     graph torso's `graph_ablation`; the parameters must still fit)."""
-    from omegaconf import OmegaConf
-
-    from marl.core.registry import files_are_data
-    from marl.run import config
-
     cfg_path = Path(path) / "config.yaml"
     if not cfg_path.is_file():
         raise SavedRunError(f"{path} is not a run directory (no config.yaml)")
-    from marl.results.files import read_yaml
-
     try:
         data = read_yaml(cfg_path)
     except (OSError, ValueError) as e:
@@ -102,10 +103,10 @@ def run_config(
             )
         data["algo"] = {**data["algo"], **algo}
     try:
-        config.check_literal(data)
+        check_literal(data)
         with files_are_data(allow):
-            return config.resolve(OmegaConf.create(data))
-    except config.ConfigError as e:
+            return resolve(OmegaConf.create(data))
+    except ConfigError as e:
         raise SavedRunError(f"{cfg_path}: {e}") from None
 
 
@@ -118,11 +119,6 @@ def load(
     """The run in `path` with its `which` ("best" or "final") parameters of every seed;
     `allow`: import paths in its config the user trusts, `algo`: learner values to act with
     (`run_config`)."""
-    from flax import serialization
-
-    from marl.learning.training import init_seeds
-    from marl.results.files import read_bytes
-
     path = Path(path)
     if which not in PARAMS:
         raise SavedRunError(f"unknown parameters {which!r}; valid: {', '.join(PARAMS)}")
@@ -160,10 +156,6 @@ def _widen(x: Any, like: Any) -> Any:
 def evaluate_saved(saved: SavedRun, episodes: int, seed: int, which: str) -> dict[str, list[float]]:
     """Play `episodes` greedy episodes of every seed's parameters from `key(seed)`; prints a
     line per metric (mean ± std over seeds) and returns metric -> per-seed means."""
-    import numpy as np
-
-    from marl.learning.evaluation import evaluate
-
     env, policy = saved.env, saved.train.policy
     key = jax.random.key(seed)
     results = jax.device_get(

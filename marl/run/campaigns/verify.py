@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from marl.results.verified import describe
-from marl.run import benchmark as bm
+from marl.run.campaigns import benchmark, benchmark_runs
 
 EXACT = 1e-6  # relative difference under which two seeds' values count as the same
 
@@ -142,7 +142,7 @@ def compare(
 
 def verify_cells(
     definition: dict[str, Any],
-    chosen: Sequence[bm.Cell],
+    chosen: Sequence[benchmark.Cell],
     scratch: Path,
     seeds: int | None,
     train: Callable[[Any], Any],
@@ -151,30 +151,32 @@ def verify_cells(
     """Re-run each chosen cell (its first `seeds` seeds; all where None) into `scratch` and
     compare it with the committed one. -> one outcome per cell (failed cells say so)."""
     from marl.results.scoring import declared_scoring
-    from marl.run.provenance import code
+    from marl.run.train.provenance import code
 
     declared = declared_scoring(definition)
-    held = bm.resolve_cells(definition, chosen, log=log)
-    missing = [c.key for c, run in held if bm.state(run)[0] != "finished"]
+    held = benchmark.resolve_cells(definition, chosen, log=log)
+    missing = [c.key for c, run in held if benchmark_runs.state(run)[0] != "finished"]
     if missing:
-        raise bm.BenchmarkError(
+        raise benchmark.BenchmarkError(
             f"not finished in {definition['records']}, nothing to verify: {', '.join(missing)}"
         )
     version = code()
     tag = (version.get("commit") or "uncommitted")[:12] + ("-dirty" * bool(version.get("dirty")))
     folder = scratch / tag
     mine = [dataclasses.replace(c, records=folder) for c in chosen]
-    todo = bm.resolve_cells(definition, mine, log=lambda _: None)
+    todo = benchmark.resolve_cells(definition, mine, log=lambda _: None)
     if seeds is not None:
         for cell, _ in todo:
             if not 0 < seeds <= cell.seeds:
-                raise bm.BenchmarkError(f"--seeds {seeds}: {cell.key} has {cell.seeds} seeds")
+                raise benchmark.BenchmarkError(
+                    f"--seeds {seeds}: {cell.key} has {cell.seeds} seeds"
+                )
         if any(seeds < c.seeds for c, _ in todo):
             todo = [
-                (c, r) if seeds == c.seeds else bm.parts_of([(c, r)], (0, seeds))[0]
+                (c, r) if seeds == c.seeds else benchmark_runs.parts_of([(c, r)], (0, seeds))[0]
                 for c, r in todo
             ]
-    failed = dict(bm.run_cells(todo, train, log=log))
+    failed = dict(benchmark_runs.run_cells(todo, train, log=log))
     outcomes = []
     for (cell, run), (mine_cell, rerun) in zip(held, todo, strict=True):
         base = {
