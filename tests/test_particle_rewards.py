@@ -89,3 +89,49 @@ def test_reference_distance_by_hand():
     s = env.initial_state(jnp.asarray(pos, jnp.float32), {"goal": jnp.array([1, 0])})
     np.testing.assert_allclose(float(env.metrics(s)["distance"]), 0.35, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(env.rewards(s)), [-0.275, -0.425], rtol=1e-5)
+
+
+def test_a_spread_composed_of_parts_plays_as_its_keywords():
+    """`ParticleEnv.from_parts` with the parts `Spread(...)` builds gives the same spec and the
+    same steps; the parts are frozen dataclasses holding their own settings."""
+    import dataclasses
+
+    import jax
+
+    from marl.core.env import AgentGroup
+    from marl.envs.particle import (
+        ParticleDynamics,
+        ParticleEnv,
+        Scatter,
+        SpreadObserver,
+        SpreadReward,
+        make_world,
+    )
+
+    keywords = marl.make("particle/spread", num_agents=4, local_ratio=0.2)
+    world = make_world(
+        agent_size=[0.15] * 4,
+        landmark_size=[0.05] * 4,
+        agent_collide=True,
+        landmark_collide=False,
+        dim_c=2,
+    )
+    names = tuple(f"agent_{i}" for i in range(4))
+    env = ParticleEnv.from_parts(
+        Scatter(world, names, (AgentGroup("agent", (0, 1, 2, 3)),)),
+        ParticleDynamics(world),
+        SpreadReward(world, 0.2),
+        SpreadObserver(4, 4),
+        viewer="marl.envs.particle.viewer",
+        name="particle/spread",
+    )
+    assert env.spec == keywords.spec
+    with np.testing.assert_raises(dataclasses.FrozenInstanceError):
+        env.reward.local_ratio = 0.5
+    key = jax.random.key(0)
+    (s1, t1), (s2, t2) = keywords.reset(key), env.reset(key)
+    for i in range(5):
+        actions = jax.random.randint(jax.random.key(i), (4,), 0, 5)
+        (s1, t1), (s2, t2) = keywords.step(key, s1, actions), env.step(key, s2, actions)
+        for a, b in zip(jax.tree.leaves(t1), jax.tree.leaves(t2), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

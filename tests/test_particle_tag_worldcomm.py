@@ -111,8 +111,8 @@ def _coverage(env_id, continuous, seed, place, **kwargs):
         state, ts = step(jax.random.key(0), state, jnp.asarray(acts))
         for k, v in ts.metrics.items():
             out[k] = out.get(k, 0.0) + float(v)
-        if hasattr(env, "_visible"):
-            inside, seen = env._visible(state)
+        if hasattr(env.observer, "visible"):
+            inside, seen = env.observer.visible(state)
             out["in_forest"] = out.get("in_forest", 0.0) + float(jnp.sum(jnp.any(inside, 1)))
             out["hidden"] = out.get("hidden", 0.0) + float(jnp.sum(~seen))
     return out

@@ -2,17 +2,63 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jax
 import jax.numpy as jnp
 
-from ..env import DEFAULT_EPISODE_LIMIT, ParticleEnv, ParticleState
+from marl.core.env import AgentGroup
+
+from ..dynamics import ParticleDynamics
+from ..env import DEFAULT_EPISODE_LIMIT, ParticleEnv
+from ..generator import Draw, Scatter
+from ..parts import ParticleObserver, ParticleReward
+from ..state import ParticleState
 from ..world import make_world
 
 LANDMARK_COLOURS = [[0.65, 0.15, 0.15], [0.15, 0.65, 0.15], [0.15, 0.15, 0.65]]
 DIM_C = 3
 
 
-class SpeakerListener(ParticleEnv):
+@dataclass(frozen=True)
+class SpeakerListenerObserver(ParticleObserver):
+    """Speaker: the goal landmark's colour (3); listener: velocity, landmark relative
+    positions (6), the speaker's word (3)."""
+
+    obs_sizes = (3, 11)
+
+    def __call__(self, s: ParticleState) -> jax.Array:
+        pos = s.pos
+        colour = jnp.asarray(LANDMARK_COLOURS, pos.dtype)[s.task["goal"]]
+        speaker = jnp.pad(colour, (0, 8))
+        listener = jnp.concatenate([s.vel[1], (pos[2:5] - pos[1]).reshape(-1), s.comm[0]])
+        return jnp.stack([speaker, listener])
+
+
+@dataclass(frozen=True)
+class SpeakerListenerReward(ParticleReward):
+    """Both agents: `-d(listener, goal)^2`; metric `distance`."""
+
+    metric_names = ("distance",)
+    cooperative = True  # both agents receive the listener's reward
+
+    @property
+    def shared(self) -> bool:
+        return True
+
+    def _distance2(self, s: ParticleState) -> jax.Array:
+        return jnp.sum((s.pos[1] - s.pos[2 + s.task["goal"]]) ** 2)
+
+    def __call__(self, s: ParticleState) -> jax.Array:
+        return jnp.full(2, -self._distance2(s))
+
+    def metrics(self, s: ParticleState) -> dict[str, jax.Array]:
+        return {"distance": jnp.sqrt(self._distance2(s))}
+
+
+def SpeakerListener(
+    continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT
+) -> ParticleEnv:
     """Cooperative communication (mpe2 simple_speaker_listener_v4). Heterogeneous agents.
 
     Agents: speaker_0 (cannot move, speaks 3 words) and listener_0 (moves, silent); groups
@@ -27,50 +73,21 @@ class SpeakerListener(ParticleEnv):
         continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
         episode_limit: steps until the episode is truncated.
     """
-
-    def __init__(
-        self, continuous_actions: bool = False, episode_limit: int = DEFAULT_EPISODE_LIMIT
-    ):
-        world = make_world(
-            agent_size=[0.075, 0.075],
-            landmark_size=[0.04] * 3,
-            agent_collide=False,
-            landmark_collide=False,
-            agent_movable=[False, True],
-            silent=[False, True],
-            dim_c=DIM_C,
-        )
-        self._setup(
-            "particle/speaker_listener",
-            world,
-            ["speaker_0", "listener_0"],
-            {"speaker": [0], "listener": [1]},
-            [3, 11],
-            continuous_actions,
-            episode_limit,
-            ("distance",),
-            cooperative=True,  # both agents receive the listener's reward
-            shared_reward=True,
-        )
-
-    def sample(self, key):
-        k_goal, k_pos = jax.random.split(key)
-        goal = jax.random.randint(k_goal, (), 0, 3)
-        pos = jax.random.uniform(k_pos, (5, 2), minval=-1.0, maxval=1.0)
-        return pos, {"goal": goal}
-
-    def observations(self, s: ParticleState):
-        pos = s.pos
-        colour = jnp.asarray(LANDMARK_COLOURS, pos.dtype)[s.task["goal"]]
-        speaker = jnp.pad(colour, (0, 8))
-        listener = jnp.concatenate([s.vel[1], (pos[2:5] - pos[1]).reshape(-1), s.comm[0]])
-        return jnp.stack([speaker, listener])
-
-    def _distance2(self, s: ParticleState):
-        return jnp.sum((s.pos[1] - s.pos[2 + s.task["goal"]]) ** 2)
-
-    def rewards(self, s: ParticleState):
-        return jnp.full(2, -self._distance2(s))
-
-    def metrics(self, s: ParticleState):
-        return {"distance": jnp.sqrt(self._distance2(s))}
+    world = make_world(
+        agent_size=[0.075, 0.075],
+        landmark_size=[0.04] * 3,
+        agent_collide=False,
+        landmark_collide=False,
+        agent_movable=[False, True],
+        silent=[False, True],
+        dim_c=DIM_C,
+    )
+    groups = (AgentGroup("speaker", (0,)), AgentGroup("listener", (1,)))
+    return ParticleEnv(
+        Scatter(world, ("speaker_0", "listener_0"), groups, draws=(Draw("goal", 3),)),
+        ParticleDynamics(world, bool(continuous_actions)),
+        SpeakerListenerReward(),
+        SpeakerListenerObserver(),
+        episode_limit=episode_limit,
+        name="particle/speaker_listener",
+    )

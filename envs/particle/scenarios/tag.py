@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..env import DEFAULT_EPISODE_LIMIT, ParticleEnv, ParticleState
+from marl.core.env import AgentGroup
+
+from ..dynamics import ParticleDynamics
+from ..env import DEFAULT_EPISODE_LIMIT, ParticleEnv
+from ..generator import Scatter
 from ..observe import bound_penalty, others, relative, stack_groups
-from ..world import make_world, overlaps
+from ..parts import ParticleObserver, ParticleReward
+from ..state import ParticleState
+from ..world import World, make_world, overlaps
 
 CATCH_REWARD = 10.0  # mpe2's +10 / -10 per (good, adversary) collision
 
@@ -19,7 +27,73 @@ def gather_flat(x: jax.Array, idx: np.ndarray) -> jax.Array:
     return x[idx].reshape(idx.shape[0], -1)
 
 
-class Tag(ParticleEnv):
+@dataclass(frozen=True)
+class TagObserver(ParticleObserver):
+    """Self velocity and position, obstacles' and other agents' relative positions, then the
+    good agents' velocities (every one for an adversary, the others for a good agent)."""
+
+    num_adversaries: int
+    num_good: int
+    num_obstacles: int
+
+    @property
+    def obs_sizes(self) -> tuple[int, ...]:
+        a, g, o = self.num_adversaries, self.num_good, self.num_obstacles
+        base = 4 + 2 * o + 2 * (a + g - 1)
+        return (base + 2 * g,) * a + (base + 2 * (g - 1),) * g
+
+    def __call__(self, s: ParticleState) -> jax.Array:
+        a, g, o = self.num_adversaries, self.num_good, self.num_obstacles
+        n = a + g
+        agents, adv, good = np.arange(n), np.arange(a), np.arange(a, n)
+        common = jnp.concatenate(
+            [
+                s.vel[:n],
+                s.pos[:n],
+                relative(s.pos, agents, np.arange(n, n + o)),
+                relative(s.pos, agents, others(n)),
+            ],
+            axis=-1,
+        )
+        # velocities each viewer sees: every good agent (adversaries), the other good agents
+        adv_vel = np.broadcast_to(good, (a, g))
+        adv_obs = jnp.concatenate([common[adv], gather_flat(s.vel, adv_vel)], axis=-1)
+        good_obs = jnp.concatenate([common[good], gather_flat(s.vel, good[others(g)])], axis=-1)
+        return stack_groups([(adv, adv_obs), (good, good_obs)], n, self.obs_dim)
+
+
+@dataclass(frozen=True)
+class TagReward(ParticleReward):
+    """Adversaries: +10 per colliding (good, adversary) pair, shared; a good agent: -10 per
+    adversary on it minus the out-of-arena penalty. Metric `catches`."""
+
+    world: World
+    num_adversaries: int
+    metric_names = ("catches",)
+
+    def _hits(self, s: ParticleState) -> jax.Array:
+        """[G, A] good agent g and adversary a collide."""
+        a, n = self.num_adversaries, self.world.num_agents
+        return overlaps(self.world, s.pos, np.arange(a, n), np.arange(a))
+
+    def __call__(self, s: ParticleState) -> jax.Array:
+        a, n = self.num_adversaries, self.world.num_agents
+        hit = self._hits(s).astype(s.pos.dtype)
+        adv = jnp.full(a, CATCH_REWARD * jnp.sum(hit))
+        good = -CATCH_REWARD * jnp.sum(hit, axis=1) - bound_penalty(s.pos[np.arange(a, n)])
+        return jnp.concatenate([adv, good])
+
+    def metrics(self, s: ParticleState) -> dict[str, jax.Array]:
+        return {"catches": jnp.sum(self._hits(s))}
+
+
+def Tag(
+    num_good: int = 1,
+    num_adversaries: int = 3,
+    num_obstacles: int = 2,
+    continuous_actions: bool = False,
+    episode_limit: int = DEFAULT_EPISODE_LIMIT,
+) -> ParticleEnv:
     """Predator-prey (mpe2 simple_tag_v3) with A adversaries, G good agents, O obstacles.
 
     Entities: adversaries `adversary_0..`, then good agents `agent_0..`, then the obstacles.
@@ -47,86 +121,30 @@ class Tag(ParticleEnv):
         continuous_actions: Box(0, 1, (d,)) actions instead of Discrete.
         episode_limit: steps until the episode is truncated.
     """
-
-    def __init__(
-        self,
-        num_good: int = 1,
-        num_adversaries: int = 3,
-        num_obstacles: int = 2,
-        continuous_actions: bool = False,
-        episode_limit: int = DEFAULT_EPISODE_LIMIT,
-    ):
-        if num_good < 1:
-            raise ValueError(f"num_good must be >= 1, got {num_good}")
-        if num_adversaries < 1:
-            raise ValueError(f"num_adversaries must be >= 1, got {num_adversaries}")
-        if num_obstacles < 0:
-            raise ValueError(f"num_obstacles must be >= 0, got {num_obstacles}")
-        a, g, o = num_adversaries, num_good, num_obstacles
-        n = a + g
-        world = make_world(
-            agent_size=[0.075] * a + [0.05] * g,
-            landmark_size=[0.2] * o,
-            agent_collide=True,
-            landmark_collide=True,
-            agent_max_speed=[1.0] * a + [1.3] * g,
-            accel=[3.0] * a + [4.0] * g,
-            silent=True,
-            dim_c=2,
-        )
-        self._agents = np.arange(n)
-        self._adv = np.arange(a)
-        self._good = np.arange(a, n)
-        self._obstacles = np.arange(n, n + o)
-        self._others = others(n)
-        # velocities each viewer sees: every good agent (adversaries), the other good agents
-        self._adv_vel = np.broadcast_to(self._good, (a, g))
-        self._good_vel = self._good[others(g)]
-        base = 4 + 2 * o + 2 * (n - 1)
-        obs_sizes = [base + 2 * g] * a + [base + 2 * (g - 1)] * g
-        names = [f"adversary_{i}" for i in range(a)] + [f"agent_{i}" for i in range(g)]
-        self._setup(
-            "particle/tag",
-            world,
-            names,
-            {"adversary": self._adv.tolist(), "good": self._good.tolist()},
-            obs_sizes,
-            continuous_actions,
-            episode_limit,
-            ("catches",),
-        )
-
-    def sample(self, key):
-        k_agents, k_obstacles = jax.random.split(key)
-        n, m = self.world.num_agents, self.world.num_landmarks
-        agents = jax.random.uniform(k_agents, (n, 2), minval=-1.0, maxval=1.0)
-        obstacles = jax.random.uniform(k_obstacles, (m, 2), minval=-0.9, maxval=0.9)
-        return jnp.concatenate([agents, obstacles]), {}
-
-    def observations(self, s: ParticleState):
-        n = self.world.num_agents
-        common = jnp.concatenate(
-            [
-                s.vel[:n],
-                s.pos[:n],
-                relative(s.pos, self._agents, self._obstacles),
-                relative(s.pos, self._agents, self._others),
-            ],
-            axis=-1,
-        )
-        adv = jnp.concatenate([common[self._adv], gather_flat(s.vel, self._adv_vel)], axis=-1)
-        good = jnp.concatenate([common[self._good], gather_flat(s.vel, self._good_vel)], axis=-1)
-        return stack_groups([(self._adv, adv), (self._good, good)], n, self.spec.obs_dim)
-
-    def _hits(self, s: ParticleState):
-        """[G, A] good agent g and adversary a collide."""
-        return overlaps(self.world, s.pos, self._good, self._adv)
-
-    def rewards(self, s: ParticleState):
-        hit = self._hits(s).astype(s.pos.dtype)
-        adv = jnp.full(len(self._adv), CATCH_REWARD * jnp.sum(hit))
-        good = -CATCH_REWARD * jnp.sum(hit, axis=1) - bound_penalty(s.pos[self._good])
-        return jnp.concatenate([adv, good])
-
-    def metrics(self, s: ParticleState):
-        return {"catches": jnp.sum(self._hits(s))}
+    if num_good < 1:
+        raise ValueError(f"num_good must be >= 1, got {num_good}")
+    if num_adversaries < 1:
+        raise ValueError(f"num_adversaries must be >= 1, got {num_adversaries}")
+    if num_obstacles < 0:
+        raise ValueError(f"num_obstacles must be >= 0, got {num_obstacles}")
+    a, g, o = num_adversaries, num_good, num_obstacles
+    world = make_world(
+        agent_size=[0.075] * a + [0.05] * g,
+        landmark_size=[0.2] * o,
+        agent_collide=True,
+        landmark_collide=True,
+        agent_max_speed=[1.0] * a + [1.3] * g,
+        accel=[3.0] * a + [4.0] * g,
+        silent=True,
+        dim_c=2,
+    )
+    names = tuple(f"adversary_{i}" for i in range(a)) + tuple(f"agent_{i}" for i in range(g))
+    groups = (AgentGroup("adversary", tuple(range(a))), AgentGroup("good", tuple(range(a, a + g))))
+    return ParticleEnv(
+        Scatter(world, names, groups, landmark_arena=0.9),
+        ParticleDynamics(world, bool(continuous_actions)),
+        TagReward(world, a),
+        TagObserver(a, g, o),
+        episode_limit=episode_limit,
+        name="particle/tag",
+    )
