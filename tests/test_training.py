@@ -212,7 +212,10 @@ def test_learner_for_anneals_over_the_run_and_bare_make_train_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         train = learner_for(spy, env, cfg, settings)
-    assert passed == [None, 10] and train.steps_per_update == 100
+    assert passed == [None, 10] and train.steps_per_update == 100  # said nothing: built twice
+    spy.steps_per_update = make_train.steps_per_update  # says its update size: built once
+    passed.clear()
+    assert learner_for(spy, env, cfg, settings).steps_per_update == 100 and passed == [10]
     with pytest.warns(UnscheduledWarning, match="anneal_lr=True needs"):
         make_train(env, cfg)
     with warnings.catch_warnings():

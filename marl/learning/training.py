@@ -266,8 +266,13 @@ def learner_for(
     settings: RunSettings,
 ) -> Train:
     """`make_train(env, cfg, total_updates)` with `settings`' total updates, as `marl train`
-    builds it: an annealed learning rate reaches 0 at the run's end."""
-    steps = probe_learner(make_train, env, cfg).steps_per_update
+    builds it: an annealed learning rate reaches 0 at the run's end. Built once where the
+    learner says its update size (`make_train.steps_per_update(env, cfg)`)."""
+    declared = getattr(make_train, "steps_per_update", None)
+    if callable(declared):
+        steps = int(declared(env, cfg))
+    else:  # a learner that does not say: built a first time to read it
+        steps = probe_learner(make_train, env, cfg).steps_per_update
     return make_train(env, cfg, settings.total_updates(steps))
 
 
