@@ -9,6 +9,7 @@ discrete action is `move + 5 * word`.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import jax
@@ -104,7 +105,7 @@ def contact_forces(world: World, pos: jax.Array) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=64)
-def _batch_last_contacts(world: World):
+def _batch_last_contacts(world: World) -> Callable[[jax.Array], jax.Array]:
     return batch_last(functools.partial(_contacts, world))
 
 
@@ -141,7 +142,9 @@ def _contacts(world: World, pos: jax.Array) -> jax.Array:
     return jnp.zeros((e,) + forces.shape[1:], forces.dtype).at[idx].set(forces)
 
 
-def integrate(world: World, pos: jax.Array, vel: jax.Array, force: jax.Array):
+def integrate(
+    world: World, pos: jax.Array, vel: jax.Array, force: jax.Array
+) -> tuple[jax.Array, jax.Array]:
     """Semi-implicit step of movable entities; returns (pos, vel)."""
     movable = jnp.asarray(world.movable)[:, None]
     new_pos = pos + vel * world.dt
@@ -154,7 +157,9 @@ def integrate(world: World, pos: jax.Array, vel: jax.Array, force: jax.Array):
     return jnp.where(movable, new_pos, pos), jnp.where(movable, new_vel, vel)
 
 
-def physics_step(world: World, pos: jax.Array, vel: jax.Array, u: jax.Array):
+def physics_step(
+    world: World, pos: jax.Array, vel: jax.Array, u: jax.Array
+) -> tuple[jax.Array, jax.Array]:
     """Apply agent forces `u` [N, 2] and contacts for one dt; returns (pos, vel)."""
     force = contact_forces(world, pos)
     force = force.at[: world.num_agents].add(u.astype(force.dtype))

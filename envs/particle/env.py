@@ -96,8 +96,8 @@ class ParticleEnv(MultiAgentEnv[ParticleState]):
         """A particle task composed of parts (the same as `ParticleEnv(...)`), with a viewer
         (a viewer module's path; default `viewer_module`); the scenarios' keyword
         constructors build the same parts from their flat keywords."""
-        options = {"episode_limit": episode_limit, "viewer": viewer, "name": name}
-        return cls(generator, dynamics, reward, observer, **options)
+        parts = (generator, dynamics, reward, observer)
+        return cls(*parts, episode_limit=episode_limit, viewer=viewer, name=name)
 
     @property
     def world(self) -> World:

@@ -9,6 +9,7 @@ Facts carried over from PettingZoo's MPE (`mpe2` 1.1.x): dt 0.1, damping 0.25, c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -87,7 +88,7 @@ def make_world(
     n = len(agent_size)
     m = len(landmark_size)
 
-    def per(x, k, dtype):
+    def per(x: Any, k: int, dtype: type) -> np.ndarray:
         return np.broadcast_to(np.asarray(x, dtype=dtype), (k,)).copy()
 
     return World(

@@ -24,7 +24,9 @@ NUM_LANDMARKS = 2  # landmark i's colour is the one-hot vector e_i of width DIM_
 class CryptoObserver(ParticleObserver):
     """Eve: Alice's word (4); Bob: the key, Alice's word (8); Alice: the goal, the key (8)."""
 
-    obs_sizes = (4, 8, 8)
+    @property
+    def obs_sizes(self) -> tuple[int, ...]:
+        return (4, 8, 8)
 
     def __call__(self, s: ParticleState) -> jax.Array:
         dtype = s.comm.dtype

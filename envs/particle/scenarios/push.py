@@ -34,7 +34,9 @@ class PushObserver(ParticleObserver):
     relative positions and colours, the adversary's relative position (19). Adversary:
     velocity, landmark relative positions, agent_0's relative position (8)."""
 
-    obs_sizes = (8, 19)
+    @property
+    def obs_sizes(self) -> tuple[int, ...]:
+        return (8, 19)
 
     def __call__(self, s: ParticleState) -> jax.Array:
         goal = s.task["goal"]

@@ -26,7 +26,9 @@ class ReferenceObserver(ParticleObserver):
     """Velocity, landmark relative positions (6), the colour of the landmark the other agent
     must reach (3), the other agent's word (10)."""
 
-    obs_sizes = (21, 21)
+    @property
+    def obs_sizes(self) -> tuple[int, ...]:
+        return (21, 21)
 
     def __call__(self, s: ParticleState) -> jax.Array:
         pos = s.pos

@@ -21,7 +21,9 @@ from ..world import make_world
 class SimpleObserver(ParticleObserver):
     """Self velocity (2), the landmark's relative position (2)."""
 
-    obs_sizes = (4,)
+    @property
+    def obs_sizes(self) -> tuple[int, ...]:
+        return (4,)
 
     def __call__(self, s: ParticleState) -> jax.Array:
         return jnp.concatenate([s.vel[:1], s.pos[1:2] - s.pos[:1]], axis=-1)

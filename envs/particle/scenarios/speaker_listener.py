@@ -25,7 +25,9 @@ class SpeakerListenerObserver(ParticleObserver):
     """Speaker: the goal landmark's colour (3); listener: velocity, landmark relative
     positions (6), the speaker's word (3)."""
 
-    obs_sizes = (3, 11)
+    @property
+    def obs_sizes(self) -> tuple[int, ...]:
+        return (3, 11)
 
     def __call__(self, s: ParticleState) -> jax.Array:
         pos = s.pos
