@@ -95,16 +95,24 @@ def test_each_script_names_its_command_and_what_it_feeds():
             assert (ROOT / name).exists(), f"{path.name}: {name} does not exist"
 
 
-def test_package_modules_stay_under_500_lines():
+def test_package_modules_stay_within_400_lines():
     """Every module of the installed package (marl/ and the envs/, algorithms/ and baselines/
-    folders it maps in) stays under 500 lines: split by role instead."""
+    folders it maps in) stays within 400 lines, and no line is kept from the formatter with
+    `# fmt: skip`: split by role instead of packing lines."""
     long = {
         str(p.relative_to(ROOT)): n
         for folder in ("marl", "envs", "algorithms", "baselines")
         for p in (ROOT / folder).rglob("*.py")
-        if (n := len(p.read_text().splitlines())) > 500
+        if (n := len(p.read_text().splitlines())) > 400
     }
     assert long == {}
+    skipped = [
+        str(p.relative_to(ROOT))
+        for folder in ("marl", "envs", "algorithms", "baselines")
+        for p in (ROOT / folder).rglob("*.py")
+        if "# fmt: skip" in p.read_text()
+    ]
+    assert skipped == []
 
 
 def test_every_public_function_of_envs_and_baselines_is_used_by_the_package():
