@@ -30,7 +30,7 @@ DISTRIBUTIONS = {
 # modules that import an extra's packages only when its feature is used: the interop adapters,
 # the peers of `marl bench --vs`, the jaxmarl/smax env and the loggers (`logger=`)
 OPTIONAL_MODULES = re.compile(
-    r"marl\.interop\.|marl\.bench\.peers$|marl\.envs\.jaxmarl_smax$|marl\.run\.loggers$"
+    r"marl\.interop\.|marl\.bench\.peers$|marl\.envs\.jaxmarl_smax$|marl\.run\.train\.loggers$"
 )
 
 
