@@ -14,19 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-# the test suite's code generation (tests/conftest.py): an env whose events turn on a threshold
-# (a collision, a unit's death) can flip one of them between optimisation levels
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-    ).strip()
-
-from marl.core.registry import env_version, make  # noqa: E402
-from marl.core.testing import fingerprint_difference, rollout_fingerprint  # noqa: E402
+from marl.core.registry import env_version, make
+from marl.core.testing import fingerprint_difference, rollout_fingerprint
 
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "data" / "golden_rollouts.json"
 # per family: the env the default test suite checks first, then those `pytest -m slow` adds

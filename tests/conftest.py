@@ -6,13 +6,17 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # an unexpected exception in `marl.cli.main` propagates (a test sees it) instead of its line
 os.environ.setdefault("MARL_TRACEBACK", "1")
-# Test programs are tiny and compiled once: compile time dominates the suite, and LLVM's
-# optimisation passes are most of it. Level 0 changes code generation only (XLA's own graph
-# passes still run), so results agree; benchmarks and the CLI keep XLA's default.
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-    ).strip()
+# Test programs are tiny and compiled once: compile time dominates the suite. Two code
+# generation flags cut it by about a third: LLVM's optimisation level 0 (its passes were most
+# of it) and XLA's older elemental emitters in place of its fusion emitters (which spend longer
+# per fusion). Both change generated code only, within floating point (a division may become a
+# multiplication by the reciprocal): code that must read the same to the last bit states its
+# compilation (`marl.core.testing.FINGERPRINT_CODEGEN`). Benchmarks and the CLI keep XLA's
+# defaults; a flag already in XLA_FLAGS is left as it is.
+TEST_CODEGEN = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+for flag in TEST_CODEGEN:
+    if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
 
 from marl.learning.xla import configure_xla  # noqa: E402
 

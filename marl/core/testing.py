@@ -9,6 +9,7 @@ terminate first.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import chex
@@ -18,6 +19,11 @@ import numpy as np
 
 from marl.core.env import STATE_BOUND, EnvSpec, MultiAgentEnv, TimeStep
 from marl.core.spaces import Box, Discrete, sample_actions
+
+# The code generation every rollout fingerprint compiles with (CPU; other backends ignore it):
+# LLVM at level 0 (the test suite's) and XLA's fusion emitters (its default), fixed per program
+# so that a fingerprint reads the same under any XLA_FLAGS.
+FINGERPRINT_CODEGEN = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": True}
 
 
 class EnvCheckError(AssertionError):
@@ -261,7 +267,9 @@ def rollout_fingerprint(env: MultiAgentEnv, steps: int = 100, seed: int = 0) -> 
     checksums: the sum of its values and their sum weighted by a fixed pattern (which a
     permutation changes). Compared within a tolerance (`fingerprint_difference`), so a change
     of reduction order alone keeps it; a golden fingerprint per env family pins its
-    `BEHAVIOUR_VERSION` (tests/test_env_versions.py)."""
+    `BEHAVIOUR_VERSION` (tests/test_env_versions.py). Compiled with `FINGERPRINT_CODEGEN`
+    whatever XLA_FLAGS say: an event on a threshold (a collision, a death) can flip between
+    code generators, and a fingerprint must not depend on the caller's flags."""
     from marl.core.wrappers import AutoReset
 
     wrapped = AutoReset(env)
@@ -292,7 +300,7 @@ def rollout_fingerprint(env: MultiAgentEnv, steps: int = 100, seed: int = 0) -> 
         state, ts = wrapped.step(k_step, state, actions)
         return (state, ts), fields(ts)
 
-    @jax.jit
+    @partial(jax.jit, compiler_options=FINGERPRINT_CODEGEN)
     def run(key: jax.Array) -> dict[str, jax.Array]:
         k_reset, k_steps = jax.random.split(key)
         first = wrapped.reset(k_reset)

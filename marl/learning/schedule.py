@@ -21,9 +21,11 @@ Array = jax.Array
 
 
 def linear_decay(step: Array, total: int) -> Array:
-    """The share of the rate left at `step` of `total`: `1 - step / total`, clipped to [0, 1]."""
+    """The share of the rate left at `step` of `total`: `1 - step / total`, clipped to [0, 1],
+    and exactly 0 from `total` on (a compiler may divide by multiplying with the reciprocal,
+    which leaves `1 - total / total` a rounding error off 0)."""
     step = jnp.clip(step, 0, total)
-    return 1 - step / total
+    return jnp.where(step >= total, 0.0, 1 - step / total)
 
 
 def learning_rate(lr: float, anneal: bool, total_steps: int | None) -> float | Callable:
