@@ -356,10 +356,17 @@ def test_a_tasks_cells_share_one_evaluation_grid_even_when_run_alone(tmp_path):
     assert f"protocol.eval_interval={intervals['iql']}" in cell.overrides()
 
 
-def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_path):
+def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_path, monkeypatch):
     """A cell counts once its records have the cell's seed count at its budget: too few runs
-    or too few steps leave it in the list of cells not yet here, as does a missing learner."""
+    or too few steps leave it in the list of cells not yet here, as does a missing learner.
+    Only a cell with part folders is resolved (a Hydra composition each) to list its parts."""
     from test_protocol import write_run
+
+    resolved = []
+    resolve = benchmark_runs.resolve_cell
+    monkeypatch.setattr(
+        benchmark_runs, "resolve_cell", lambda c: resolved.append(c.key) or resolve(c)
+    )
 
     records = tmp_path / "records"
     write_run(records / "a", env_id="particle/simple", algo="ippo", seeds=2, steps=(0, 1000, 2048))
@@ -392,6 +399,7 @@ def test_the_leaderboard_says_which_cells_of_a_benchmark_its_records_hold(tmp_pa
     assert f"{spread}/ippo (cpu, 2 of 2 runs, 1,000 steps)" in section
     assert f"{spread}/vdn (cpu)" in section
     assert "combat/3m/qmix (gpu, 3 of 5 seeds trained in parts (0-1, 3))" in section
+    assert resolved == ["combat/3m/qmix"]
     cov = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["coverage"]
     assert [r["cell"] for r in cov["cells"] if r["held"]] == ["particle/simple/ippo"]
     code, _, err = _cli(

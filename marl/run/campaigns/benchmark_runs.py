@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import statistics
 import traceback
@@ -102,7 +103,7 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
         steps = min((int(run.steps[-1]) for run in runs), default=0)
         held = len(runs) >= c.seeds and steps >= (1.0 - BUDGET_RTOL) * c.budget
         parts = []
-        if not held and c.records.is_dir():
+        if not held and _may_have_parts(c):
             run = resolve_cell(c)
             parts = [[a, b] for a, b in parts_done(run.parent, str(run.name))]
         rows.append(
@@ -132,6 +133,14 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
         for family, spec in fams.items()
     ]
     return {"benchmark": definition["name"], "cells": rows, "families": families}
+
+
+def _may_have_parts(cell: Cell) -> bool:
+    """Whether a part folder of the cell's run (`<name>.partA-B`) sits anywhere in its records
+    (`<records>/<family>/<task>/<algo>/`): resolving the cell (a Hydra composition, a third of
+    a second) to find its own folder is needed only then."""
+    algo, name = glob.escape(cell.algo.replace(":", ".")), glob.escape(cell.run_name)
+    return cell.records.is_dir() and any(cell.records.glob(f"*/*/{algo}/{name}.part*-*"))
 
 
 def cheapest_first(
