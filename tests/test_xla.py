@@ -66,3 +66,17 @@ def test_the_runner_warns_once_without_the_flag(monkeypatch):
         monkeypatch.setattr(xla, "_warned", False)
         monkeypatch.setenv("XLA_FLAGS", FLAG)
         xla.warn_if_unsafe()  # in force: silent
+
+
+def test_the_tests_compile_cache_is_pruned_oldest_first(tmp_path):
+    """tests/conftest.py keeps the persistent XLA cache under its cap by deleting the oldest
+    entries down to 3/4 of it; a cache under the cap is left alone."""
+    from conftest import prune_cache
+
+    for i in range(8):  # 100 bytes each, entry 0 the oldest
+        path = tmp_path / f"entry{i}-cache"
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1000 + i, 1000 + i))
+    assert prune_cache(str(tmp_path), cap=800) == 0 and len(list(tmp_path.iterdir())) == 8
+    assert prune_cache(str(tmp_path), cap=400) == 500  # down to 300 <= 3/4 of 400
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"entry{i}-cache" for i in (5, 6, 7)]

@@ -68,6 +68,11 @@ class Cell:
         return name if self.part is None else part_name(name, *self.part)
 
     @property
+    def env_id(self) -> str:
+        """The task's env id, without its keyword brackets."""
+        return self.env_overrides[0].removeprefix("env=")
+
+    @property
     def env_overrides(self) -> list[str]:
         """`env=<id>` and `env.kwargs.K=V` for each keyword of a variant task name."""
         m = re.fullmatch(r"([^\[]+)(?:\[(.*)\])?", self.task)

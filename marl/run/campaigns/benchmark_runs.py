@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from marl.core.registry import RegistryError, algorithm, env_factory
 from marl.learning.checkpoint import saved_segment
 from marl.results.protocol import BUDGET_RTOL, META, has_record, read_meta
 from marl.run.campaigns.benchmark import BenchmarkError, Cell, cells, resolve_cell
@@ -95,6 +96,7 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
     `marl benchmark run --part`), which the records themselves leave out until merged."""
     rows = []
     for c in cells(definition):
+        check_ids(c)
         entry = study.entries.get((c.task, c.algo))
         records = [] if entry is None else list(entry.records)
         if c.variant:
@@ -133,6 +135,16 @@ def coverage(definition: dict[str, Any], study: Any) -> dict[str, Any]:
         for family, spec in fams.items()
     ]
     return {"benchmark": definition["name"], "cells": rows, "families": families}
+
+
+def check_ids(cell: Cell) -> None:
+    """Refuse a cell whose env or learner is unknown, or an import path not allowed
+    (`marl.core.registry.files_are_data`), without composing its run."""
+    try:
+        env_factory(cell.env_id)
+        algorithm(cell.algo)
+    except RegistryError as e:
+        raise BenchmarkError(f"{cell.key}: {e}") from None
 
 
 def _may_have_parts(cell: Cell) -> bool:
