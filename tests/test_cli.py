@@ -235,6 +235,7 @@ def test_burn_in_covers_one_episode_limit():
     assert burn_in_calls(None, 10) == 1
 
 
+@pytest.mark.integration
 @needs_jaxmarl
 def test_combat_maps_run_on_jaxmarl_heuristic_smax():
     from marl.bench.peers import bench_jaxmarl, jaxmarl_kwargs, jaxmarl_name, smax_map

@@ -36,6 +36,7 @@ def code_blocks(text: str, lang: str) -> list[str]:
     return re.findall(rf"^ *```{lang}\n(.*?)^ *```", text, re.M | re.S)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason='needs ".[docs]"')
 def test_the_site_builds_strictly(tmp_path):
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "docs/mkdocs.yml",

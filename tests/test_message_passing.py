@@ -141,6 +141,7 @@ def test_ablations_silence_or_shuffle_the_messages():
         MessagePassing(ablation="mute").apply(params, x, adj)
 
 
+@pytest.mark.integration
 def test_ppo_trains_and_acts_with_the_graph_torso():
     import marl
     from marl.algorithms import happo

@@ -68,10 +68,13 @@ def _pairs(a, b):
     return list(zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
-# IL runs in CI; MF-Q and MF-AC, the same loop with other learners, with -m slow
+# IL runs in CI's integration tier; MF-Q and MF-AC, the same loop with other learners, with -m slow
 @pytest.mark.parametrize(
     "algo",
-    [pytest.param(a, marks=pytest.mark.slow) if a != "il" else a for a in ("mfq", "il", "mfac")],
+    [
+        pytest.param(a, marks=pytest.mark.slow if a != "il" else pytest.mark.integration)
+        for a in ("mfq", "il", "mfac")
+    ],
 )
 def test_mirror_trains_side_0_only_and_saves_the_learner_on_both_sides(algo):
     """12 steps of 3m: no battle ends, so no refresh; the opponent's set must not move while
@@ -89,6 +92,7 @@ def test_mirror_trains_side_0_only_and_saves_the_learner_on_both_sides(algo):
         assert any(not np.array_equal(s0[1], now[1]) for s0, now in _pairs(start, live))
 
 
+@pytest.mark.integration
 def test_mirror_refreshes_the_opponent_after_episodes_the_learner_wins():
     """4-step battles on a small map, in range from the start, under MAgent's reward (each
     attack costs, so the sides' sums differ): episodes end every update, some won by side 0,

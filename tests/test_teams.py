@@ -73,6 +73,7 @@ def test_joined_acts_for_each_side_with_its_own_policy():
     assert [int(c) for c in carry] == [1, 1]
 
 
+@pytest.mark.integration
 def test_teams_trains_each_side_with_its_own_learner():
     env = marl.make("particle/adversary")
     cfg = {
