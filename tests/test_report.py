@@ -184,6 +184,7 @@ def _cli(*args):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.integration
 def test_report_cli_keeps_mixed_protocols_apart_in_sections(tmp_path):
     runs = tmp_path / "runs"
     write_run(runs / "a", algo="ippo", seed=1)
@@ -711,6 +712,7 @@ def test_the_shipped_jaxmarl_figures_are_the_committed_side_by_side_record():
         assert source.figures[algo] == f"{3 * summary['final_mean']:.1f} [{lo:.1f}, {hi:.1f}]"
 
 
+@pytest.mark.integration
 def test_a_benchmarks_own_records_imply_its_scoring(tmp_path, monkeypatch):
     """`marl leaderboard results/benchmark/v1/...` scores at v1's declared anchors without
     `--benchmark v1` (a flag users forgot: happo 1.004 against the published 0.944 on
