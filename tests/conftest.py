@@ -100,21 +100,24 @@ def pytest_configure(config):
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 
 
-# The files that cost most, heaviest first (per-file sums of a full run's test times on the
-# 2-core development machine). Under `-n 2 --dist loadfile` each worker takes the next whole
-# file when it runs dry, so a heavy file left for the end (xdist's default order, most tests
-# first, put test_meanfield and test_sharding there) kept one worker busy after the other had
-# finished; heaviest first leaves only small files for the end (pyproject passes
-# --no-loadscope-reorder so that this order stands). A stale list costs balance, never
-# correctness.
+# The files that cost most, heaviest first (per-file sums of a run's test times on the 2-core
+# development machine, 2026-12-07): first those of the integration tier (whose tests in the
+# default tier are few and light), then those of the default tier. Under `-n 2 --dist
+# loadfile` each worker takes the next whole file when it runs dry, so a heavy file left for
+# the end (xdist's default order, most tests first, put test_meanfield and test_sharding
+# there) kept one worker busy after the other had finished; heaviest first leaves only small
+# files for the end (pyproject passes --no-loadscope-reorder so that this order stands). A
+# stale list costs balance, never correctness.
 HEAVIEST_FIRST = (
-    "test_envs", "test_pathfinding", "test_combat", "test_cleanup", "test_happo",
-    "test_qlearner", "test_combat_modes", "test_report", "test_training", "test_checkpoint",
-    "test_crossplay", "test_onpolicy", "test_meanfield", "test_sharding", "test_wrappers",
-    "test_swarm", "test_selfplay", "test_teams", "test_train_cli", "test_docs",
-    "test_networks", "test_qlearning_pieces", "test_env_versions", "test_cli",
-    "test_benchmark", "test_parts", "test_transfer", "test_jaxmarl_smax",
-    "test_particle_fidelity", "test_baselines", "test_logs", "test_pettingzoo",
+    "test_launch", "test_checkpoint", "test_training", "test_sharding", "test_hostile_runs",
+    "test_distributed", "test_app", "test_parts",
+    "test_envs", "test_pathfinding", "test_cleanup", "test_combat_modes", "test_combat",
+    "test_pettingzoo", "test_happo", "test_env_versions", "test_qlearner", "test_grid_pogema",
+    "test_grid", "test_report", "test_onpolicy", "test_qlearning_pieces", "test_networks",
+    "test_wrappers", "test_particle_fidelity", "test_meanfield", "test_swarm",
+    "test_train_cli", "test_baselines", "test_particle_tag_worldcomm", "test_benchmark",
+    "test_message_passing", "test_one_name", "test_jaxmarl_smax", "test_docs", "test_cli",
+    "test_decpomfc", "test_teams", "test_architecture", "test_crossplay",
 )  # fmt: skip
 
 
