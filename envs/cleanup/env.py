@@ -24,7 +24,9 @@ Array = jax.Array
 __all__ = ["METRICS", "OWN_FEATURES", "Cleanup", "CleanupState"]
 
 # the keyword constructor's keywords that a part's field takes under another name
-RENAMED = {Current: {"kind": "current", "speed": "current_speed", "direction": "current_direction"}}
+RENAMED: dict[type, dict[str, str]] = {
+    Current: {"kind": "current", "speed": "current_speed", "direction": "current_direction"}
+}
 CONVERT = {"float": float, "int": int, "bool": bool, "str": str, "tuple": tuple}
 
 
@@ -148,8 +150,19 @@ class Cleanup(MultiAgentEnv[CleanupState]):
         keywords = {k: v for k, v in locals().items() if k != "self"}  # each part reads its own
         _check_vessels(num_vessels)
         parts = (OceanGenerator, Current, Drift, Fleet, CleanupReward, Observer)
-        built = [part_of(part, keywords) for part in parts]
-        self._assemble(*built, num_vessels, discrete_actions, episode_limit, name)
+        generator, flow, drift, fleet, reward, observer = (part_of(p, keywords) for p in parts)
+        self._assemble(
+            generator,
+            flow,
+            drift,
+            fleet,
+            reward,
+            observer,
+            num_vessels,
+            discrete_actions,
+            episode_limit,
+            name,
+        )
 
     @classmethod
     def from_parts(

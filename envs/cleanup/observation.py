@@ -72,7 +72,7 @@ class Observer:
             action_dim=int(action_dim),
             max_speed=float(fleet.max_speed),
             hold_capacity=int(fleet.hold_capacity),
-            port=tuple(fleet.port),
+            port=(float(fleet.port[0]), float(fleet.port[1])),
             current=current,
         )
 

@@ -66,12 +66,12 @@ class Collision:
         return new, occupancy(obstacles.shape, new, active)
 
 
-def occupancy(shape: tuple[int, int], pos: Array, active: Array) -> Array:
+def occupancy(shape: tuple[int, ...], pos: Array, active: Array) -> Array:
     """[Hp, Wp] bool: the cells of the active agents."""
     return jnp.zeros(shape, bool).at[pos[:, 0], pos[:, 1]].max(active)
 
 
-def _written(shape: tuple[int, int], old: Array, new: Array, active: Array) -> Array:
+def _written(shape: tuple[int, ...], old: Array, new: Array, active: Array) -> Array:
     """The grid after each active agent, in index order, cleared its old cell and marked its
     new one (POGEMA's `move_without_checks`): each cell holds its last write."""
     h, w = shape

@@ -107,8 +107,16 @@ class Swarm(MultiAgentEnv[SwarmState]):
         """A swarm composed of parts (the same as `Swarm(...)`), with a viewer (a viewer
         module's path; default `viewer_module`); the tasks' keyword constructors build the
         same parts from their flat keywords."""
-        limit = {"discrete_actions": discrete_actions, "episode_limit": episode_limit}
-        return cls(generator, dynamics, reward, observer, **limit, viewer=viewer, name=name)
+        return cls(
+            generator,
+            dynamics,
+            reward,
+            observer,
+            discrete_actions=discrete_actions,
+            episode_limit=episode_limit,
+            viewer=viewer,
+            name=name,
+        )
 
     @property
     def grid(self) -> Grid:

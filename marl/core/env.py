@@ -266,7 +266,7 @@ class MultiAgentEnv(Generic[StateT]):
     """
 
     spec: EnvSpec
-    viewer_module: ClassVar[str | None] = None
+    viewer_module: str | None = None  # per class; `from_parts` may set one per env
     reference_policy: ClassVar[str | None] = None
 
     def reset(self, key: PRNGKey) -> tuple[StateT, TimeStep]:
