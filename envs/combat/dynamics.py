@@ -26,6 +26,9 @@ from .units import FIRST_ATTACK, MOVE_VECTORS, STATS, STOP
 SUBSTEPS = 8  # SMAX world_steps_per_env_step
 SUBSTEP_TIME = 1.0 / 16  # SMAX time_per_step (seconds)
 
+# a sub-step's carry: positions, health, cooldowns, shots, kills
+Carry = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
+
 
 @functools.cache
 def _separation(map_size: float) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
@@ -101,7 +104,7 @@ class CombatDynamics:
             key, (SUBSTEPS, u), minval=-SUBSTEP_TIME, maxval=2 * SUBSTEP_TIME
         )
 
-        def substep(carry, jitter_t):
+        def substep(carry: Carry, jitter_t: jax.Array) -> tuple[Carry, None]:
             pos, health, cooldown, shots, kills = carry
             alive = health > 0
             to_target = pos[target] - pos

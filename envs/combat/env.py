@@ -189,12 +189,12 @@ class Combat(MultiAgentEnv[CombatState]):
 
     def _make_spec(self, name: str) -> EnvSpec:
         obs, n, m = self.observer, self.num_allies, self.num_enemies
-        groups = (AgentGroup("allies", tuple(range(n))),)
+        groups: tuple[AgentGroup, ...] = (AgentGroup("allies", tuple(range(n))),)
         names = tuple(f"ally_{i}" for i in range(n))
         sizes = {s: (obs.obs_width(s), FIRST_ATTACK + obs.slots(s)[1]) for s in SIDES}
         per_agent = [sizes["allies"]] * n
         # SMAC's team reward: one for all the allies, or one per side in self-play
-        rewards = {"shared_reward": self.reward.shared}
+        rewards: dict[str, Any] = {"shared_reward": self.reward.shared}
         if obs.self_play:
             groups += (AgentGroup("enemies", tuple(range(n, n + m))),)
             names += tuple(f"enemy_{k}" for k in range(m))

@@ -161,7 +161,13 @@ class CombatObserver:
         n, m = self.num_allies, self.num_enemies
         mirror = side == "enemies"
         k, f = (m, n) if mirror else (n, m)
-        arrays = (state.pos, state.health, state.cooldown, state.unit_type, state.last_action)
+        arrays: tuple[jax.Array, ...] = (
+            state.pos,
+            state.health,
+            state.cooldown,
+            state.unit_type,
+            state.last_action,
+        )
         if mirror:  # own side first, x reflected
             arrays = tuple(jnp.concatenate([x[n:], x[:n]]) for x in arrays)
             pos = arrays[0] * jnp.array([-1.0, 1.0]) + jnp.array([self.map_size, 0.0])

@@ -97,7 +97,15 @@ def heuristic_policy(
 def stop_policy(num_units: int) -> Policy:
     """Every unit stops (a harmless opponent)."""
 
-    def act(params, obs, avail, carry, start, key, greedy=True):  # noqa: ANN001
+    def act(
+        params: Any,
+        obs: jax.Array,
+        avail: jax.Array,
+        carry: Any,
+        start: jax.Array,
+        key: jax.Array,
+        greedy: bool = True,
+    ) -> tuple[jax.Array, Any]:
         return jnp.full((num_units,), STOP, jnp.int32), carry
 
     return Policy(lambda: jnp.zeros((), jnp.int32), act)
@@ -117,7 +125,16 @@ def self_play_policy(env: Combat, allies: Policy, enemies: Policy) -> Policy:
     def initial_carry() -> tuple[Any, Any]:
         return allies.initial_carry(), enemies.initial_carry()
 
-    def act(params, obs, avail, carry, start, key, greedy=True, neighbours=None):  # noqa: ANN001
+    def act(
+        params: Any,
+        obs: jax.Array,
+        avail: jax.Array,
+        carry: Any,
+        start: jax.Array,
+        key: jax.Array,
+        greedy: bool = True,
+        neighbours: Any = None,  # [N + M, N + M], for a mean-field side
+    ) -> tuple[jax.Array, Any]:
         out = []
         for side, policy in enumerate((allies, enemies)):
             (d, a), r = sizes[side], rows[side]
@@ -146,6 +163,8 @@ def mirror_env(env: Combat, **overrides: Any) -> Combat:
     exactly what an enemy of `env` observes in self-play or policy mode (`Combat.view`)."""
     n = env.num_allies
     gen = env.generator
+    allies: int | list[str]
+    enemies: int | list[str]
     if gen.unit_types is None:
         allies, enemies = env.num_enemies, n
     else:

@@ -189,7 +189,7 @@ def start_positions(key: jax.Array, mode: str, n: int, m: int, map_size: float) 
     return jnp.clip(pos, 0.0, map_size)
 
 
-def draw_unit_types(key: jax.Array, n: int, m: int, race: str) -> jax.Array:
+def draw_unit_types(key: jax.Array, n: int, m: int, race: str | None) -> jax.Array:
     """[n + m] int32 SMACv2 team draw: allies i.i.d. from the race's weights; enemy k < n has
     ally k's type (mirrored teams); enemies beyond n are drawn from the same weights."""
     k_ally, k_extra = jax.random.split(key)

@@ -98,7 +98,7 @@ def parse_composition(units: str | Sequence[str]) -> tuple[int, ...]:
     return tuple(types)
 
 
-def race_weights(race: str) -> np.ndarray:
+def race_weights(race: str | None) -> np.ndarray:
     """[NUM_UNIT_TYPES] float32 probabilities of drawing each unit type for `race`."""
     if race not in RACE_WEIGHTS:
         raise ValueError(f"unknown race {race!r}; valid: {', '.join(RACE_WEIGHTS)}")

@@ -65,7 +65,7 @@ def draw_frame(
     health = np.clip(np.asarray(frame["health"]), 0.0, 1.0)
     alive = np.asarray(frame["alive"], bool)
     target = np.asarray(frame.get("target", np.full(len(pos), -1)))
-    for u in np.flatnonzero(target >= 0):
+    for u in np.flatnonzero(target >= 0).tolist():
         if alive[u]:
             xs, ys = zip(pos[u], pos[target[u]], strict=True)
             ax.plot(xs, ys, color=TEAM_COLOURS[team[u]], lw=0.8, alpha=0.7, zorder=1)
