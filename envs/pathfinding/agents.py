@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +53,10 @@ class Agents:
     @property
     def radius_range(self) -> tuple[float, float]:
         """(low, high) of the radii drawn."""
-        lo, hi = (self.radius, self.radius) if np.isscalar(self.radius) else self.radius
+        radius: Any = self.radius  # a number, or any pair (a list from the command line)
+        if np.ndim(radius) == 0:
+            return float(radius), float(radius)
+        lo, hi = radius
         return float(lo), float(hi)
 
     def place(

@@ -10,9 +10,10 @@ keywords.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -84,7 +85,7 @@ class MapGenerator:
         if pool is None:
             obstacles = self.maps()(key)
             return obstacles, mapgen.largest_component(obstacles)
-        i = jax.random.randint(key, (), 0, self.num_maps)
+        i = jax.random.randint(key, (), 0, pool.obstacles.shape[0])  # num_maps
         return pool.obstacles[i], pool.free[i]
 
 
@@ -155,11 +156,14 @@ class StringMap(MapGenerator):
     name: ClassVar[str] = "string"
 
     def __post_init__(self) -> None:
-        grid = mapgen.load_map(self.source)
-        object.__setattr__(self, "height", int(grid.shape[0]))
-        object.__setattr__(self, "width", int(grid.shape[1]))
+        object.__setattr__(self, "height", int(self._grid.shape[0]))
+        object.__setattr__(self, "width", int(self._grid.shape[1]))
         object.__setattr__(self, "num_maps", 1)
-        object.__setattr__(self, "_grid", grid)
+
+    @functools.cached_property
+    def _grid(self) -> np.ndarray:
+        """The map, loaded once (not a field: equality and hashing stay the source's)."""
+        return mapgen.load_map(self.source)
 
     def maps(self) -> Callable[[jax.Array], jax.Array]:
         return mapgen.fixed(self._grid)
@@ -190,7 +194,7 @@ def map_generator(
         if map_source is None:
             raise ValueError("map 'string' needs map_source (name, file or text)")
         return StringMap(num_maps=1, seed=seed, source=map_source)
-    size = {"height": height, "width": width, "num_maps": num_maps, "seed": seed}
+    size: dict[str, Any] = {"height": height, "width": width, "num_maps": num_maps, "seed": seed}
     if map == "random_grid":
         return RandomGrid(**size, density=density)
     if map == "labyrinth":

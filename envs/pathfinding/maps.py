@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-def _shift(x: Array, dr: int, dc: int, fill) -> Array:
+def _shift(x: Array, dr: int, dc: int, fill: float | int | bool) -> Array:
     """`out[r, c] = x[r - dr, c - dc]`, `fill` where that falls outside."""
     h, w = x.shape
     p = jnp.pad(x, 1, constant_values=fill)
@@ -80,7 +80,7 @@ def labyrinth(height: int, width: int, extra_connections: float = 0.0) -> Genera
     wall_r = np.concatenate([2 * hr + 1, 2 * vr + 2], axis=None).astype(np.int32)
     wall_c = np.concatenate([2 * hc + 2, 2 * vc + 1], axis=None).astype(np.int32)
     num_edges = a.size
-    a, b, wall_r, wall_c = map(jnp.asarray, (a, b, wall_r, wall_c))
+    ja, jb, jr, jc = (jnp.asarray(x) for x in (a, b, wall_r, wall_c))  # the edges, on device
 
     def find(parent: Array, x: Array) -> Array:
         return jax.lax.while_loop(lambda v: parent[v] != v, lambda v: parent[v], x)
@@ -89,10 +89,10 @@ def labyrinth(height: int, width: int, extra_connections: float = 0.0) -> Genera
         k_order, k_extra = jax.random.split(key)
         order = jax.random.permutation(k_order, num_edges)
 
-        def body(i, carry):
+        def body(i: Array, carry: tuple[Array, Array]) -> tuple[Array, Array]:
             parent, opened = carry
             e = order[i]
-            ra, rb = find(parent, a[e]), find(parent, b[e])
+            ra, rb = find(parent, ja[e]), find(parent, jb[e])
             join = ra != rb
             parent = parent.at[ra].set(jnp.where(join, rb, parent[ra]))
             return parent, opened.at[e].set(join)
@@ -103,7 +103,7 @@ def labyrinth(height: int, width: int, extra_connections: float = 0.0) -> Genera
         grid = jnp.ones((height, width), bool)
         rooms_r, rooms_c = np.meshgrid(2 * np.arange(mr) + 1, 2 * np.arange(mc) + 1)
         grid = grid.at[rooms_r.ravel(), rooms_c.ravel()].set(False)
-        return grid.at[wall_r, wall_c].set(jnp.logical_not(opened) & grid[wall_r, wall_c])
+        return grid.at[jr, jc].set(jnp.logical_not(opened) & grid[jr, jc])
 
     return generate
 
@@ -132,9 +132,9 @@ def rooms(
         k1, k2, k3 = jax.random.split(key, 3)
         offsets = np.arange(room_size)
 
-        def door(k):
+        def door(k: Array) -> Array:
             start = jax.random.randint(k, (n_walls, n_segments, 1), 1, span + 2)
-            return (offsets >= start) & (offsets < start + door_width)
+            return jnp.logical_and(offsets >= start, offsets < start + door_width)
 
         second = jax.random.uniform(k3, (n_walls, n_segments, 1)) < extra_doors
         return door(k1) | (door(k2) & second)
@@ -160,10 +160,9 @@ def caves(height: int, width: int, fill: float = 0.45, smoothing: int = 4) -> Ge
     def generate(key: Array) -> Array:
         grid = jax.random.uniform(key, (height, width)) < fill
 
-        def smooth(_, g):
-            count = sum(
-                _shift(g, dr, dc, True).astype(jnp.int32) for dr in (-1, 0, 1) for dc in (-1, 0, 1)
-            )
+        def smooth(_: Array, g: Array) -> Array:
+            shifted = (_shift(g, dr, dc, True) for dr in (-1, 0, 1) for dc in (-1, 0, 1))
+            count = sum((x.astype(jnp.int32) for x in shifted), jnp.zeros(g.shape, jnp.int32))
             return count >= 5
 
         return jax.lax.fori_loop(0, smoothing, smooth, grid)
@@ -173,8 +172,8 @@ def caves(height: int, width: int, fill: float = 0.45, smoothing: int = 4) -> Ge
 
 def fixed(grid: np.ndarray) -> Generator:
     """The same map every time (a loaded `.map` file)."""
-    grid = jnp.asarray(np.asarray(grid, bool))
-    return lambda key: grid
+    fixed_grid = jnp.asarray(np.asarray(grid, bool))
+    return lambda key: fixed_grid
 
 
 def largest_component(obstacles: Array) -> Array:
@@ -200,7 +199,7 @@ def largest_component(obstacles: Array) -> Array:
             flat = jnp.concatenate([jnp.zeros(1, best.dtype), best.ravel()])
         return best
 
-    def cond(c):
+    def cond(c: tuple[Array, Array]) -> Array:
         old, new = c
         return jnp.any(old != new)
 

@@ -150,7 +150,7 @@ class Observer:
         kk = min(k, ok.shape[1])
         _, nearest = jax.lax.top_k(jnp.where(ok, -gaps, -jnp.inf), kk)
 
-        def pick(x):
+        def pick(x: Array) -> Array:
             return jnp.take_along_axis(x, nearest, axis=1)
 
         present = pick(ok)

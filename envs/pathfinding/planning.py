@@ -25,7 +25,7 @@ MOVES = ((1, 0, 1.0), (-1, 0, 1.0), (0, 1, 1.0), (0, -1, 1.0)) + tuple(
 )
 
 
-def _shift(x: Array, dr: int, dc: int, fill) -> Array:
+def _shift(x: Array, dr: int, dc: int, fill: float | int | bool) -> Array:
     """`out[..., r, c] = x[..., r + dr, c + dc]`, `fill` outside (the neighbour's value)."""
     h, w = x.shape[-2:]
     pad = [(0, 0)] * (x.ndim - 2) + [(1, 1), (1, 1)]
@@ -60,7 +60,7 @@ def distance_field(obstacles: Array, goal_rows: Array, goal_cols: Array) -> Arra
             best = jnp.where(allowed[k], jnp.minimum(best, _shift(d, dr, dc, big) + cost), best)
         return best
 
-    def cond(c):
+    def cond(c: tuple[Array, Array]) -> Array:
         old, new = c
         return jnp.any(new < old)
 

@@ -73,7 +73,13 @@ def penalty(dist: Array, min_dist: Array, stiffness: float, margin: float) -> Ar
 
 
 def obstacle_force(
-    pos: Array, radius: Array, lo: Array, occupied: Array, cell: float, stiffness, margin
+    pos: Array,
+    radius: Array,
+    lo: Array,
+    occupied: Array,
+    cell: float,
+    stiffness: float,
+    margin: float,
 ) -> tuple[Array, Array]:
     """Contact force `[N, 2]` from the obstacle cells `lo/occupied [N, K]`, and `[N]` bool
     touching any. An agent whose centre is inside a cell is pushed out from the cell's centre."""
@@ -172,7 +178,7 @@ class Neighbours:
 
 
 def agent_force(
-    pos: Array, radius: Array, idx: Array, valid: Array, stiffness, margin
+    pos: Array, radius: Array, idx: Array, valid: Array, stiffness: float, margin: float
 ) -> tuple[Array, Array, Array, Array]:
     """Contact force `[N, 2]` on each agent from its candidate neighbours `idx/valid [N, K]`.
 
