@@ -60,8 +60,8 @@ def prune_cache(cache: str, cap: int = CACHE_CAP) -> int:
     max_size`) rescans the whole folder on every write, which made a run of the suite with
     every program cached take 22 minutes instead of 6."""
     entries = []
-    for entry in os.scandir(cache):
-        if entry.is_file():
+    for entry in os.scandir(cache):  # JAX's entries only: the folder may be one a user named
+        if entry.is_file(follow_symlinks=False) and entry.name.endswith(("-cache", "-atime")):
             st = entry.stat()
             entries.append((st.st_mtime, st.st_size, entry.path))
     total = sum(size for _, size, _ in entries)

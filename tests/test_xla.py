@@ -77,6 +77,9 @@ def test_the_tests_compile_cache_is_pruned_oldest_first(tmp_path):
         path = tmp_path / f"entry{i}-cache"
         path.write_bytes(b"x" * 100)
         os.utime(path, (1000 + i, 1000 + i))
-    assert prune_cache(str(tmp_path), cap=800) == 0 and len(list(tmp_path.iterdir())) == 8
+    (tmp_path / "notes.txt").write_bytes(b"y" * 1000)  # not JAX's: never counted nor deleted
+    os.utime(tmp_path / "notes.txt", (1, 1))
+    assert prune_cache(str(tmp_path), cap=800) == 0 and len(list(tmp_path.iterdir())) == 9
     assert prune_cache(str(tmp_path), cap=400) == 500  # down to 300 <= 3/4 of 400
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"entry{i}-cache" for i in (5, 6, 7)]
+    kept = [f"entry{i}-cache" for i in (5, 6, 7)] + ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == kept
