@@ -63,7 +63,7 @@ def test_every_python_example_compiles():
 @pytest.fixture
 def guess_env():
     """The add-an-environment page's example, run; the registry restored afterwards."""
-    (block, _parts, _viewer) = code_blocks(page("guides/add-env.md"), "python")
+    (block, _table, _parts, _viewer) = code_blocks(page("guides/add-env.md"), "python")
     namespace: dict = {"__name__": "docs_example"}
     try:
         exec(compile(block, "add-env.md", "exec"), namespace)
@@ -77,11 +77,24 @@ def test_the_add_an_environment_example_passes_check_env(guess_env):
     assert env.spec.name == "mine/guess" and env.spec.num_agents == 3
 
 
+def test_the_config_parts_example_names_keywords_of_the_family():
+    """The page's `CONFIG_PARTS` table runs and groups keywords `Combat` takes, as combat's
+    own table does."""
+    from marl.envs import combat
+
+    (_, block, _, _) = code_blocks(page("guides/add-env.md"), "python")
+    namespace: dict = {"__name__": "docs_example"}
+    exec(compile(block, "add-env.md:config_parts", "exec"), namespace)
+    table = namespace["CONFIG_PARTS"]
+    for name, part in table.items():
+        assert combat.CONFIG_PARTS[name] == part, name
+
+
 def test_the_parts_example_composes_a_battle_that_passes_check_env():
     """The page's battle composed of parts registers, builds and keeps the contract."""
     from marl.core.testing import check_env
 
-    (_, block, _) = code_blocks(page("guides/add-env.md"), "python")
+    (_, _, block, _) = code_blocks(page("guides/add-env.md"), "python")
     namespace: dict = {"__name__": "docs_example"}
     try:
         exec(compile(block, "add-env.md:parts", "exec"), namespace)
@@ -102,7 +115,7 @@ def test_the_viewer_example_clears_its_axes_and_draws_a_gif(guess_env, tmp_path,
 
     from marl.run.saved.render import render_episode, save_gif
 
-    (_, _, block) = code_blocks(page("guides/add-env.md"), "python")
+    (_, _, _, block) = code_blocks(page("guides/add-env.md"), "python")
     viewer = types.ModuleType("my_pkg.guess_viewer")
     exec(compile(block, "add-env.md:viewer", "exec"), guess_env)
     viewer.draw_frame = guess_env["draw_frame"]

@@ -50,8 +50,10 @@ def test_train_help_without_a_choice_lists_the_default_learner(capsys):
 
 def test_train_help_lists_the_chosen_env_and_protocol(capsys):
     out = help_text(capsys, ["train", "env=combat/3m", "protocol=pathfinding_easy", "-h"])
-    env = keys(section(out, "env keywords (env=combat/3m"), "env.kwargs.")
-    assert {"allies", "enemies", "opponent", "attack_mode"} <= env and "num_landmarks" not in env
+    block = section(out, "env keywords (env=combat/3m")
+    assert {"allies", "enemies"} <= keys(block, "env.generator.")  # keywords under their part
+    assert "attack_mode" in keys(block, "env.opponent.") and "  env.opponent=heuristic" in block
+    assert "episode_limit" in keys(block, "env.kwargs.") and "num_landmarks" not in block
     protocol = section(out, "protocol keys (protocol=pathfinding_easy")
     assert "none: the tier tests on the training configuration" in protocol
 

@@ -11,10 +11,13 @@ Each registered id is `Cleanup` with a scenario's keywords bound (`SCENARIOS`); 
 can still be overridden, and `cleanup/custom` is `Cleanup` itself.
 """
 
+import dataclasses
 from functools import partial
 
+from marl.core.config_parts import ConfigPart
+
 from .dynamics import Current, Drift, Fleet
-from .env import METRICS, Cleanup, CleanupState
+from .env import METRICS, RENAMED, Cleanup, CleanupState
 from .generator import OceanGenerator
 from .observation import Observer
 from .ocean import CURRENTS, current_at, density, gini, spawn
@@ -25,6 +28,25 @@ from .reward import CleanupReward
 # rank cells of one task made on different versions; tests/test_env_versions.py pins a golden
 # rollout per family to it).
 BEHAVIOUR_VERSION = "1"
+
+
+def _keywords(part: type) -> tuple[str, ...]:
+    """The constructor keywords `part` is built from (`env.part_of`)."""
+    renamed = RENAMED.get(part, {})
+    fields = dataclasses.fields(part)
+    return tuple(renamed.get(f.name, f.name) for f in fields if not f.kw_only)
+
+
+# The ocean's parts as config nodes (`env=cleanup/comm env.current=uniform
+# env.fleet.hold_capacity=8`): the constructor keywords each part is built from
+CONFIG_PARTS = {
+    "generator": ConfigPart(_keywords(OceanGenerator)),
+    "current": ConfigPart(_keywords(Current)[1:], choice="current"),
+    "drift": ConfigPart(_keywords(Drift)),
+    "fleet": ConfigPart(("num_vessels", *_keywords(Fleet))),
+    "reward": ConfigPart(_keywords(CleanupReward)),
+    "observer": ConfigPart(_keywords(Observer)),
+}
 
 SCENARIOS: dict[str, dict] = {
     # the paper's setting: a few vessels, each for itself, a binary signal (or none)

@@ -22,6 +22,8 @@ overridable, e.g. `marl.make("combat/3m", allies="64m", enemies="64m")`; `combat
 
 from functools import partial
 
+from marl.core.config_parts import ConfigPart
+
 from .dynamics import CombatDynamics
 from .enemies import HeuristicOpponent, PolicyOpponent, SelfPlayOpponent
 from .env import Combat, CombatState
@@ -43,6 +45,15 @@ from .units import STATS, UNIT_NAMES, UnitStats, parse_composition
 # rank cells of one task made on different versions; tests/test_env_versions.py pins a golden
 # rollout per family to it).
 BEHAVIOUR_VERSION = "1"
+
+# The battle's parts as config nodes (`env=combat/3m env.reward=magent
+# env.generator.enemies=6m`): the constructor keywords each part is built from
+CONFIG_PARTS = {
+    "generator": ConfigPart(("allies", "enemies", "race", "start_positions", "map_size")),
+    "opponent": ConfigPart(("attack_mode", "enemy_shoots", "enemy_greedy"), choice="opponent"),
+    "reward": ConfigPart(choice="reward"),
+    "observer": ConfigPart(("nearest", "see_enemy_actions", "time_in_state")),
+}
 
 
 def scenario(map_name: str) -> partial:

@@ -8,6 +8,8 @@ data naming those parts, every field of which can be overridden (`env.kwargs.col
 `env.kwargs.maps.density=0.2`).
 """
 
+from marl.core.config_parts import ConfigPart
+
 from .collision import MOVES, RULES, Collision
 from .env import GridMAPF, GridState
 from .maps import Instances, MapPool, RandomMaps, components, parse_grid, place
@@ -17,6 +19,16 @@ from .targets import METRICS, MODES, OnTarget
 # The family's behaviour version: bump it in the same commit as any change to what an env of
 # this family returns for given keys and actions (tests/test_env_versions.py).
 BEHAVIOUR_VERSION = "3"
+
+# The task's parts as config nodes (`env=grid/random20 env.collision=soft`): the constructor
+# keywords each part is built from (a preset's map set stays `env.kwargs.maps`)
+CONFIG_PARTS = {
+    "generator": ConfigPart(("num_agents",)),
+    "collision": ConfigPart(choice="collision"),
+    "on_target": ConfigPart(choice="on_target"),
+    "observer": ConfigPart(("obs_radius", "neighbour_radius")),
+    "reward": ConfigPart(choice="reward"),
+}
 
 __all__ = [
     "BEHAVIOUR_VERSION",

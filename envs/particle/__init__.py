@@ -17,6 +17,8 @@ its keyword constructor (`Spread`, `Tag`, ...: what the registry names), which b
 parts from flat keywords, e.g. `marl.make("particle/spread", num_agents=5)`.
 """
 
+from marl.core.config_parts import ConfigPart
+
 from .dynamics import ParticleDynamics
 from .env import ParticleEnv, ParticleState
 from .generator import Draw, Scatter
@@ -41,6 +43,26 @@ from .world import World, make_world
 # rank cells of one task made on different versions; tests/test_env_versions.py pins a golden
 # rollout per family to it).
 BEHAVIOUR_VERSION = "1"
+
+# A scenario's parts as config nodes (`env=particle/spread env.generator.num_agents=5
+# env.reward.local_ratio=0`): the constructor keywords each part is built from, where the
+# scenario takes them
+CONFIG_PARTS = {
+    "generator": ConfigPart(
+        (
+            "num_agents",
+            "num_landmarks",
+            "num_good",
+            "num_adversaries",
+            "num_obstacles",
+            "num_food",
+            "num_forests",
+            "arena",
+        )
+    ),
+    "dynamics": ConfigPart(("continuous_actions",)),
+    "reward": ConfigPart(("local_ratio",)),
+}
 
 __all__ = [
     "Adversary",

@@ -12,6 +12,8 @@ density=0.15)`, and `pathfinding/custom` is `Pathfinding` itself.
 
 from functools import partial
 
+from marl.core.config_parts import ConfigPart
+
 from .agents import Agents
 from .dynamics import DYNAMICS, Dynamics
 from .env import Parts, Pathfinding
@@ -27,6 +29,48 @@ from .state import PathfindingState
 # rank cells of one task made on different versions; tests/test_env_versions.py pins a golden
 # rollout per family to it).
 BEHAVIOUR_VERSION = "1"
+
+# The task's parts as config nodes (`env=pathfinding/rooms env.generator.room_size=4
+# env.dynamics=diffdrive`): the constructor keywords each part is built from
+CONFIG_PARTS = {
+    "generator": ConfigPart(
+        (
+            "height",
+            "width",
+            "density",
+            "extra_connections",
+            "room_size",
+            "extra_doors",
+            "fill",
+            "smoothing",
+            "map_source",
+            "num_maps",
+            "seed",
+        ),
+        choice="map",
+    ),
+    "agents": ConfigPart(("num_agents", "agent_radius", "goal_radius", "lifelong")),
+    "dynamics": ConfigPart(
+        (
+            "diffdrive_fraction",
+            "dt",
+            "substeps",
+            "accel",
+            "damping",
+            "max_speed",
+            "max_turn",
+            "contact_stiffness",
+            "contact_margin",
+        ),
+        choice="dynamics",
+    ),
+    "reward": ConfigPart(
+        ("on_goal_reward", "all_on_goal_reward", "collision_penalty", "shaping", "geodesic_shaping")
+    ),
+    "observer": ConfigPart(
+        ("obs_window", "max_obs", "neighbours", "cell_capacity", "state_map", "time_in_state")
+    ),
+}
 
 # the defaults of each registered id
 SCENARIOS: dict[str, dict] = {

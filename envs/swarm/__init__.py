@@ -13,6 +13,8 @@ state and its own settings: a generator (`generator.py`: `Scatter`, `Headings`,
 (`tasks.py`), the registered constructors, build the parts from flat keywords.
 """
 
+from marl.core.config_parts import ConfigPart
+
 from .dynamics import AggregationDynamics, KuramotoDynamics, SwarmDynamics, VicsekDynamics
 from .env import Swarm, SwarmState
 from .field import KERNELS, Grid
@@ -26,6 +28,17 @@ from .tasks import Aggregation, Kuramoto, Vicsek
 # rank cells of one task made on different versions; tests/test_env_versions.py pins a golden
 # rollout per family to it).
 BEHAVIOUR_VERSION = "1"
+
+# A swarm's parts as config nodes (`env=swarm/vicsek env.generator.num_agents=500
+# env.observer.kernel=box`): the constructor keywords each part is built from
+CONFIG_PARTS = {
+    "generator": ConfigPart(("num_agents", "omega_std")),
+    "dynamics": ConfigPart(
+        ("speed", "max_turn", "noise", "coupling", "max_control", "dt", "diffusion")
+    ),
+    "reward": ConfigPart(("action_cost",)),
+    "observer": ConfigPart(("cells", "window", "kernel")),
+}
 
 __all__ = [
     "KERNELS",

@@ -209,20 +209,25 @@ def env_kwargs(env_id: str) -> dict[str, Any]:
     }
 
 
-def env_version(env_id: str) -> str | None:
-    """The behaviour version of `env_id`'s family: `BEHAVIOUR_VERSION` of the module that
-    defines its constructor or of the nearest package above it (`marl.envs.combat` for every
-    combat map); None for a plugin that declares none."""
+def family_attr(env_id: str, attr: str) -> Any:
+    """`attr` of the module defining `env_id`'s constructor or of the nearest package above it
+    (`marl.envs.combat` for every combat map); None where none declares it."""
     factory = env_factory(env_id)
     target = getattr(factory, "func", factory)  # a map's functools.partial of its family env
     name = getattr(inspect.getmodule(target), "__name__", None) or ""
     parts = name.split(".")
     for k in range(len(parts), 0, -1):
-        module = importlib.import_module(".".join(parts[:k]))
-        version = getattr(module, "BEHAVIOUR_VERSION", None)
-        if version is not None:
-            return str(version)
+        value = getattr(importlib.import_module(".".join(parts[:k])), attr, None)
+        if value is not None:
+            return value
     return None
+
+
+def env_version(env_id: str) -> str | None:
+    """The behaviour version of `env_id`'s family: its `BEHAVIOUR_VERSION` (`family_attr`);
+    None for a plugin that declares none."""
+    version = family_attr(env_id, "BEHAVIOUR_VERSION")
+    return None if version is None else str(version)
 
 
 def make(env_id: str, **kwargs: Any) -> MultiAgentEnv:

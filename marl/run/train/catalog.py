@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from marl.core import registry
-from marl.run.train.compose import CONFIG_NAME, GROUPS, conf_dir, group_options
+from marl.core.config_parts import ConfigPart, env_parts
+from marl.run.train.compose import CONFIG_NAME, GROUPS, chosen, conf_dir, group_options
 
 _COMMENTED_KEY = re.compile(r"^(\w+):\s*(.*?)\s+#\s*(.*)$")
 _NOTES = re.compile(r"^Constructor\b[^:]*:\s*$")  # a docstring's section of keyword notes
@@ -247,7 +248,10 @@ def _env_keywords(env_id: str) -> list[tuple[str, str, str]]:
         notes = keyword_notes(registry.env_factory(env_id))
     except Exception:  # the help stands without them
         return []
-    first = {k: re.split(r"(?<=[^.])\.(?:\s|$)", v, maxsplit=1)[0] for k, v in notes.items()}
+    first = {
+        k: re.split(r"(?<=[^.])(?<!e\.g)(?<!i\.e)\.(?:\s|$)", v, maxsplit=1)[0]
+        for k, v in notes.items()
+    }
     return [(k, _as_yaml(v), first.get(k, "")) for k, v in defaults.items()]
 
 
@@ -277,21 +281,15 @@ def _row(head: str, text: str, pad: int, width: int = 100) -> str:
     return _beside(head, ("\n" + " " * pad).join(lines), pad)
 
 
-def chosen(overrides: Sequence[str] = ()) -> dict[str, str]:
-    """The option of each config group (`env`, `algo`, `protocol`): the command line's last
-    `GROUP=OPTION`, else `config.yaml`'s default."""
-    groups = GROUPS
-    picked = {"env": "particle/spread", "algo": "mappo", "protocol": "default"}
-    text = (conf_dir() / f"{CONFIG_NAME}.yaml").read_text()
-    for line in text.splitlines():
-        match = re.match(r"^\s*-\s*(\w+):\s*(\S+)", line)
-        if match and match.group(1) in groups:
-            picked[match.group(1)] = match.group(2)
-    for override in overrides:
-        key, sep, value = override.strip().lstrip("+").partition("=")
-        if sep and key in groups and value:
-            picked[key] = value
-    return picked
+def _env_key(keyword: str, parts: dict[str, ConfigPart]) -> str:
+    """Where `keyword` is set on the command line: its part's key (`env.reward` for the part's
+    option, `env.generator.allies`), else `env.kwargs.<keyword>`."""
+    for name, part in parts.items():
+        if keyword == part.choice:
+            return f"env.{name}"
+        if keyword in part.keywords:
+            return f"env.{name}.{keyword}"
+    return f"env.kwargs.{keyword}"
 
 
 def describe(overrides: Sequence[str] = ()) -> str:
@@ -317,11 +315,17 @@ def describe(overrides: Sequence[str] = ()) -> str:
     for key, value, comment in _commented_keys(f"protocol/{protocol}.yaml"):
         out.append(_row(f"  protocol.{key}={value}", comment, pad))
     env_id = picked["env"]
+    try:
+        parts = env_parts(env_id)
+    except Exception:  # the help stands without them
+        parts = {}
     out.append("")
     out.append(f"env keywords (env={env_id}; unset ones take the constructor's defaults):")
     keywords = _env_keywords(env_id)
+    order = [k for part in parts.values() for k in part.names()]  # part by part, then the rest
+    keywords.sort(key=lambda row: order.index(row[0]) if row[0] in order else len(order))
     for key, value, comment in keywords:
-        out.append(_row(f"  env.kwargs.{key}={value}", comment, pad))
+        out.append(_row(f"  {_env_key(key, parts)}={value}", comment, pad))
     if not keywords:
         out.append(_row("  env.kwargs.KEYWORD=VALUE", "a constructor keyword of the env", pad))
     algo = picked["algo"]

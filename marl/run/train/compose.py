@@ -5,8 +5,10 @@ list (env, algo, protocol) and the top-level keys. Keys under `env.kwargs` and `
 an override of a key not in the yaml is passed on (`++`), so the registry and the learner, which
 know the valid names, reject it with one line naming them (`resolve.resolve`).
 Env nodes are generated: every registered env id (built-in or plugin) gets `{id, kwargs: {}}`
-in Hydra's ConfigStore (`store_registered`), its keywords the constructor's defaults; learners
-without a yaml of their own get `{name}`.
+in Hydra's ConfigStore (`store_registered`), its keywords the constructor's defaults, and the
+ids a command line chooses a node per part of their family as well (`store_parts`,
+`marl.run.train.env_parts`: `env=combat/3m env.reward=magent env.generator.enemies=6m`);
+learners without a yaml of their own get `{name}`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from marl.core.config_parts import KIND
 from marl.run.errors import ConfigError
+from marl.run.train import env_parts
 
 CONFIG_MODULE = "marl.conf"
 CONFIG_NAME = "config"
@@ -78,6 +82,40 @@ def store_registered() -> None:
             store.store(group="algo", name=name, node={"name": name})
 
 
+def chosen(overrides: Sequence[str] = ()) -> dict[str, str]:
+    """The option of each config group (`env`, `algo`, `protocol`): the command line's last
+    `GROUP=OPTION`, else `config.yaml`'s default."""
+    groups = GROUPS
+    picked = {"env": "particle/spread", "algo": "mappo", "protocol": "default"}
+    text = (conf_dir() / f"{CONFIG_NAME}.yaml").read_text()
+    for line in text.splitlines():
+        match = re.match(r"^\s*-\s*(\w+):\s*(\S+)", line)
+        if match and match.group(1) in groups:
+            picked[match.group(1)] = match.group(2)
+    for override in overrides:
+        key, sep, value = override.strip().lstrip("+").partition("=")
+        if sep and key in groups and value:
+            picked[key] = value
+    return picked
+
+
+def store_parts(overrides: Sequence[str]) -> None:
+    """The env ids `overrides` choose (each of a sweep's `env=a,b`; else `config.yaml`'s) get
+    their node with a node per part (`env_parts.node`), replacing the plain `{id, kwargs}`."""
+    from hydra.core.config_store import ConfigStore
+
+    ids = set(chosen(overrides)["env"].split(","))
+    for item in overrides:
+        match = _GROUP_CHOICE.match(item.strip())
+        if match and match.group(1) == "env":
+            ids |= {v.strip() for v in match.group(2).split(",") if v.strip()}
+    for env_id in sorted(ids):
+        if "/" in env_id and ":" not in env_id:
+            family, scenario = env_id.split("/", 1)
+            node = env_parts.node(env_id)
+            ConfigStore.instance().store(group=f"env/{family}", name=scenario, node=node)
+
+
 def _check_choices(overrides: Sequence[str]) -> None:
     """Unknown `env=` / `algo=` / `protocol=` choices, with the registry's one-line errors."""
     from marl.core.registry import RegistryError, algorithm, env_factory, is_import_path
@@ -107,8 +145,10 @@ def _check_choices(overrides: Sequence[str]) -> None:
 
 
 def open_keys(overrides: Sequence[str]) -> list[str]:
-    """`algo.x=1` -> `++algo.x=1`: add-or-override, so unknown keys reach their validator."""
-    return [f"++{o}" if _OPEN_KEY.match(o) else o for o in overrides]
+    """`algo.x=1` -> `++algo.x=1`: add-or-override, so unknown keys reach their validator;
+    `env.reward=magent` -> `env.reward.kind=magent` (a part's option, `env_parts`)."""
+    out = [env_parts.choice_override(o) for o in overrides]
+    return [f"++{o}" if _OPEN_KEY.match(o) else o for o in out]
 
 
 def _compose(overrides: Sequence[str]) -> DictConfig:
@@ -116,6 +156,16 @@ def _compose(overrides: Sequence[str]) -> DictConfig:
 
     with hydra.initialize_config_module(CONFIG_MODULE, version_base="1.3"):
         return hydra.compose(CONFIG_NAME, overrides=list(overrides))
+
+
+def _chosen_part(key: str, overrides: Sequence[str]) -> str | None:
+    """`env.reward` where Hydra refused `key` (`env.reward.kind`) and the command line said
+    `env.reward=...`: the user's key; None otherwise."""
+    part, _, last = key.rpartition(".")
+    if last != KIND or not part.startswith("env."):
+        return None
+    said = any(o.strip().startswith(f"{part}=") for o in overrides)
+    return part if said else None
 
 
 def _valid_keys(full_key: str, overrides: Sequence[str]) -> str:
@@ -145,6 +195,7 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     overrides = [str(o) for o in overrides]
     _check_choices(overrides)
     store_registered()
+    store_parts(overrides)
     try:
         return _compose(open_keys(overrides))
     except (HydraException, OmegaConfBaseException) as e:
@@ -152,5 +203,10 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
         unknown = re.match(r"Could not override '([^']+)'", message)
         if unknown:
             key = unknown.group(1)
+            part = _chosen_part(key, overrides)
+            if part is not None and _valid_keys(key, overrides):  # a part with one build
+                keys = _valid_keys(key, overrides).removeprefix("; valid: ")
+                raise ConfigError(f"{part} has no options; set its keys: {keys}") from None
+            key = part or key
             raise ConfigError(f"unknown config key {key!r}{_valid_keys(key, overrides)}") from None
         raise ConfigError((message.strip().splitlines() or [type(e).__name__])[0]) from None

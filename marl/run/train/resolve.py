@@ -31,6 +31,7 @@ from marl.core import registry
 from marl.learning.training import RunSettings
 from marl.results.protocol import PROTOCOL_VERSION, split_env_id, task_name
 from marl.run.errors import ConfigError
+from marl.run.train import env_parts
 from marl.run.train.config import MAX_UPDATES, RunConfig
 from marl.run.train.lookup import (
     LearnerInfo,
@@ -65,6 +66,12 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
     data = plain(cfg)
     settings = RunSettings(**settings_values(data))
     env_id, env_kwargs, algo, algo_cfg = choices(data)
+    out = Path(str(data.get("out") or "."))
+    name, label = run_name(data.get("name")), record_label(data.get("label"))
+    resume = flag("resume", data.get("resume", False))
+    checkpoint = flag("checkpoint", data.get("checkpoint", True))
+    logger = logger_name(data.get("logger"))
+    env_kwargs = env_parts.fold(env_id, {**data["env"], "kwargs": env_kwargs})
     env = make_env(env_id, env_kwargs)
     check_metric(settings.metric, env_id, env.spec)
     make_train = learner_factory(algo)
@@ -76,11 +83,6 @@ def resolve(cfg: DictConfig, command: Sequence[str] = ()) -> RunConfig:
             f"budget={settings.budget:.3g} takes {per_segment * num_segments:.3g} updates of "
             f"{steps_per_update} steps, past the {MAX_UPDATES:,} a run counts; a smaller budget"
         )
-    out = Path(str(data.get("out") or "."))
-    name, label = run_name(data.get("name")), record_label(data.get("label"))
-    resume = flag("resume", data.get("resume", False))
-    checkpoint = flag("checkpoint", data.get("checkpoint", True))
-    logger = logger_name(data.get("logger"))
     protocol = data.get("protocol") or {}
     try:
         transfer = parse_targets(protocol.get("transfer"))
