@@ -147,11 +147,11 @@ def test_plastic_mass_is_conserved_and_vessels_stay_at_sea(seed, current, remove
 def test_reward_dial_shares_the_catch():
     def rewards(alpha):
         env = marl.make("cleanup/comm", alpha=alpha, collision_penalty=0.0, collect_radius=2.0)
-        state, ts = env.reset(jax.random.key(3))
+        state, ts = jax.jit(env.reset)(jax.random.key(3))
+        step = jax.jit(env.step)  # one program for the 20 steps
         total = np.zeros(env.n)
-        catch = np.zeros(env.n)
         for k in range(20):
-            state, ts = env.step(jax.random.key(k), state, jnp.full(env.n, 4, jnp.int32))
+            state, ts = step(jax.random.key(k), state, jnp.full(env.n, 4, jnp.int32))
             total += np.asarray(ts.reward)
         catch = np.asarray(state.catch, float)
         return total, catch
@@ -166,9 +166,9 @@ def test_reward_dial_shares_the_catch():
 def test_signals_reach_vessels_in_range_only_with_communication():
     def heard(comm: bool):
         env = marl.make("cleanup/comm" if comm else "cleanup/nocomm", comm_range=100.0)
-        state, _ = env.reset(jax.random.key(0))
+        state, _ = jax.jit(env.reset)(jax.random.key(0))
         action = jnp.array([4 + 9, 4, 4, 4]) if comm else jnp.array([4, 4, 4, 4])
-        _, ts = env.step(jax.random.key(1), state, action)
+        _, ts = jax.jit(env.step)(jax.random.key(1), state, action)
         signals = np.asarray(ts.obs)[:, -2]  # the mean signal heard
         return signals
 
@@ -233,7 +233,7 @@ def _still_sea(positions, pieces=(), current="calm", **kwargs):
         diffusion=0.0,
         **kwargs,
     )
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     plastic = np.zeros((8, 2), np.float32)
     if pieces:
         plastic[: len(pieces)] = pieces
@@ -251,7 +251,7 @@ def test_colliding_vessels_pay_the_penalty():
     """Vessels 0 and 1 are 0.1 apart (< 2 x radius 0.15), vessel 2 far off, no plastic: the
     colliding pair loses collision_penalty = 1 each, vessel 2 nothing."""
     env, state, noop = _still_sea([[3.0, 3.0], [3.1, 3.0], [8.0, 8.0]], collision_penalty=1.0)
-    state, ts = env.step(jax.random.key(1), state, noop)
+    state, ts = jax.jit(env.step)(jax.random.key(1), state, noop)
     np.testing.assert_allclose(ts.reward, [-1.0, -1.0, 0.0])
     np.testing.assert_array_equal(state.collisions, [1, 1, 0])
     assert float(ts.metrics["collisions_per_vessel"]) == pytest.approx(2 / 3)
@@ -265,7 +265,7 @@ def test_a_full_hold_leaves_the_rest_afloat():
     env, state, noop = _still_sea(
         [[3.0, 3.0], [8.0, 8.0]], pieces, hold_capacity=1, collision_penalty=0.0
     )
-    state, ts = env.step(jax.random.key(1), state, noop)
+    state, ts = jax.jit(env.step)(jax.random.key(1), state, noop)
     np.testing.assert_array_equal(state.hold, [1, 0])
     np.testing.assert_array_equal(state.catch, [1, 0])
     assert float(ts.metrics["floating"]) == 1.0 and float(ts.metrics["collected"]) == 1.0
@@ -279,7 +279,7 @@ def test_uniform_current_carries_plastic_toward_its_direction():
     env, state, noop = _still_sea(
         [[1.0, 1.0]], [[5.0, 5.0]], current="uniform", current_direction=np.pi / 2
     )
-    state, _ = env.step(jax.random.key(1), state, noop)
+    state, _ = jax.jit(env.step)(jax.random.key(1), state, noop)
     np.testing.assert_allclose(state.plastic[0], [5.0, 5.05], atol=1e-6)
 
 
@@ -294,7 +294,7 @@ def test_plastic_crossing_the_coast_is_removed_or_held(remove):
         current_direction=np.pi,
         remove_at_boundary=remove,
     )
-    state, ts = env.step(jax.random.key(1), state, noop)
+    state, ts = jax.jit(env.step)(jax.random.key(1), state, noop)
     assert float(ts.metrics["spawned"]) == 1.0
     assert float(ts.metrics["removed"]) == float(remove)
     assert float(ts.metrics["floating"]) == float(not remove)
@@ -308,11 +308,12 @@ def test_vessels_unload_their_hold_at_the_port():
     step adds it: delivered 3. Unloading is not a catch: reward 0, catch 0."""
     env, state, noop = _still_sea([[5.0, 0.5], [8.0, 8.0]], hold_capacity=3)
     state = state.replace(hold=jnp.array([2, 1], jnp.int32))
-    state, ts = env.step(jax.random.key(1), state, noop)
+    step = jax.jit(env.step)
+    state, ts = step(jax.random.key(1), state, noop)
     np.testing.assert_array_equal(state.hold, [0, 1])
     assert float(ts.metrics["delivered"]) == 2.0
     np.testing.assert_allclose(ts.reward, [0.0, 0.0])
-    state, ts = env.step(jax.random.key(2), state.replace(hold=jnp.array([1, 1])), noop)
+    state, ts = step(jax.random.key(2), state.replace(hold=jnp.array([1, 1], jnp.int32)), noop)
     assert float(ts.metrics["delivered"]) == 3.0
     np.testing.assert_array_equal(state.catch, [0, 0])
 
@@ -324,7 +325,7 @@ def test_a_vessel_hears_only_the_signals_of_others():
     [0, 1], vessels in range / N [0.5, 0.5]."""
     env, state, _ = _still_sea([[3.0, 3.0], [5.0, 3.0]], collision_penalty=0.0)
     state = state.replace(heading=jnp.zeros(2))
-    _, ts = env.step(jax.random.key(1), state, jnp.array([4 + 9, 4]))
+    _, ts = jax.jit(env.step)(jax.random.key(1), state, jnp.array([4 + 9, 4]))
     obs = np.asarray(ts.obs)
     slot = obs[:, 36:43]
     np.testing.assert_allclose(slot[0], [0.2, 0.0, 0.2, 1.0, 0.0, 1.0, 0.0], atol=1e-6)
@@ -337,9 +338,10 @@ def test_the_time_limit_terminates_cleanup_whose_inputs_carry_the_time():
     termination (the one time-limit rule): no learner bootstraps past the last step."""
     env = marl.make("cleanup/nocomm", episode_limit=3)
     assert env.spec.time_limit_terminal
-    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
+    step = jax.jit(env.step)
     for t in range(3):
-        state, ts = env.step(jax.random.key(t), state, jnp.zeros((4,), jnp.int32))
+        state, ts = step(jax.random.key(t), state, jnp.zeros((4,), jnp.int32))
     assert bool(ts.terminated) and not bool(ts.truncated)
 
 

@@ -96,9 +96,11 @@ def test_the_astar_agent_walks_a_shortest_path_and_beats_random():
     policy = marl.baselines.astar_policy(env)
     state, ts = env.reset(jax.random.key(0))
     carry = policy.initial_carry()
+    act = jax.jit(lambda *args: policy.act(None, *args, True))  # one program, not eager ops
+    step = jax.jit(env.step)
     for t in range(10):  # the path around the wall is 8 moves
-        a, carry = policy.act(None, state, ts.avail_actions, carry, t == 0, jax.random.key(t), True)
-        state, ts = env.step(jax.random.key(t), state, a)
+        a, carry = act(state, ts.avail_actions, carry, t == 0, jax.random.key(t))
+        state, ts = step(jax.random.key(t), state, a)
         if bool(ts.terminated):
             break
     assert bool(ts.terminated) and t == 7

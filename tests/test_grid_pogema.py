@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -41,12 +42,12 @@ def load(path: Path) -> list[dict]:
     return out
 
 
-_ENVS: dict[tuple, tuple[GridMAPF, object]] = {}
+_ENVS: dict[tuple, tuple[GridMAPF, Any, Any]] = {}
 
 
-def _env(ep: dict) -> tuple[GridMAPF, object]:
-    """The env of `ep`'s setting and its jitted step, one per setting (episodes of a case
-    share one compiled program)."""
+def _env(ep: dict) -> tuple[GridMAPF, Any, Any]:
+    """The env of `ep`'s setting, its jitted `reset_to` and step, one per setting (episodes of
+    a case share the compiled programs)."""
     grid, starts, goals = ep["grid"], ep["starts"], ep["goals"]
     key = (ep["rule"], ep["mode"], int(ep["radius"]), int(ep["limit"]), grid.shape, goals.shape)
     key += (ep.get("set"),)
@@ -60,18 +61,18 @@ def _env(ep: dict) -> tuple[GridMAPF, object]:
             num_agents=len(starts),
             episode_limit=int(ep["limit"]),
         )
-        _ENVS[key] = env, jax.jit(env.step)
+        _ENVS[key] = env, jax.jit(env.reset_to), jax.jit(env.step)
     return _ENVS[key]
 
 
 def replay(ep: dict) -> list[str]:
     """Play `ep`'s actions in marl; every difference from pogema's record, as lines."""
-    env, step = _env(ep)
+    env, reset_to, step = _env(ep)
     if ep.get("set"):  # the set's own arrays: a smaller map inside a larger grid, its size
         sets, i, k = pogema_set(ep["set"]), ep["instance"], len(ep["starts"])
-        state, ts = env.reset_to(sets.maps[i], sets.starts[i, :k], sets.goals[i, :k], sets.sizes[i])
+        state, ts = reset_to(sets.maps[i], sets.starts[i, :k], sets.goals[i, :k], sets.sizes[i])
     else:
-        state, ts = env.reset_to(ep["grid"], ep["starts"], ep["goals"])
+        state, ts = reset_to(ep["grid"], ep["starts"], ep["goals"])
     r, n = env.r, env.num_agents
     wrong: list[str] = []
 
@@ -98,7 +99,7 @@ def replay(ep: dict) -> list[str]:
         if not np.array_equal(np.asarray(ts.reward), ep["reward"][k]):
             wrong.append(f"{where}: rewards {np.asarray(ts.reward)} != {ep['reward'][k]}")
         if ep["mode"] == "finish":  # pogema's per-agent terminated: on the goal
-            mine = np.asarray(jnp.all(state.pos == state.goal, axis=-1))
+            mine = np.all(np.asarray(state.pos) == np.asarray(state.goal), axis=-1)
         else:
             mine = np.full(n, bool(ts.terminated))
         if not np.array_equal(mine, ep["terminated"][k]):

@@ -121,12 +121,12 @@ def trained():
 
 
 @pytest.fixture(scope="module")
-def setup(trained):
-    """Seed 0 of the short run after one more rollout: (nets, cfg, tx, state, rollout, adv)."""
+def setup():
+    """A fresh learner after one rollout: (nets, cfg, tx, state, rollout, adv)."""
     env = marl.make("particle/spread")
     cfg = happo.config(TINY)
     nets = Networks(env, cfg, actor_sharing="none", team_critic=True)
-    state = jax.tree.map(lambda x: x[0], trained.final_state)
+    state = happo.make_train(env, TINY).init(jax.random.key(0))
     state, ro, _ = jax.jit(lambda s: collect(nets, training_env(env), cfg, s))(state)
     adv = jax.random.normal(jax.random.key(1), ro.alive.shape)
     tx = make_optimizer(cfg, cfg.lr, None)

@@ -20,6 +20,7 @@ import marl
 from marl import cli
 from marl.algorithms.ppo import PPOConfig
 from marl.core import registry
+from marl.core.config_parts import part_nodes
 from marl.core.registry import env_kwargs, list_algorithms, list_envs
 from marl.run.errors import ConfigError
 from marl.run.train.compose import compose, group_options
@@ -158,6 +159,9 @@ def test_resolved_configs_are_those_saved_before_the_yaml_moved():
     saved = json.loads((ROOT / "tests" / "data" / "resolved_configs.json").read_text())
     for command, config in saved.items():
         got = OmegaConf.to_container(compose(command.split()), resolve=True)
+        env = got["env"]  # since saved, a node per part of the env's family (test_env_parts)
+        parts = {k: env.pop(k) for k in list(env) if k not in ("id", "kwargs")}
+        assert parts == part_nodes(env["id"]), command
         assert json.dumps(got) == json.dumps(config), command
 
 
@@ -254,13 +258,14 @@ def test_resolve_derives_and_builds_once_and_replace_keeps_the_config_true(tmp_p
 
 
 def test_every_registered_env_has_a_generated_node_and_no_yaml():
-    """Env nodes are generated from the registry (`{id, kwargs: {}}`): no env yaml ships, and
-    `env=ID env.kwargs.x=...` composes for every id."""
+    """Env nodes are generated from the registry (`{id, kwargs: {}}` and a node per part): no
+    env yaml ships, and `env=ID env.kwargs.x=...` composes for every id."""
     assert group_options("env") == []
     for env_id in list_envs():
         assert OmegaConf.to_container(compose([f"env={env_id}"])["env"]) == {
             "id": env_id,
             "kwargs": {},
+            **part_nodes(env_id),
         }
     env = compose(["env=combat/3m", "env.kwargs.opponent=self_play"])["env"]
     assert env["kwargs"] == {"opponent": "self_play"}
