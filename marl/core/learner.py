@@ -75,7 +75,7 @@ class Policy(NamedTuple):
 class Train(NamedTuple):
     """A learner bound to an environment and a config (see module docstring)."""
 
-    init: Callable[[Array], Any]
+    init: Callable[[Any], Any]  # a key (a sweep's members: key and values) -> the state
     step: Callable[[Any], tuple[Any, dict[str, Array]]]
     params: Callable[[Any], Params]
     policy: Policy

@@ -4,6 +4,7 @@ module's stacked parameters to every agent (agents of a shared set folded into t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ class AgentParams:
             return cls(np.arange(n, dtype=np.int32))
         raise ValueError(f"parameter sharing {mode!r} unknown; valid: all, group, none")
 
-    def init(self, init_fn, key: Array) -> Any:
+    def init(self, init_fn: Callable[[Array], Any], key: Array) -> Any:
         """Stacked parameters: `init_fn(key)` for each set, on a leading axis.
 
         `lax.map`, not `vmap`: batched QR (the orthogonal initialiser) can deadlock on XLA's
@@ -53,7 +54,9 @@ class AgentParams:
         """
         return jax.lax.map(init_fn, jax.random.split(key, self.num_sets))
 
-    def apply(self, fn, params: Any, *args: Any, in_axes: tuple, out_axes: Any) -> Any:
+    def apply(
+        self, fn: Callable[..., Any], params: Any, *args: Any, in_axes: tuple, out_axes: Any
+    ) -> Any:
         """`fn(params_i, *args_i)` for every agent i, as `jax.vmap` over the agent axis.
 
         `in_axes` gives the agent axis of each arg (None: the same for all agents, passed

@@ -140,6 +140,10 @@ def saved_segment(directory: str | Path) -> int | None:
     return max(steps, default=None)
 
 
+def _ignore(*args: Any) -> None:
+    """A hook that reports nothing."""
+
+
 @contextlib.contextmanager
 def _failures_said_once() -> Iterator[None]:
     """While orbax saves, its worker threads' own reports of a failure (absl and asyncio logs
@@ -150,8 +154,9 @@ def _failures_said_once() -> Iterator[None]:
     hooks = threading.excepthook, sys.excepthook, sys.unraisablehook
     for logger in loggers:
         logger.setLevel(logging.CRITICAL + 1)
-    threading.excepthook = sys.unraisablehook = lambda *args: None
-    sys.excepthook = lambda *args: None  # tensorstore's callbacks into a closed event loop
+    threading.excepthook = _ignore
+    sys.unraisablehook = _ignore
+    sys.excepthook = _ignore  # tensorstore's callbacks into a closed event loop
     try:
         yield
     finally:
@@ -165,7 +170,8 @@ def _mute_leftovers() -> None:
     they are collected (asyncio's log, a RuntimeWarning at exit); the failure is said already."""
     logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
     warnings.filterwarnings("ignore", message="coroutine .* was never awaited")
-    sys.excepthook = sys.unraisablehook = lambda *args: None
+    sys.excepthook = _ignore
+    sys.unraisablehook = _ignore
 
 
 def _read_digest(directory: Path, segment: int) -> str | None:

@@ -52,7 +52,16 @@ def versus(first: Policy, second: Policy, first_agents: np.ndarray) -> Policy:
     def initial_carry() -> Any:
         return first.initial_carry(), second.initial_carry()
 
-    def act(params, obs, avail, carry, start, key, greedy, neighbours=None):
+    def act(
+        params: Any,
+        obs: Array,
+        avail: Array,
+        carry: Any,
+        start: Array,
+        key: Array,
+        greedy: Any,
+        neighbours: Array | None = None,
+    ) -> tuple[Array, Any]:
         k_g0, k_g1 = jax.random.split(key)
         keys = (k_g0, k_g1) if first_is_g0 else (k_g1, k_g0)
         out = []

@@ -62,7 +62,9 @@ def evaluate(
             )
             return actions, h
 
-        def record(c: _Episode, ts, actions, h, nts) -> tuple[_Episode, None]:
+        def record(
+            c: _Episode, ts: TimeStep, actions: Array, h: Any, nts: TimeStep
+        ) -> tuple[_Episode, None]:
             active = jnp.logical_not(c.done)
             ends = jnp.logical_and(active, nts.done)
             c = c.replace(

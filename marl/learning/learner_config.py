@@ -53,7 +53,7 @@ class LearnerConfig:
     @classmethod
     def from_dict(cls: type[C], cfg: dict[str, Any] | None, also_valid: Iterable[str] = ()) -> C:
         """Build from a (Hydra) mapping, rejecting unknown keys with the valid ones named."""
-        return config_from_dict(cls, cfg, also_valid)
+        return config_from_dict(cls, cfg, also_valid)  # type: ignore[type-var]  # a dataclass
 
     def checks(self) -> dict[str, tuple[bool, str]]:
         """The learner's own checks: key -> (holds, what it must be)."""

@@ -27,6 +27,8 @@ links, and the outputs are relabelled alike) and blind to agents it is not linke
 
 from __future__ import annotations
 
+from typing import Any
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -104,7 +106,9 @@ class GraphActor(nn.Module):
     graph: nn.Module
     actor: nn.Module
 
-    def __call__(self, carry: Array, obs: Array, adj: Array, resets: Array, avail: Array):
+    def __call__(
+        self, carry: Array, obs: Array, adj: Array, resets: Array, avail: Array
+    ) -> tuple[Array, Any]:
         n = obs.shape[2]
         x = jnp.concatenate([obs, self.graph(obs, adj)], axis=-1)
         carry, dist = self.actor(_fold(carry, 1), _fold(x, 2), _fold(resets, 2), _fold(avail, 2))

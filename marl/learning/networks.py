@@ -50,7 +50,7 @@ Array = jax.Array
 ACTIVATIONS = {"relu": nn.relu, "tanh": nn.tanh, "gelu": nn.gelu, "elu": nn.elu}
 
 
-def ortho(scale: float = np.sqrt(2)):
+def ortho(scale: float = np.sqrt(2)) -> Any:
     return nn.initializers.orthogonal(scale)
 
 
@@ -121,7 +121,7 @@ class ResetGRU(nn.Module):
         proj_i, (hr, hz, hn) = _GRUParams(self.hidden, name="GRUCell_0")(x.shape[-1])
         xi = tuple(x @ k + b for k, b in proj_i)  # r, z, n: each [T, B, H]
 
-        def step(h, xs):
+        def step(h: Array, xs: Any) -> tuple[Array, Array]:
             (xr, xz, xn), reset = xs
             h = jnp.where(reset[:, None], jnp.zeros_like(h), h)
             r = nn.sigmoid(xr + h @ hr[0])
@@ -207,7 +207,7 @@ class Actor(nn.Module):
                 "log_std", nn.initializers.constant(first), (self.action_dim,)
             )
 
-    def __call__(self, carry: Array, obs: Array, resets: Array, avail: Array):
+    def __call__(self, carry: Array, obs: Array, resets: Array, avail: Array) -> tuple[Array, Any]:
         carry, h = self.torso(carry, obs, resets)
         out = self.head(h)
         if self.discrete:
@@ -231,7 +231,7 @@ class Critic(nn.Module):
     layer_norm: bool = False
     feature_norm: bool = False
 
-    def _outputs(self, carry: Array, x: Array, resets: Array, width: int):
+    def _outputs(self, carry: Array, x: Array, resets: Array, width: int) -> tuple[Array, Array]:
         """Torso, then a linear layer of `width` outputs (orthogonal init, gain 1)."""
         carry, h = Torso(
             self.hidden,

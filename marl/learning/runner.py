@@ -104,7 +104,7 @@ def run(
 class _Programs:
     """A run's programs, each compiled once for its (env, learner, shapes)."""
 
-    segment: Callable[[Any], tuple[Any, dict[str, Array]]]  # `segment_program`
+    segment: jax.stages.Wrapped  # `segment_program`: (state) -> (state, metric means)
     finite: Callable[[Any], Array]  # [seeds] every parameter finite
     evaluate: Callable[[Any], dict[str, Array]]  # greedy episodes on the evaluation keys
     select: Callable[[Any, Any, Array], Any]  # where(better, params, best), best donated
@@ -115,19 +115,19 @@ def _programs(env: MultiAgentEnv, train: Train, settings: RunSettings, length: i
     root = jax.random.key(settings.seed)
     eval_key = jax.random.fold_in(root, EVAL_SALT)
 
-    def evaluate_all(state):
+    def evaluate_all(state: Any) -> dict[str, Array]:
         params = seed_params(train, state)
         return jax.vmap(lambda p: evaluate(env, train.policy, p, eval_key, settings.eval_episodes))(
             params
         )
 
-    def select(best, state, better):
-        def pick(new, old):
+    def select(best: Any, state: Any, better: Array) -> Any:
+        def pick(new: Array, old: Array) -> Array:
             return jnp.where(better.reshape(better.shape + (1,) * (new.ndim - 1)), new, old)
 
         return jax.tree.map(pick, seed_params(train, state), best)
 
-    def absolute_all(params):
+    def absolute_all(params: Any) -> dict[str, Array]:
         key = jax.random.fold_in(root, ABSOLUTE_SALT)
         n = settings.absolute_episodes
         return jax.vmap(lambda p: evaluate(env, train.policy, p, key, n))(params)
@@ -244,7 +244,7 @@ class _Loop:
         steps = k * self.per_segment * self.train.steps_per_update
         bad, what = non_finite(fetch(self.programs.finite(self.state)), metrics)
         if bad.any():
-            raise Diverged(steps, self.settings.first_seed + np.flatnonzero(bad), what)
+            raise Diverged(steps, (self.settings.first_seed + np.flatnonzero(bad)).tolist(), what)
         evals = fetch(self.programs.evaluate(self.state))
         self._track(steps, evals)
         self._record(steps, evals, metrics)

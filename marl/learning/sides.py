@@ -138,7 +138,8 @@ class SideView(Wrapper):
         if self.opponent is None:
             raise ValueError("SideView: no opponent policy to reset with")
         env_state, ts = self.env.reset(key)
-        return self._state(env_state, ts, self.opponent.initial_carry(), True), self._mine(ts)
+        start = jnp.asarray(True)
+        return self._state(env_state, ts, self.opponent.initial_carry(), start), self._mine(ts)
 
     def step(self, key: Array, state: SideState, actions: Array) -> tuple[SideState, TimeStep]:
         if self.opponent is None or self.params is None:
@@ -160,7 +161,7 @@ class SideView(Wrapper):
         )
         joint = jnp.concatenate([actions, theirs.astype(actions.dtype)])[self.unorder]
         env_state, ts = self.env.step(k_env, state.env_state, joint)
-        return self._state(env_state, ts, carry, False), self._mine(ts)
+        return self._state(env_state, ts, carry, jnp.asarray(False)), self._mine(ts)
 
     def step_env(self, key: Array, state: Any, actions: Array) -> tuple[Any, TimeStep]:
         raise NotImplementedError("SideView steps the env with its time limit; call `step`")
@@ -182,12 +183,24 @@ def joined(spec: EnvSpec, first: Policy, second: Policy) -> Policy:
     def initial_carry() -> Any:
         return first.initial_carry(), second.initial_carry()
 
-    def act(params, obs, avail, carry, start, key, greedy, neighbours=None):
+    def act(
+        params: Any,
+        obs: Array,
+        avail: Array,
+        carry: Any,
+        start: Array,
+        key: Array,
+        greedy: Any,
+        neighbours: Array | None = None,
+    ) -> tuple[Array, Any]:
         keys = jax.random.split(key)
         out = []
         for g, policy in enumerate((first, second)):
             idx = sides[g]
-            extra = {"neighbours": neighbours[idx][:, idx]} if policy.neighbourhood else {}
+            extra = {}
+            if policy.neighbourhood:  # then so is the joined policy: it is given them
+                assert neighbours is not None
+                extra["neighbours"] = neighbours[idx][:, idx]
             out.append(
                 policy.act(
                     params[g],

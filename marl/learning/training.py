@@ -116,7 +116,12 @@ def segment_means(metrics: dict[str, Array]) -> dict[str, Array]:
     total = None if episodes is None else jnp.sum(episodes, axis=0)
     out = {}
     for name, x in metrics.items():
-        if total is not None and name.startswith("train/") and name != "train/episodes":
+        if (
+            total is not None
+            and episodes is not None
+            and name.startswith("train/")
+            and name != "train/episodes"
+        ):
             mean = jnp.sum(x * episodes, axis=0) / jnp.maximum(total, 1)
             out[name] = jnp.where(total > 0, mean, jnp.nan)
         else:
@@ -166,7 +171,7 @@ def updates(train: Train, length: int) -> Callable[[Any], tuple[Any, dict[str, A
     return many
 
 
-def segment_program(train: Train, length: int) -> Callable[[Any], tuple[Any, dict[str, Array]]]:
+def segment_program(train: Train, length: int) -> jax.stages.Wrapped:
     """The runner's segment: `length` updates of every seed (`updates`), jitted with the state
     donated (its buffers are reused, a replay learner's GBs not copied), returning the state
     and each seed's metric means (`segment_means`). `marl benchmark measure` times this."""
