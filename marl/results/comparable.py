@@ -279,10 +279,10 @@ def _one_budget(a: Record, b: Record) -> bool:
     if a.meta is None or b.meta is None:
         return False
     budget, other = a.meta.get("budget"), b.meta.get("budget")
-    steps = (a.meta.get("env_steps"), b.meta.get("env_steps"))
-    if budget is None or other is None or None in steps or not _same(budget, other):
+    mine, theirs = a.meta.get("env_steps"), b.meta.get("env_steps")
+    if budget is None or other is None or mine is None or theirs is None:
         return False
-    return abs(steps[0] - steps[1]) <= BUDGET_RTOL * float(budget)
+    return _same(budget, other) and abs(mine - theirs) <= BUDGET_RTOL * float(budget)
 
 
 def _grid_differences(a: Record, b: Record) -> list[tuple[str, Any, Any]]:

@@ -68,8 +68,9 @@ def _matrix(record: dict[str, Any], key: str) -> np.ndarray:
 def head_to_head_figure(record: dict[str, Any], path: Path) -> Path:
     """A cross-play record's head-to-head matrix, drawn from the record."""
     names = [p["name"] for p in record["players"]]
-    arrays = (_matrix(record, k) for k in ("score", "low", "high"))
-    return plots.head_to_head(names, *arrays, path, title=f"Cross-play on {record['task']}")
+    score, low, high = (_matrix(record, k) for k in ("score", "low", "high"))
+    title = f"Cross-play on {record['task']}"
+    return plots.head_to_head(names, score, low, high, path, title=title)
 
 
 def contest_figures(records: list[dict[str, Any]], fig_dir: Path) -> dict[str, Path]:

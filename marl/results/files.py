@@ -79,7 +79,7 @@ def gzip_bytes(data: bytes) -> bytes:
 def write_json(path: str | Path, obj: Any, indent: int | None = 1) -> None:
     """Atomic JSON (NaN/inf written as JSON's non-standard NaN/Infinity); NumPy scalars are
     written as the Python numbers they hold."""
-    atomic_write(path, json.dumps(obj, indent=indent, default=_plain) + "\n")
+    atomic_write(Path(path), json.dumps(obj, indent=indent, default=_plain) + "\n")
 
 
 def _plain(value: Any) -> Any:

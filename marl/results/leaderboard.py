@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ def leaderboard(
     study: Study,
     reps: int = stats.REPS,
     seed: int = 0,
-    published: list[Published] = (),
+    published: Sequence[Published] = (),
     notes: dict[str, str] | None = None,
     verified: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -80,10 +81,12 @@ def leaderboard(
         )
         ranked = [(a, r, data["algorithms"][a]) for a, r in ranks]
         for algo, _, row in ranked:
-            if (notes or {}).get(cell_id(task, algo)):
-                row["explanation"] = notes[cell_id(task, algo)]
-            if (verified or {}).get(cell_id(task, algo)):
-                row["verified"] = verified[cell_id(task, algo)]
+            cell = cell_id(task, algo)
+            explained, checked = (notes or {}).get(cell), (verified or {}).get(cell)
+            if explained:
+                row["explanation"] = explained
+            if checked:
+                row["verified"] = checked
         tasks[task] = {
             "ranked_by": key,
             "statistic": statistic({"ranked_by": key, **data}, summary["metric"]),
@@ -96,7 +99,7 @@ def leaderboard(
         }
     overall = []
     for g in summary["groups"]:
-        ranked = shared_ranks(
+        group_ranks = shared_ranks(
             {a: agg["iqm"] for a, agg in g["aggregates"].items()},
             beats=significant(g["improvement"]),
         )
@@ -115,7 +118,7 @@ def leaderboard(
                         ),
                         **g["aggregates"][algo],
                     }
-                    for algo, rank in ranked
+                    for algo, rank in group_ranks
                 ],
             }
         )
@@ -336,8 +339,8 @@ def write_leaderboard(
     reps: int = stats.REPS,
     seed: int = 0,
     command: str = "",
-    contests: list[dict[str, Any]] = (),
-    published: list[Published] = (),
+    contests: Sequence[dict[str, Any]] = (),
+    published: Sequence[Published] = (),
     coverage: dict[str, Any] | None = None,
     notes: dict[str, str] | None = None,
     verified: dict[str, dict[str, Any]] | None = None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 from matplotlib import colormaps
@@ -76,9 +77,18 @@ def _save(fig: Figure, path: str | Path) -> Path:
     return path
 
 
-def _band(ax: Axes, x, point, low, high, color: Color, label: str, step: bool = False) -> None:
+def _band(
+    ax: Axes,
+    x: Any,
+    point: Any,
+    low: Any,
+    high: Any,
+    color: Color,
+    label: str,
+    step: bool = False,
+) -> None:
     x, point, low, high = (np.asarray(v, dtype=np.float64).ravel() for v in (x, point, low, high))
-    where = "post" if step else None
+    where: Literal["post"] | None = "post" if step else None
     if step:
         ax.step(x, point, where="post", color=color, label=label, lw=2)
     else:
@@ -112,7 +122,8 @@ def aggregate_intervals(
     rows = np.arange(len(algos))
     for j, (ax, m) in enumerate(zip(axes, metrics, strict=True)):
         for r, a in zip(rows, algos, strict=True):
-            _interval(ax, r, *agg[a][m], cmap[a])
+            point, low, high = agg[a][m]
+            _interval(ax, float(r), point, low, high, cmap[a])
         ax.set_title(METRIC_TITLES.get(m, m))
         ax.set_xlabel("normalised score" + (" (lower is better)" if m == "optimality_gap" else ""))
         ax.grid(axis="x", alpha=0.3)
@@ -174,7 +185,8 @@ def improvement_probabilities(
     ax = fig.add_subplot()
     rows = np.arange(len(keys))
     for r, (x, y) in zip(rows, keys, strict=True):
-        _interval(ax, r, *pairs[(x, y)], cmap[x])
+        point, low, high = pairs[(x, y)]
+        _interval(ax, float(r), point, low, high, cmap[x])
     ax.axvline(0.5, color="grey", lw=1, ls="--")
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(-0.6, max(len(keys), 1) - 0.4)
@@ -187,7 +199,14 @@ def improvement_probabilities(
     return _save(fig, path)
 
 
-def _curves(curves, path, cmap, xlabel: str, ylabel: str, title: str) -> Path:
+def _curves(
+    curves: Mapping[str, Sequence[Any]],
+    path: str | Path,
+    cmap: Mapping[str, Color],
+    xlabel: str,
+    ylabel: str,
+    title: str,
+) -> Path:
     """Lines with CI bands, one per algorithm: curves[a] = (steps, point, low, high, ...)."""
     fig = _figure(6.0, 4.0)
     ax = fig.add_subplot()
@@ -203,7 +222,7 @@ def _curves(curves, path, cmap, xlabel: str, ylabel: str, title: str) -> Path:
 
 
 def sample_efficiency_curves(
-    curves: Mapping[str, Sequence[np.ndarray]],
+    curves: Mapping[str, Sequence[Any]],
     path: str | Path,
     xlabel: str | None = None,
     ylabel: str = "IQM normalised score",

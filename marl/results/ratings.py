@@ -107,7 +107,6 @@ def crossplay_table(
         boot_r.append(ratings(picks))
         boot_m.append(matrix(picks))
     lo, hi = 100 * (1 - level) / 2, 100 * (1 + level) / 2
-    boot_r, boot_m = np.array(boot_r), np.array(boot_m)
     return {
         "elo": point_r,
         "elo_low": np.percentile(boot_r, lo, axis=0),

@@ -69,7 +69,9 @@ def _step_index(path: Path, where: str, key: str) -> int:
 def _parse_run(path: Path, where: str, name: str, data: Any) -> Run:
     if not isinstance(data, dict):
         raise _fail(path, where, "a run must map step_<k> to metrics")
-    steps, metrics, absolute = [], {}, {}
+    steps: list[int] = []
+    metrics: dict[str, Any] = {}
+    absolute: dict[str, Any] = {}
     keys = sorted((k for k in data if k != ABSOLUTE), key=lambda k: _step_index(path, where, k))
     if not keys:
         raise _fail(path, where, "no step_<k> entries")

@@ -90,8 +90,8 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
                     sum(m["env_steps"] * m["seeds"] for m in metas) / row["wall_time_s"]
                 )
             scores = study.task_scores(task, algo)
-            if scores is not None:
-                final_scores = study.task_scores(task, algo, final=True)
+            final_scores = study.task_scores(task, algo, final=True)
+            if scores is not None and final_scores is not None:
                 row["normalised_iqm"] = _interval(stats.iqm_ci(scores, reps=reps, seed=seed))
                 row["final_score"] = float(np.mean(final_scores))
                 row["collapse"] = float(np.mean(scores) - np.mean(final_scores))
@@ -104,10 +104,10 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
             "lower_is_better": study.lower.get(task, False),
             "algorithms": rows,
         }
-    scores = study.normalised_scores()
+    normalised = study.normalised_scores()
     groups = []
-    for g in comparable_groups(scores):
-        sub = subset(scores, g)
+    for g in comparable_groups(normalised):
+        sub = subset(normalised, g)
         families = sorted({t.split("/")[0] for t in g.tasks})
         if len(families) > 1:  # unlike families: each weighted equally, never one pool
             agg = stats.family_aggregate(sub, family_of, reps=reps, seed=seed)
@@ -132,6 +132,6 @@ def summarise(study: Study, reps: int = stats.REPS, seed: int = 0) -> dict[str, 
         "reps": reps,
         "confidence": 0.95,
         "tasks": tasks,
-        "normalised_tasks": sorted({t for by in scores.values() for t in by}),
+        "normalised_tasks": sorted({t for by in normalised.values() for t in by}),
         "groups": groups,
     }

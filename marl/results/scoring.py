@@ -47,7 +47,8 @@ class TaskScore:
         x = np.asarray(values, np.float64)
         if self.kind == "natural":
             return 1.0 - x if self.lower_is_better else x
-        return (x - self.random) / (self.reference - self.random)
+        low, high = float(self.random or 0.0), float(self.reference or 0.0)  # set: anchored
+        return (x - low) / (high - low)
 
     def describe(self) -> str:
         """The rule in words, as the page states it."""

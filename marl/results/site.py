@@ -25,6 +25,7 @@ deterministic (sorted, no timestamps), so the site regenerates byte for byte fro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def write_site(
     *,
     reps: int = stats.REPS,
     seed: int = 0,
-    published: list[Published] = (),
+    published: Sequence[Published] = (),
     coverage: dict[str, Any] | None = None,
     command: str = "",
     notes: dict[str, str] | None = None,

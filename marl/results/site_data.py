@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ def site_scores(
     study: Study,
     reps: int = stats.REPS,
     seed: int = 0,
-    published: list[Published] = (),
+    published: Sequence[Published] = (),
     notes: dict[str, str] | None = None,
     verified: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -130,7 +131,7 @@ def build_site(
     *,
     reps: int = stats.REPS,
     seed: int = 0,
-    published: list[Published] = (),
+    published: Sequence[Published] = (),
     coverage: dict[str, Any] | None = None,
     command: str = "",
     notes: dict[str, str] | None = None,

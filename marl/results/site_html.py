@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
 import numpy as np
@@ -52,7 +53,9 @@ def td(c: Td) -> str:
     return f"<td {c[0]}>{c[1]}</td>" if isinstance(c, tuple) else f"<td>{c}</td>"
 
 
-def table(head: list[str], rows: list[list[Td]], cls: str = "", types: list[str] = ()) -> str:
+def table(
+    head: Sequence[str], rows: Sequence[Sequence[Td]], cls: str = "", types: Sequence[str] = ()
+) -> str:
     """A table of HTML cells (already escaped), in a box that scrolls sideways; `types`: per
     column `num` or `text` makes the table sortable."""
     attrs = f' class="{cls}{" sortable" if types else ""}"'.replace('class=" ', 'class="')

@@ -14,6 +14,7 @@ from marl.results.site_files import CELLS_CSV, SEEDS_CSV
 from marl.results.site_groups import PAGE as GROUPS
 from marl.results.site_html import (
     BIBTEX,
+    Td,
     background,
     breakable,
     ci,
@@ -248,7 +249,7 @@ def _overall(site: Site) -> str:
         rank = {r["algorithm"]: r["rank"] for r in g["rows"]}
         points = [v["point"] for v in iqm.values()]
         low, high = min(points), max(points)
-        tds = [escape(g["name"]), ", ".join(map(breakable, g["tasks"]))]
+        tds: list[Td] = [escape(g["name"]), ", ".join(map(breakable, g["tasks"]))]
         for algo in algos:
             if algo not in iqm:
                 tds.append(('class="empty" data-sort=""', "&ndash;"))

@@ -287,7 +287,7 @@ def mean_curve(
     point = np.asarray(mean(v, axis=-1))
     low, high = np.empty(steps.size), np.empty(steps.size)
     for k in range(steps.size):  # over evaluations, each vectorised over the replicates
-        low[k], high[k] = percentile_interval(mean(v[k][idx], axis=-1), confidence)
+        low[k], high[k] = percentile_interval(np.asarray(mean(v[k][idx], axis=-1)), confidence)
     return steps, point, low, high
 
 

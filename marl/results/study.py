@@ -230,7 +230,8 @@ def lower_is_better(
     and for tasks neither knows."""
     if metric == METRIC or metric.startswith(METRIC + "/"):
         return False
-    said = [r.meta["lower_is_better"] for r in records if "lower_is_better" in (r.meta or {})]
+    metas = [r.meta or {} for r in records]
+    said = [m["lower_is_better"] for m in metas if "lower_is_better" in m]
     if said:
         return any(metric in names for names in said)
     if facts is None:
@@ -244,7 +245,8 @@ def headline_metric(
     """The record metric in `task`'s natural unit (`EnvSpec.headline_metric`: `won` on combat,
     `success_rate` on pathfinding): as its records' sidecars say, else as `facts` say, else the
     return."""
-    said = {r.meta["headline_metric"] for r in records if "headline_metric" in (r.meta or {})}
+    metas = [r.meta or {} for r in records]
+    said = {m["headline_metric"] for m in metas if "headline_metric" in m}
     if len(said) == 1:
         return said.pop()
     found = facts.headline_metric(task.split("[", 1)[0]) if facts is not None else None

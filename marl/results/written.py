@@ -65,11 +65,11 @@ def prune(root: str | Path, written: Iterable[str | Path]) -> None:
     for rel, digest in sorted(read_manifest(root).items()):
         if rel in now:
             continue
-        path = _inside(root, rel)
-        if path is None or not path.is_file() or _digest(path) != digest:
+        found = _inside(root, rel)
+        if found is None or not found.is_file() or _digest(found) != digest:
             continue  # not a plain file of ours, or edited since: the user's now
-        path.unlink()
-        for parent in list(path.parents)[: len(PurePosixPath(rel).parts) - 1]:
+        found.unlink()
+        for parent in list(found.parents)[: len(PurePosixPath(rel).parts) - 1]:
             if parent.is_dir() and not any(parent.iterdir()):
                 parent.rmdir()
     if now or (root / MANIFEST).exists():
