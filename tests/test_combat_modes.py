@@ -72,7 +72,7 @@ def random_actions(env):
 
 def _duel_state(env, ally_health: float, enemy_health: float):
     """3m: ally i at (10, 10 + 5i), enemy i 3 to its right (in range only of ally i)."""
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     allies = np.stack([np.full(3, 10.0), 10.0 + 5 * np.arange(3)], axis=1)
     pos = np.concatenate([allies, allies + np.array([3.0, 0.0])]).astype(np.float32)
     health = np.array([ally_health] * 3 + [enemy_health] * 3, np.float32)
@@ -127,7 +127,7 @@ def test_magent_reward_pays_each_unit_its_own():
 
     env = Combat(allies="1m", map_size=4.0, enemy_shoots=False, reward="magent")
     assert not env.spec.shared_reward and marl.make("combat/3m").spec.shared_reward
-    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
     step = jax.jit(env.step)
     steps = fired = 0
     total = 0.0
@@ -159,12 +159,10 @@ def test_enemy_view_is_the_ally_view_of_the_mirrored_map(see):
     n, size = env.num_allies, env.map_size
     step = random_actions(env)
     state, ts = jax.jit(env.reset)(jax.random.key(4))
-    checked = 0
-    for t in range(40):
-        state, ts = step(jax.random.key(t), state, ts)
-        if bool(ts.done):
-            break
-        swap = lambda x: jnp.concatenate([x[n:], x[:n]])  # noqa: E731
+    swap = lambda x: jnp.concatenate([x[n:], x[:n]])  # noqa: E731
+
+    @jax.jit  # one program, not a hundred eager ops
+    def mirror_view(state):
         pos = swap(state.pos)
         other = state.replace(
             pos=jnp.stack([size - pos[:, 0], pos[:, 1]], axis=1),
@@ -173,7 +171,14 @@ def test_enemy_view_is_the_ally_view_of_the_mirrored_map(see):
             unit_type=swap(state.unit_type),
             last_action=mirror_moves(swap(state.last_action)),
         )
-        expected = mirrored.observe(other)
+        return mirrored.observe(other)
+
+    checked = 0
+    for t in range(40):
+        state, ts = step(jax.random.key(t), state, ts)
+        if bool(ts.done):
+            break
+        expected = mirror_view(state)
         d = mirrored.spec.obs_dim
         np.testing.assert_allclose(ts.obs[n:, :d], expected.obs, atol=1e-5)
         assert not np.asarray(ts.obs[n:, d:]).any(), "enemy obs padding is zero"
@@ -189,7 +194,7 @@ def test_enemy_view_is_the_ally_view_of_the_mirrored_map(see):
 
 def test_self_play_enemy_moves_are_mirrored_and_padding_does_nothing():
     env = marl.make("combat/5m_vs_6m", opponent="self_play")
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     n, u = 5, 11
     pos = np.stack([np.full(u, 16.0), 2.0 + 2.5 * np.arange(u)], axis=1)
     pos[n:, 0] = 28.0  # all far apart: nobody in range or overlapping
@@ -282,12 +287,12 @@ def test_mean_field_opponents_get_their_side_of_the_neighbourhood():
     every other agent (the mean-field policies' fallback when none is passed)."""
     sp = marl.make("combat/5m_vs_6m", opponent="self_play")
     env = marl.make("combat/5m_vs_6m", opponent="policy", enemy_policy=_neighbourhood_recorder(6))
-    state, _ = env.reset(jax.random.key(3))
+    state, _ = jax.jit(env.reset)(jax.random.key(3))
     state = state.replace(health=state.health.at[7].set(0.0))  # one enemy dead
     block = np.asarray(sp.neighbourhood(state)[5:, 5:])
     assert block[:, 2].sum() == 0 and block[2].sum() == 0 and block.sum() > 0
     np.testing.assert_array_equal(env.enemy_neighbourhood(state), block)
-    after, _ = env.step(jax.random.key(0), state, jnp.full((5,), STOP, jnp.int32))
+    after, _ = jax.jit(env.step)(jax.random.key(0), state, jnp.full((5,), STOP, jnp.int32))
     np.testing.assert_array_equal(after.enemy_carry, block)
 
     both = self_play_policy(sp, _neighbourhood_recorder(5), _neighbourhood_recorder(6))

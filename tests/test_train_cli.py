@@ -285,8 +285,9 @@ def test_every_built_in_keyword_is_documented_and_shown_by_train_help(capsys):
     with pytest.raises(SystemExit):
         cli.main(["train", "env=cleanup/comm", "--help"])
     out = capsys.readouterr().out
-    assert "env.kwargs.gyres=[2,2]" in out and "env.kwargs.communication=true" in out
-    assert "env.kwargs.current_speed=0.05" in out and "fastest water, per step" in out
+    assert "env.current.gyres=[2,2]" in out and "env.observer.communication=true" in out
+    assert "env.current.current_speed=0.05" in out and "fastest water, per step" in out
+    assert "env.kwargs.episode_limit=200" in out  # a keyword no part holds
 
 
 def test_every_top_level_and_protocol_key_has_a_comment():
