@@ -219,7 +219,7 @@ def test_the_jaxmarl_harness_samples_valid_actions_in_one_draw():
     jaxmarl = import_jaxmarl()
     env = jaxmarl.make("HeuristicEnemySMAX", **jaxmarl_kwargs("combat/3m", {}))
     agents = list(env.agents)
-    _, state = env.reset(jax.random.key(0))
+    _, state = jax.jit(env.reset)(jax.random.key(0))
     avail = env.get_avail_actions(state)
     sample = jax.jit(_jaxmarl_sampler(env, agents))
     for k in range(50):

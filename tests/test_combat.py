@@ -213,7 +213,7 @@ def test_invariants_over_random_seeds_and_actions(env_id, seed, p_valid):
 # --- rules on hand-built states -----------------------------------------------------------
 def _duel_state(env, ally_health: float, enemy_health: float):
     """3m: ally i at (10, 10 + 5i), enemy i 3 to its right (in range only of ally i)."""
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     allies = np.stack([np.full(3, 10.0), 10.0 + 5 * np.arange(3)], axis=1)
     pos = np.concatenate([allies, allies + np.array([3.0, 0.0])]).astype(np.float32)
     health = np.array([ally_health] * 3 + [enemy_health] * 3, np.float32)
@@ -292,7 +292,7 @@ def test_truncated_exactly_at_the_limit_when_nobody_dies():
 
 def test_observation_layout_on_a_hand_built_state():
     env = marl.make("combat/3m")
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     pos = [[10, 10], [10, 15], [14, 14], [13, 10], [16, 13], [10, 25]]
     health = [45.0, 0.0, 45.0, 45.0, 9.0, 45.0]  # ally 1 dead, enemy 1 hurt
     state = state.replace(pos=jnp.asarray(pos, jnp.float32), health=jnp.asarray(health))
@@ -325,7 +325,7 @@ def test_observation_layout_on_a_hand_built_state():
 def test_see_enemy_actions_appends_smax_features_on_a_hand_built_state():
     plain, seeing = marl.make("combat/3m"), marl.make("combat/3m", see_enemy_actions=True)
     assert seeing.spec.obs_dim == plain.spec.obs_dim + 2 * 1 + 3 * 5 == 97
-    state, _ = plain.reset(jax.random.key(0))
+    state, _ = jax.jit(plain.reset)(jax.random.key(0))
     pos = [[10, 10], [10, 15], [14, 14], [13, 10], [16, 13], [10, 25]]
     health = [45.0, 0.0, 45.0, 45.0, 9.0, 45.0]  # ally 1 dead, enemy 1 hurt
     cooldown = [0.0, 0.3, 0.305, 0.61, 0.0, 0.61]
@@ -357,7 +357,7 @@ def test_check_env_with_smax_features_in_a_local_view():
 def test_local_view_keeps_the_nearest_and_attacks_by_slot():
     full, local = marl.make("combat/3m"), marl.make("combat/3m", nearest=2)
     assert local.slots() == (2, 2) and local.spec.obs_dim == 14 + 15 * 2 + 12 * 2
-    state, _ = full.reset(jax.random.key(0))
+    state, _ = jax.jit(full.reset)(jax.random.key(0))
     pos = [[10, 10], [10, 15], [14, 14], [15, 10], [12, 11], [10, 25]]
     health = [45.0, 0.0, 45.0, 45.0, 45.0, 45.0]  # ally 1 dead; enemy 1 nearer than enemy 0
     state = state.replace(pos=jnp.asarray(pos, jnp.float32), health=jnp.asarray(health))
@@ -637,7 +637,7 @@ def _one_vs_two(enemy_health, pos=((10, 10), (13, 10), (12, 10))):
     """1m vs 2m (enemies never shoot): the ally at pos[0] with full health, enemy k at
     pos[k + 1] with enemy_health[k] (0: dead)."""
     env = marl.make("combat/custom", allies="1m", enemies="2m", enemy_shoots=False)
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     health = jnp.asarray([45.0, *enemy_health], jnp.float32)
     return env, state.replace(pos=jnp.asarray(pos, jnp.float32), health=health)
 

@@ -327,7 +327,7 @@ def test_a_recurrent_learner_trained_on_the_mirrored_map_drives_the_enemies():
             enemy_greedy=greedy,
         )
         step = random_actions(enemy)
-        state, ts = enemy.reset(jax.random.key(0))
+        state, ts = jax.jit(enemy.reset)(jax.random.key(0))
         assert state.enemy_carry.shape == (6, 8) and not np.asarray(state.enemy_carry).any()
         state, ts = step(jax.random.key(1), state, ts)
         assert np.asarray(state.enemy_carry).any(), "the GRU carry advanced"

@@ -37,7 +37,7 @@ def test_execution_is_decentralised_each_agent_on_its_own_observation():
     train = make_train(env, SMALL)
     params = train.params(jax.jit(train.init)(jax.random.key(0)))
     policy = train.policy
-    _, ts = env.reset(jax.random.key(1))
+    _, ts = jax.jit(env.reset)(jax.random.key(1))
     greedy = jax.jit(
         lambda obs, t: policy.act(params, obs, ts.avail_actions, t, False, jax.random.key(2), True)
     )

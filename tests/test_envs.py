@@ -261,10 +261,10 @@ def test_spread_counts_each_colliding_pair_once():
     agents, so the rewards are 0.5 * -1 + 0.5 * -0.5 = -0.75 (agents 0, 1) and -0.25 (agent 2).
     A no-op step from rest keeps the positions (position moves first, with velocity 0)."""
     env = marl.make("particle/spread", num_agents=3)
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     pos = [[0.0, 0.0], [0.1, 0.0], [1.0, 1.0], [0.0, 0.5], [0.1, 0.0], [1.0, 1.0]]
     state = state.replace(pos=jnp.asarray(pos, state.pos.dtype), vel=jnp.zeros_like(state.vel))
-    next_state, ts = env.step(jax.random.key(1), state, jnp.zeros(3, jnp.int32))
+    next_state, ts = jax.jit(env.step)(jax.random.key(1), state, jnp.zeros(3, jnp.int32))
     np.testing.assert_allclose(next_state.pos, state.pos)
     assert float(ts.metrics["collisions"]) == 1.0
     np.testing.assert_allclose(ts.reward, [-0.75, -0.75, -0.25], rtol=1e-6)
@@ -296,7 +296,7 @@ def test_time_in_the_state_makes_the_limit_terminal(env_id, kwargs, base):
         stop = jnp.full(spec.action_shape, 4 if env_id.startswith("combat") else 0, dtype)
 
         def play(env=env, stop=stop):  # the episode in one compiled program
-            state, ts = env.reset(jax.random.key(0))
+            state, ts = jax.jit(env.reset)(jax.random.key(0))
 
             def body(carry, t):
                 state, ts = carry

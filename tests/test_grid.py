@@ -71,7 +71,7 @@ def test_presets_and_their_overrides():
     with pytest.raises(ValueError, match="unknown collision rule 'bump'"):
         marl.make("grid/random8", collision="bump")
     pool = GridMAPF(maps=MapPool(("....\n.#..\n....",)), num_agents=3, obs_radius=2)
-    state, ts = pool.reset(jax.random.key(0))
+    state, ts = jax.jit(pool.reset)(jax.random.key(0))
     assert ts.obs.shape == (3, 3 * 25)
     assert bool(state.obstacles[2 + 1, 2 + 1])  # the map's one obstacle, padded by r = 2
 
@@ -94,7 +94,7 @@ def test_the_astar_agent_walks_a_shortest_path_and_beats_random():
     grid = np.array([[0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]], bool)
     env = GridMAPF(maps=Instances(grid[None], [[[0, 0]]], [[[2, 0]]]), num_agents=1, obs_radius=1)
     policy = marl.baselines.astar_policy(env)
-    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
     carry = policy.initial_carry()
     act = jax.jit(lambda *args: policy.act(None, *args, True))  # one program, not eager ops
     step = jax.jit(env.step)
@@ -114,8 +114,8 @@ def test_arrivals_pay_each_agent_for_ending_on_its_goal():
     env = GridMAPF(maps=maps, num_agents=2, on_target="nothing", reward="arrivals", obs_radius=1)
     assert not env.spec.shared_reward
     pogema = GridMAPF(maps=maps, num_agents=2, on_target="nothing", obs_radius=1)
-    state, _ = env.reset(jax.random.key(0))
-    same, _ = pogema.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
+    same, _ = jax.jit(pogema.reset)(jax.random.key(0))
     paid, paid_pogema = [], []
     for a in ([4, 0], [3, 0], [4, 3]):  # 0 arrives, 0 leaves, 0 arrives and 1 arrives: all on
         state, ts = env.step(jax.random.key(1), state, jnp.asarray(a))
@@ -132,7 +132,7 @@ def test_the_neighbourhood_is_the_agents_on_the_grid_within_its_radius():
     grid = np.zeros((1, 7), bool)  # one row: agents at 0, 2 and 5, goals beside them
     maps = Instances(grid[None], [[[0, 0], [0, 2], [0, 5]]], [[[0, 1], [0, 3], [0, 6]]])
     near = GridMAPF(maps=maps, num_agents=3, obs_radius=1, neighbour_radius=2)
-    state, _ = near.reset(jax.random.key(0))
+    state, _ = jax.jit(near.reset)(jax.random.key(0))
     np.testing.assert_array_equal(near.neighbourhood(state), [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
     everyone = GridMAPF(maps=maps, num_agents=3, obs_radius=1)
     np.testing.assert_array_equal(everyone.neighbourhood(state), 1 - np.eye(3))

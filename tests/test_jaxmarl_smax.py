@@ -47,7 +47,7 @@ def test_observations_rewards_and_masks_are_smax_own(env):
 
 def test_time_limit_truncates_and_bootstraps():
     env = marl.make("jaxmarl/smax", episode_limit=2)
-    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
     stop = jnp.full((3,), 4, jnp.int32)
     for t in range(2):
         state, ts = env.step(jax.random.key(t), state, stop)
@@ -58,7 +58,7 @@ def test_time_limit_truncates_and_bootstraps():
 
 def test_win_is_read_from_the_units_alive(env):
     """All enemies dead and an ally alive: terminated and won (SMAX infers wins from reward)."""
-    state, _ = env.reset(jax.random.key(1))
+    state, _ = jax.jit(env.reset)(jax.random.key(1))
     smax_state = state.inner.state
     n = env.spec.num_agents
     health = smax_state.unit_health.at[n:].set(0.0)

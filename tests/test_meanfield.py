@@ -19,7 +19,7 @@ from marl.learning.training import RunSettings
 def test_mean_action_averages_living_neighbours_by_hand():
     """combat/3m with ally 2 dead: the neighbourhood drops it; rows are normalised."""
     env = marl.make("combat/3m")
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     state = state.replace(
         pos=state.pos.at[:3].set(jnp.array([[10.0, 10.0], [11.0, 10.0], [12.0, 10.0]])),
         health=state.health.at[2].set(0.0),

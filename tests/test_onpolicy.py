@@ -540,7 +540,7 @@ def test_central_critic_tells_agents_apart_where_rewards_differ(env_id, cfg, ids
     assert nets.critic_id_dim == (n if ids else 0)
     assert nets.id_dim == (n if cfg.get("agent_id", True) else 0)
     _, critic = nets.init(jax.random.key(0))
-    _, ts = env.reset(jax.random.key(1))
+    _, ts = jax.jit(env.reset)(jax.random.key(1))
     x = nets.critic_input(ts.obs, ts.state)[None, None]
     _, v = nets.critic_apply(critic, jnp.zeros((1, n, nets.hidden_dim)), x, jnp.ones((1, 1), bool))
     spread = float(np.ptp(np.asarray(v)))

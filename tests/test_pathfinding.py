@@ -253,7 +253,7 @@ def test_cell_list_neighbours_match_dense_ones():
     actions = jax.random.uniform(jax.random.key(3), (30, 40, 2), minval=-1, maxval=1)
 
     def run(env):
-        state, ts = env.reset(jax.random.key(5))
+        state, ts = jax.jit(env.reset)(jax.random.key(5))
 
         def body(s, a):
             s, ts = env.step(jax.random.key(0), s, a)
@@ -495,7 +495,7 @@ def test_a_step_is_the_parts_called_in_turn_on_the_state():
         goal_radius=0.45,
         episode_limit=8,
     )
-    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.reset)(jax.random.key(0))
     state = state.replace(pos=state.goal.at[0].add(0.1))  # each agent on (or near) its goal
     actions = jnp.array([[0.5, 0.0], [0.0, 0.0], [-1.0, 1.0]])
     key = jax.random.key(1)

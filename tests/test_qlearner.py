@@ -385,7 +385,7 @@ def test_greedy_policy_is_deterministic_and_epsilon_explores():
     nets = qlearner.QNetworks(env, qlearner.QConfig(**TINY))
     params = nets.init(jax.random.key(0))
     policy = qlearner.make_policy(nets, 1.0)
-    _, ts = env.reset(jax.random.key(1))
+    _, ts = jax.jit(env.reset)(jax.random.key(1))
     avail = jnp.ones_like(ts.avail_actions).at[:, 0].set(False)
 
     @jax.jit

@@ -111,7 +111,7 @@ def test_observations_are_mean_field_features_at_any_n():
     whatever N, so a policy trained at one N sees the same kind of input at another."""
     for n in (100, 3_000):
         env = marl.make("swarm/aggregation", num_agents=n)
-        state, ts = env.reset(jax.random.key(0))
+        state, ts = jax.jit(env.reset)(jax.random.key(0))
         density = np.asarray(ts.obs).sum(axis=1)  # 9 cells of density ~1 each
         assert abs(density.mean() - 9.0) < (1.5 if n == 100 else 0.5), n
         assert ts.state.shape == (64,)
@@ -186,7 +186,7 @@ def test_marl_render_draws_a_swarm(tmp_path):
         from marl.envs.swarm.viewer import draw_frame
 
         env = marl.make(env_id, num_agents=10)
-        state, _ = env.reset(jax.random.key(0))
+        state, _ = jax.jit(env.reset)(jax.random.key(0))
         fig = Figure()
         FigureCanvasAgg(fig)
         draw_frame(fig.add_subplot(), env.render_frame(state), env_id)

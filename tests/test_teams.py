@@ -64,7 +64,7 @@ def test_a_side_view_steps_the_env_with_the_opponents_actions_by_hand():
 def test_joined_acts_for_each_side_with_its_own_policy():
     env = marl.make("combat/3m", opponent="self_play")
     policy = joined(env.spec, _counting(3, 1), _counting(3, 4))
-    _, ts = env.reset(jax.random.key(0))
+    _, ts = jax.jit(env.reset)(jax.random.key(0))
     carry = policy.initial_carry()
     actions, carry = policy.act(
         (jnp.int32(0), jnp.int32(1)), ts.obs, ts.avail_actions, carry, True, jax.random.key(1), True
@@ -98,7 +98,7 @@ def test_teams_trains_each_side_with_its_own_learner():
     for side in (0, 1):  # both learners trained
         moved = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), before[side], after[side])
         assert any(jax.tree.leaves(moved))
-    env_state, ts = env.reset(jax.random.key(2))
+    env_state, ts = jax.jit(env.reset)(jax.random.key(2))
     assert train.policy.neighbourhood  # IL's policy takes it
     actions, _ = train.policy.act(
         after,

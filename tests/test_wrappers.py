@@ -185,7 +185,7 @@ class FakeJaxMARLEnv:
 
 def _play(env, actions):
     """Eagerly play `actions` [T, N]; returns the list of TimeSteps after reset."""
-    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
     out = [ts]
     for a in actions:
         state, ts = env.step(jax.random.key(1), state, jnp.asarray(a, jnp.int32))
@@ -236,7 +236,7 @@ def test_jaxmarl_to_marl_time_limit_is_truncation_and_terminal_is_termination():
 
 def test_autoreset_on_termination_keeps_terminal_obs():
     env = AutoReset(JaxMARLToMarl(FakeJaxMARLEnv()))
-    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
     state, ts = env.step(jax.random.key(1), state, jnp.array([0, 1]))
     state, ts = env.step(jax.random.key(2), state, jnp.array([3, 1]))
     assert bool(ts.terminated) and not bool(ts.truncated)
@@ -251,7 +251,7 @@ def test_autoreset_keeps_the_terminal_avail_actions_and_state():
     """Termination at t=2: final_avail is agent b's mask then, [0, 1] (action 0 only before
     t=2), and final_state starts with a's obs 1 + 2 = 3; avail/state are the reset's ([1, 1], 1)."""
     env = AutoReset(JaxMARLToMarl(FakeJaxMARLEnv()))
-    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
     state, ts = env.step(jax.random.key(1), state, jnp.array([0, 1]))
     state, ts = env.step(jax.random.key(2), state, jnp.array([3, 1]))
     assert bool(ts.done)
@@ -548,7 +548,7 @@ def test_autoreset_keeps_which_agents_were_alive_at_the_end():
     from hand_rollouts import death_env
 
     env = AutoReset(death_env(num_agents=2, die_at=1))
-    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
     np.testing.assert_array_equal(ts.final_alive, [True, True])
     for t in range(4):
         state, ts = env.step(jax.random.key(t), state, jnp.zeros((2,), jnp.int32))
