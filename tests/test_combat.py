@@ -370,7 +370,7 @@ def test_local_view_keeps_the_nearest_and_attacks_by_slot():
     np.testing.assert_array_equal(obs[0, 44:].reshape(2, 12), foes[[1, 0]])  # nearest first
     assert avail[0].tolist() == [True] * 5 + [True, False]  # only enemy 1 is in range
     actions = jnp.asarray([FIRST_ATTACK, STOP, STOP])  # ally 0 attacks its slot 0: enemy 1
-    after, _ = local.step(jax.random.key(1), state, actions)
+    after, _ = jax.jit(local.step)(jax.random.key(1), state, actions)
     hit = np.asarray(after.health) < np.asarray(state.health)
     assert hit.tolist()[3:] == [False, True, False]
     assert int(after.last_action[0]) == FIRST_ATTACK + 1  # world frame: enemy 1

@@ -25,8 +25,8 @@ def test_every_agent_is_paid_the_mean_of_the_inner_rewards():
     # agents 0 and 1 start on top of each other: their collisions differ from agent 2's
     state = state.replace(pos=state.pos.at[1].set(state.pos[0]))
     actions = jnp.asarray([0, 0, 0])
-    _, ts = env.step(jax.random.key(1), state, actions)
-    _, wts = wrapped.step(jax.random.key(1), state, actions)
+    _, ts = jax.jit(env.step)(jax.random.key(1), state, actions)
+    _, wts = jax.jit(wrapped.step)(jax.random.key(1), state, actions)
     assert float(jnp.std(ts.reward)) > 0  # the inner agents are paid differently here
     np.testing.assert_allclose(wts.reward, np.full(3, float(jnp.mean(ts.reward))), rtol=1e-6)
     np.testing.assert_array_equal(wts.obs, ts.obs)

@@ -117,9 +117,10 @@ def test_arrivals_pay_each_agent_for_ending_on_its_goal():
     state, _ = jax.jit(env.reset)(jax.random.key(0))
     same, _ = jax.jit(pogema.reset)(jax.random.key(0))
     paid, paid_pogema = [], []
+    step, pogema_step = jax.jit(env.step), jax.jit(pogema.step)
     for a in ([4, 0], [3, 0], [4, 3]):  # 0 arrives, 0 leaves, 0 arrives and 1 arrives: all on
-        state, ts = env.step(jax.random.key(1), state, jnp.asarray(a))
-        same, tp = pogema.step(jax.random.key(1), same, jnp.asarray(a))
+        state, ts = step(jax.random.key(1), state, jnp.asarray(a))
+        same, tp = pogema_step(jax.random.key(1), same, jnp.asarray(a))
         paid.append(np.asarray(ts.reward).tolist())
         paid_pogema.append(np.asarray(tp.reward).tolist())
     assert paid == [[1, 0], [-1, 0], [2, 2]]  # the last step: arrivals and POGEMA's shared 1
@@ -136,7 +137,8 @@ def test_the_neighbourhood_is_the_agents_on_the_grid_within_its_radius():
     np.testing.assert_array_equal(near.neighbourhood(state), [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
     everyone = GridMAPF(maps=maps, num_agents=3, obs_radius=1)
     np.testing.assert_array_equal(everyone.neighbourhood(state), 1 - np.eye(3))
-    state, _ = near.step(jax.random.key(1), state, jnp.asarray([4, 0, 0]))  # 0 arrives, leaves
+    # 0 arrives, then leaves
+    state, _ = jax.jit(near.step)(jax.random.key(1), state, jnp.asarray([4, 0, 0]))
     np.testing.assert_array_equal(near.neighbourhood(state), [[0, 1, 0], [0, 0, 0], [0, 0, 0]])
     with pytest.raises(ValueError, match="neighbour_radius"):
         GridMAPF(neighbour_radius=0)

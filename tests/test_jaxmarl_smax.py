@@ -63,7 +63,8 @@ def test_win_is_read_from_the_units_alive(env):
     n = env.spec.num_agents
     health = smax_state.unit_health.at[n:].set(0.0)
     inner = state.inner.replace(state=smax_state.replace(unit_health=health, unit_alive=health > 0))
-    _, ts = env.step(jax.random.key(2), state.replace(inner=inner), jnp.full((n,), 4, jnp.int32))
+    stop = jnp.full((n,), 4, jnp.int32)
+    _, ts = jax.jit(env.step)(jax.random.key(2), state.replace(inner=inner), stop)
     assert bool(ts.terminated) and not bool(ts.truncated)
     assert float(ts.metrics["won"]) == 1.0 and float(ts.metrics["enemies_killed"]) == 1.0
 

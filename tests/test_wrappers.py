@@ -184,11 +184,12 @@ class FakeJaxMARLEnv:
 
 
 def _play(env, actions):
-    """Eagerly play `actions` [T, N]; returns the list of TimeSteps after reset."""
+    """Play `actions` [T, N] step by step; returns the list of TimeSteps after reset."""
     state, ts = jax.jit(env.reset)(jax.random.key(0))
     out = [ts]
+    step = jax.jit(env.step)
     for a in actions:
-        state, ts = env.step(jax.random.key(1), state, jnp.asarray(a, jnp.int32))
+        state, ts = step(jax.random.key(1), state, jnp.asarray(a, jnp.int32))
         out.append(ts)
     return out
 
@@ -237,8 +238,9 @@ def test_jaxmarl_to_marl_time_limit_is_truncation_and_terminal_is_termination():
 def test_autoreset_on_termination_keeps_terminal_obs():
     env = AutoReset(JaxMARLToMarl(FakeJaxMARLEnv()))
     state, ts = jax.jit(env.reset)(jax.random.key(0))
-    state, ts = env.step(jax.random.key(1), state, jnp.array([0, 1]))
-    state, ts = env.step(jax.random.key(2), state, jnp.array([3, 1]))
+    step = jax.jit(env.step)
+    state, ts = step(jax.random.key(1), state, jnp.array([0, 1]))
+    state, ts = step(jax.random.key(2), state, jnp.array([3, 1]))
     assert bool(ts.terminated) and not bool(ts.truncated)
     _close(ts.final_obs[0, :3], 3.0)  # the terminal observation, at t = 2
     _close(ts.obs[0, :3], 1.0)  # the next episode's first observation, t = 0
@@ -252,8 +254,9 @@ def test_autoreset_keeps_the_terminal_avail_actions_and_state():
     t=2), and final_state starts with a's obs 1 + 2 = 3; avail/state are the reset's ([1, 1], 1)."""
     env = AutoReset(JaxMARLToMarl(FakeJaxMARLEnv()))
     state, ts = jax.jit(env.reset)(jax.random.key(0))
-    state, ts = env.step(jax.random.key(1), state, jnp.array([0, 1]))
-    state, ts = env.step(jax.random.key(2), state, jnp.array([3, 1]))
+    step = jax.jit(env.step)
+    state, ts = step(jax.random.key(1), state, jnp.array([0, 1]))
+    state, ts = step(jax.random.key(2), state, jnp.array([3, 1]))
     assert bool(ts.done)
     np.testing.assert_array_equal(ts.final_avail, [[1, 1, 1, 1], [0, 1, 0, 0]])
     np.testing.assert_array_equal(ts.avail_actions, [[1, 1, 1, 1], [1, 1, 0, 0]])
