@@ -129,6 +129,22 @@ def test_render_writes_gif(tmp_path, capsys):
         assert gif.n_frames >= 5
 
 
+def test_a_run_folder_given_as_the_env_id_names_the_render_command(tmp_path, capsys):
+    """`marl render RUN_DIR` (the folder where the env id goes): one line with the command
+    that renders the run, its env id read from its config.yaml; nothing built or run."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("env:\n  id: particle/spread\n  kwargs: {}\n")
+    out = tmp_path / "x.gif"
+    assert cli.main(["render", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"marl render particle/spread --params {run} --out {out}" in err
+    assert "\n" not in err and not out.exists()
+    (run / "config.yaml").write_text("not: [a run")  # unreadable: the id left to fill in
+    assert cli.main(["render", str(run), "--out", str(out)]) == 2
+    assert f"marl render ENV_ID --params {run}" in capsys.readouterr().err
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["--version"])

@@ -235,6 +235,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     output_file(args.out, "--out")
     if args.params is None and (args.final or args.seed_index):
         raise UsageError("--final and --seed-index choose a run's parameters: add --params")
+    if Path(args.env_id).is_dir():  # a run folder where the env id goes
+        raise UsageError(_folder_for_env(args.env_id, args.out))
     env = build_env(args.env_id, parse_sets(args.set))
     try:
         viewer(env)
@@ -260,6 +262,25 @@ def cmd_render(args: argparse.Namespace) -> int:
     ended = " (the episode ended first)" if args.steps and len(states) <= args.steps else ""
     print(f"wrote {path} ({len(states)} frames{ended}, {who})")
     return 0
+
+
+def _folder_for_env(folder: str, out: str) -> str:
+    """The error for a folder given as `marl render`'s env id: the command that renders a run
+    (its env id read from its config.yaml as data, where it names one)."""
+    import yaml
+
+    env_id = "ENV_ID"
+    try:
+        config = yaml.safe_load((Path(folder) / "config.yaml").read_text())
+        found = config["env"]["id"]
+        if isinstance(found, str) and found.isprintable():
+            env_id = found
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        pass
+    return (
+        f"{folder} is a folder, not an environment id; to watch a run's policy: "
+        f"marl render {env_id} --params {folder} --out {out}"
+    )
 
 
 def _load_saved(path: str, which: str, allow: Any = (), algo: Any = None) -> Any:
