@@ -266,16 +266,15 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def _folder_for_env(folder: str, out: str) -> str:
     """The error for a folder given as `marl render`'s env id: the command that renders a run
-    (its env id read from its config.yaml as data, where it names one)."""
-    import yaml
+    (its env id read from its config.yaml as bounded data, where it names one)."""
+    from marl.results.files import read_yaml
 
     env_id = "ENV_ID"
     try:
-        config = yaml.safe_load((Path(folder) / "config.yaml").read_text())
-        found = config["env"]["id"]
+        found = read_yaml(Path(folder) / "config.yaml")["env"]["id"]
         if isinstance(found, str) and found.isprintable():
             env_id = found
-    except (OSError, yaml.YAMLError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):
         pass
     return (
         f"{folder} is a folder, not an environment id; to watch a run's policy: "
