@@ -109,10 +109,42 @@ def test_the_sensitivity_table_flags_a_ranking_the_rule_decides(tmp_path):
     write(tmp_path, "combat/3m", "a", [0.9] * 5, [30.0] * 5, seed=0)
     write(tmp_path, "combat/3m", "b", [0.6] * 5, [40.0] * 5, seed=1)
     study = load_study([tmp_path])
-    sec = group_sensitivity(study, Group("combat", ("combat/3m",), ("a", "b")))
+    sec = group_sensitivity(study, Group("combat", ("combat/3m",), ("a", "b")), reps=2000)
     assert sec["table"]["v2"]["a"]["rank"] == 1 and sec["table"]["v1"]["b"]["rank"] == 1
     assert sec["table"]["capped"]["a"]["rank"] == sec["table"]["capped"]["b"]["rank"] == 1
     assert ("v1", "a", 1, 2) in sec["flips"] and ("v1", "b", 2, 1) in sec["flips"]
+
+
+def test_the_sensitivity_table_reads_no_flip_into_overlapping_intervals(tmp_path):
+    """b wins a little more than a (v2 ranks it first by its point IQM) and a returns a little
+    more (v1 ranks it first), each with a spread across seeds that makes the intervals overlap:
+    under every rule the two share rank 1, and no flip is reported (the old table ranked the
+    point IQMs strictly and called the swap a flip)."""
+    spread = np.array([0.3, 0.5, 0.6, 0.8, 0.9])
+    write(tmp_path, "combat/3m", "a", spread, 30.0 * spread + 1.0, seed=0)
+    write(tmp_path, "combat/3m", "b", spread + 0.02, 30.0 * spread, seed=1)
+    study = load_study([tmp_path])
+    sec = group_sensitivity(study, Group("combat", ("combat/3m",), ("a", "b")), reps=2000)
+    assert sec["table"]["v2"]["b"]["iqm"] > sec["table"]["v2"]["a"]["iqm"]
+    assert sec["table"]["v1"]["a"]["iqm"] > sec["table"]["v1"]["b"]["iqm"]
+    for name, rows in sec["table"].items():
+        assert {row["rank"] for row in rows.values()} == {1}, name
+        for row in rows.values():
+            assert row["low"] <= row["iqm"] <= row["high"]
+    assert sec["flips"] == []
+
+
+def test_the_committed_sensitivity_tables_rank_v2_as_their_groups_do():
+    """results/leaderboard.json: each family's scoring-v2 column is its group's ranking."""
+    from pathlib import Path
+
+    board = json.loads(
+        (Path(__file__).resolve().parent.parent / "results" / "leaderboard.json").read_text()
+    )
+    groups = {g["name"]: {r["algorithm"]: r["rank"] for r in g["rows"]} for g in board["overall"]}
+    assert board["sensitivity"]
+    for sec in board["sensitivity"]:
+        assert {a: row["rank"] for a, row in sec["table"]["v2"].items()} == groups[sec["name"]]
 
 
 def test_comparisons_on_fewer_than_five_seeds_are_warned_about(tmp_path):

@@ -123,7 +123,12 @@ def leaderboard(
             }
         )
     sensitivity = [
-        group_sensitivity(study, Group(g["name"], tuple(g["tasks"]), tuple(g["algorithms"])))
+        group_sensitivity(
+            study,
+            Group(g["name"], tuple(g["tasks"]), tuple(g["algorithms"])),
+            reps=reps,
+            seed=seed,
+        )
         for g in summary["groups"]
         if len(g["families"]) == 1 and len(g["algorithms"]) > 1
     ]

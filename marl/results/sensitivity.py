@@ -1,7 +1,10 @@
 """How much a family's ranking owes to the scoring rule: the ranking under each alternative of
 `marl.results.scoring.ALTERNATIVES` (scoring v2, final parameters, the old min-max to the
 scripted policy capped and uncapped, min-max to the best run), with every rank that differs
-from scoring v2's flagged."""
+from scoring v2's flagged. Each column is ranked as the board ranks a group (`marl.results.ranks`:
+IQM with its stratified bootstrap interval, learners the data do not separate sharing a rank,
+none above one whose probability of improvement over it is significant), so a flip is a change
+the evidence holds under both rules, never the order of two overlapping intervals."""
 
 from __future__ import annotations
 
@@ -10,18 +13,42 @@ from typing import Any
 import numpy as np
 
 from marl.results import stats
+from marl.results.ranks import shared_ranks, significant
 from marl.results.scoring import ALTERNATIVES, RETURN, alternative_scores
 from marl.results.study import Group, Study
 
 
-def _iqm(by_task: dict[str, np.ndarray]) -> float:
-    tasks = [np.asarray(by_task[t], np.float64) for t in sorted(by_task)]
-    return float(stats.task_iqm(np.concatenate(tasks)[None, :], [x.size for x in tasks])[0])
+def ranked_iqms(
+    scores: dict[str, dict[str, np.ndarray]], *, reps: int = stats.REPS, seed: int = 0
+) -> dict[str, dict[str, float]]:
+    """algorithm -> {iqm, low, high, rank}, listed in rank order: each algorithm's IQM over its
+    tasks with its 95% stratified bootstrap interval, ranked by `shared_ranks` with the
+    pairwise probabilities of improvement (as the board ranks a group)."""
+    agg = stats.aggregate(scores, reps=reps, seed=seed)
+    pairs = stats.pairwise_improvement(scores, reps=reps, seed=seed) if len(scores) > 1 else {}
+    improvement = {
+        f"{x} > {y}": {"point": p, "low": lo, "high": hi} for (x, y), (p, lo, hi) in pairs.items()
+    }
+    intervals = {
+        a: dict(zip(("point", "low", "high"), by["iqm"], strict=True)) for a, by in agg.items()
+    }
+    ranks = shared_ranks(intervals, beats=significant(improvement))
+    return {
+        a: {
+            "iqm": round(intervals[a]["point"], 6),
+            "low": round(intervals[a]["low"], 6),
+            "high": round(intervals[a]["high"], 6),
+            "rank": rank,
+        }
+        for a, rank in ranks
+    }
 
 
-def group_sensitivity(study: Study, group: Group) -> dict[str, Any]:
-    """Per alternative: each algorithm's IQM over the group's tasks and its rank (equal IQMs
-    share one; an alternative is left out where a task of the group cannot be scored so);
+def group_sensitivity(
+    study: Study, group: Group, *, reps: int = stats.REPS, seed: int = 0
+) -> dict[str, Any]:
+    """Per alternative: each algorithm's IQM over the group's tasks, its interval and its rank
+    (`ranked_iqms`; an alternative is left out where a task of the group cannot be scored so);
     `flips`: (alternative, algorithm, v2 rank, rank)."""
     per_alt: dict[str, dict[str, dict[str, np.ndarray]]] = {}
     for name in ALTERNATIVES:
@@ -50,12 +77,7 @@ def group_sensitivity(study: Study, group: Group) -> dict[str, Any]:
             per_alt[name] = by_algo
     table: dict[str, dict[str, Any]] = {}
     for name, by_algo in per_alt.items():
-        iqms = {a: round(_iqm(by), 6) for a, by in by_algo.items()}
-        order = sorted(iqms, key=lambda a: -iqms[a])
-        # equal IQMs share a rank (capped scores tie at 1): no flip is read into a tie
-        table[name] = {
-            a: {"iqm": iqms[a], "rank": 1 + sum(v > iqms[a] for v in iqms.values())} for a in order
-        }
+        table[name] = ranked_iqms(by_algo, reps=reps, seed=seed)
     flips = []
     base = table.get("v2", {})
     for name, rows in table.items():
@@ -67,16 +89,19 @@ def group_sensitivity(study: Study, group: Group) -> dict[str, Any]:
 
 def sensitivity_markdown(sections: list[dict[str, Any]]) -> list[str]:
     """One table per group: algorithms by their scoring-v2 rank, a column per alternative
-    (IQM and rank; a rank that differs from scoring v2's in bold)."""
+    (IQM, its interval and rank; a rank that differs from scoring v2's in bold)."""
     if not sections:
         return []
     lines = [
         "## Sensitivity of the rankings to the scoring rule",
         "",
-        "Each family's ranking under the alternatives (IQM over the family's tasks, rank in "
-        "brackets; **bold** where the rank differs from scoring v2's): "
+        "Each family's ranking under the alternatives (IQM over the family's tasks with its 95% "
+        "stratified bootstrap interval, rank in brackets; **bold** where the rank differs from "
+        "scoring v2's): "
         + "; ".join(f"`{k}`: {v}" for k, v in ALTERNATIVES.items())
-        + ". A column is left out where one of the family's tasks cannot be scored that way.",
+        + ". Each column is ranked as the groups are (learners the data do not separate share "
+        "a rank), so a flip is never two overlapping intervals trading places. A column is "
+        "left out where one of the family's tasks cannot be scored that way.",
         "",
     ]
     for sec in sections:
@@ -97,7 +122,7 @@ def sensitivity_markdown(sections: list[dict[str, Any]]) -> list[str]:
                 rank = f"({row['rank']})"
                 if row["rank"] != table["v2"][algo]["rank"]:
                     rank = f"**{rank}**"
-                cells.append(f"{row['iqm']:.2f} {rank}")
+                cells.append(f"{row['iqm']:.2f} [{row['low']:.2f}, {row['high']:.2f}] {rank}")
             lines.append(f"| {algo} | " + " | ".join(cells) + " |")
         flips = sorted({alt for alt, *_ in sec["flips"]})
         lines += [
