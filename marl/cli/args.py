@@ -22,6 +22,11 @@ HELP_ALLOW = (
 )
 
 
+def add_allow_import(p: argparse.ArgumentParser) -> None:
+    """`--allow-import MODULE:ATTR` (repeatable): the import paths a file read back may name."""
+    p.add_argument("--allow-import", action="append", metavar="MODULE:ATTR", help=HELP_ALLOW)
+
+
 def at_least(minimum: int) -> Callable[[str], int]:
     """An argparse type: an integer >= `minimum` (argparse reports anything else, exit 2)."""
 

@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Callable
 
 from marl import __version__
-from marl.cli.args import HELP_ALLOW, add_launcher_args
+from marl.cli.args import add_allow_import, add_launcher_args
 from marl.cli.benchmark import cmd_benchmark
 from marl.cli.commands import cmd_merge, cmd_sweep, cmd_train
 from marl.cli.parser_envs import add_bench, add_eval, add_list, add_render
@@ -145,12 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: train only seeds A..B-1 of each cell left (a long cell split across machines "
         "or days); a cell's parts are merged into its run once they cover its seeds",
     )
-    p.add_argument(
-        "--allow-import",
-        action="append",
-        metavar="MODULE:ATTR",
-        help=HELP_ALLOW,
-    )
+    add_allow_import(p)
     add_launcher_args(p, "run: the cells left (or each --part of them)")
     p.set_defaults(func=cmd_benchmark)
 

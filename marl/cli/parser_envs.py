@@ -8,9 +8,9 @@ import argparse
 from marl.cli.args import (
     BENCH_STEPS,
     DEFAULT_NUM_ENVS,
-    HELP_ALLOW,
     PEERS,
     SUITE_AGENTS,
+    add_allow_import,
     at_least,
 )
 from marl.cli.commands import cmd_bench, cmd_eval, cmd_list, cmd_render
@@ -93,12 +93,7 @@ def add_render(sub: argparse._SubParsersAction) -> None:
         "--seed-index", type=at_least(0), default=0, help="which of its seeds (default 0)"
     )
     p.add_argument("--final", action="store_true", help="final, not best evaluated, parameters")
-    p.add_argument(
-        "--allow-import",
-        action="append",
-        metavar="MODULE:ATTR",
-        help=HELP_ALLOW,
-    )
+    add_allow_import(p)
     p.set_defaults(func=cmd_render)
 
 
@@ -117,10 +112,5 @@ def add_eval(sub: argparse._SubParsersAction) -> None:
         help="act with this learner value in place of the trained one, e.g. "
         "graph_ablation=zero (repeatable; the parameters must still fit)",
     )
-    p.add_argument(
-        "--allow-import",
-        action="append",
-        metavar="MODULE:ATTR",
-        help=HELP_ALLOW,
-    )
+    add_allow_import(p)
     p.set_defaults(func=cmd_eval)

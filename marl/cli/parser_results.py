@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from marl.cli.args import HELP_ALLOW, at_least
+from marl.cli.args import add_allow_import, at_least
 from marl.cli.benchmark import cmd_leaderboard
 from marl.cli.commands import cmd_crossplay, cmd_report
 from marl.results.stats import REPS
@@ -83,12 +83,7 @@ def add_leaderboard(sub: argparse._SubParsersAction) -> None:
         help="leave out a record holding NaN, Infinity or an absurd value, with a warning naming "
         "it (default: refuse it)",
     )
-    p.add_argument(
-        "--allow-import",
-        action="append",
-        metavar="MODULE:ATTR",
-        help=HELP_ALLOW,
-    )
+    add_allow_import(p)
     p.set_defaults(func=cmd_leaderboard)
 
 
@@ -129,10 +124,5 @@ def add_crossplay(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--reps", type=at_least(1), default=REPS, help="bootstrap replicates")
     p.add_argument("--out", default="results/crossplay", help="records folder")
-    p.add_argument(
-        "--allow-import",
-        action="append",
-        metavar="MODULE:ATTR",
-        help=HELP_ALLOW,
-    )
+    add_allow_import(p)
     p.set_defaults(func=cmd_crossplay)
