@@ -90,6 +90,26 @@ def test_a_lifelong_goal_is_drawn_from_the_agents_component_never_its_cell():
     assert len(seen) >= 8  # spread over the 9 other cells of its half
 
 
+def test_a_lifelong_goal_is_uniform_over_the_other_cells_and_a_lone_cell_keeps_its_own():
+    """4,000 draws for an agent in a 9-cell half spread evenly over its 8 other cells; an
+    agent walled into a single cell keeps it as its goal (a draw over no cell gave cell 0,
+    an obstacle here, before)."""
+    grid = np.zeros((5, 5), bool)
+    grid[:, 2] = True
+    grid[0, 1] = True  # the left half: 9 cells
+    grid[4, 3] = True
+    grid[3, 4] = True  # (4, 4) walled in: the corner has no free neighbour
+    labels = components(jnp.asarray(~grid))
+    pos = jnp.asarray([[1, 0], [0, 4], [4, 4]], jnp.int32)
+    draw = jax.jit(jax.vmap(new_goals, in_axes=(0, None, None)))
+    goals = np.asarray(draw(jax.random.split(jax.random.key(0), 4000), labels, pos))
+    cells, counts = np.unique(goals[:, 0] @ np.array([5, 1]), return_counts=True)
+    half = {5 * r + c for r in range(5) for c in range(2)} - {1, 5}  # (1, 0)'s others
+    assert set(cells.tolist()) == half and counts.min() > 0.8 * 4000 / len(half)
+    assert (goals[:, 2] == [4, 4]).all()
+    assert (goals[:, 1, 1] > 2).all() and not (goals[:, 1] == [0, 4]).all(axis=1).any()
+
+
 def test_the_astar_agent_walks_a_shortest_path_and_beats_random():
     grid = np.array([[0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]], bool)
     env = GridMAPF(maps=Instances(grid[None], [[[0, 0]]], [[[2, 0]]]), num_agents=1, obs_radius=1)

@@ -18,7 +18,7 @@ from .targets import METRICS, MODES, OnTarget
 
 # The family's behaviour version: bump it in the same commit as any change to what an env of
 # this family returns for given keys and actions (tests/test_env_versions.py).
-BEHAVIOUR_VERSION = "3"
+BEHAVIOUR_VERSION = "4"
 
 # The task's parts as config nodes (`env=grid/random20 env.collision=soft`): the constructor
 # keywords each part is built from (a preset's map set stays `env.kwargs.maps`)
