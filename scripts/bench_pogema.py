@@ -12,10 +12,13 @@ resets once; the best of the runs that fill 3 s). Episodes of 64 steps on both s
 POGEMA's defaults otherwise: priority collisions, finish on target, observation radius 5,
 random maps at density 0.3, 64 x 64 cells (room for 1,024 start-goal pairs). The last
 column bounds the ratio on the machine: a program that does nothing but write and read each
-step's float32 observations (3 x 11 x 11 per agent), against pogema.
+step's float32 observations (3 x 11 x 11 per agent), against pogema. `--on-target restart`
+times lifelong MAPF on both sides instead (an agent on its goal draws a new one; pogema's
+`on_target='restart'`).
 
     python scripts/bench_pogema.py --pogema .venv-pogema/bin/python
     python scripts/bench_pogema.py --pogema .venv-pogema/bin/python --agents 64 --envs 1 64
+    python scripts/bench_pogema.py --pogema .venv-pogema/bin/python --on-target restart
 
 Feeds `results/bench.md` (its grid table, with the command and the machine).
 """
@@ -33,8 +36,9 @@ import json, sys, time
 import numpy as np
 from pogema import GridConfig, pogema_v0
 agents, envs, steps, size = (int(a) for a in sys.argv[1:5])
+on_target = sys.argv[5]
 pool = [pogema_v0(GridConfig(num_agents=agents, size=size, density=0.3, seed=i,
-                             max_episode_steps=64)) for i in range(envs)]
+                             max_episode_steps=64, on_target=on_target)) for i in range(envs)]
 for e in pool:
     e.reset()
 rng = np.random.default_rng(0)
@@ -49,9 +53,11 @@ print(json.dumps({"steps_per_s": steps * envs / (time.perf_counter() - start)}))
 """
 
 
-def pogema_rate(python: str, agents: int, envs: int, steps: int, size: int) -> float:
+def pogema_rate(
+    python: str, agents: int, envs: int, steps: int, size: int, on_target: str = "finish"
+) -> float:
     out = subprocess.run(
-        [python, "-c", POGEMA_SIDE, str(agents), str(envs), str(steps), str(size)],
+        [python, "-c", POGEMA_SIDE, str(agents), str(envs), str(steps), str(size), on_target],
         check=True,
         capture_output=True,
         text=True,
@@ -72,7 +78,9 @@ def best_seconds(call, fill: float = 3.0) -> float:
     return best
 
 
-def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, float]:
+def marl_rate(
+    agents: int, envs: int, steps: int, size: int, on_target: str = "finish"
+) -> tuple[float, float]:
     """(env steps per second, compile seconds) of `GridMAPF` under jit(vmap(step))."""
     import jax
     import jax.numpy as jnp
@@ -80,7 +88,10 @@ def marl_rate(agents: int, envs: int, steps: int, size: int) -> tuple[float, flo
     from marl.core.wrappers import AutoReset
     from marl.envs.grid import GridMAPF, RandomMaps
 
-    env = AutoReset(GridMAPF(maps=RandomMaps(size, size, 0.3), num_agents=agents, episode_limit=64))
+    grid = GridMAPF(
+        maps=RandomMaps(size, size, 0.3), num_agents=agents, episode_limit=64, on_target=on_target
+    )
+    env = AutoReset(grid)
     keys = jax.random.split(jax.random.key(0), envs)
     states, _ = jax.jit(jax.vmap(env.reset))(keys)
 
@@ -136,6 +147,9 @@ def main() -> None:
     ap.add_argument("--envs", type=int, nargs="+", default=[1, 64, 1024])
     ap.add_argument("--size", type=int, default=64, help="map side, cells")
     ap.add_argument("--budget", type=float, default=2e5, help="pogema's agent-steps, each count")
+    ap.add_argument(
+        "--on-target", choices=("finish", "restart"), default="finish", help="restart: lifelong"
+    )
     args = ap.parse_args()
     print(
         "| agents | envs | marl steps/s | compile s | pogema steps/s | marl/pogema "
@@ -144,9 +158,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for agents in args.agents:
         peer_steps = max(5, int(args.budget / agents))
-        peer = pogema_rate(args.pogema, agents, 1, peer_steps, args.size)
+        peer = pogema_rate(args.pogema, agents, 1, peer_steps, args.size, args.on_target)
         for envs in args.envs:
-            ours, compile_s = marl_rate(agents, envs, 64, args.size)
+            ours, compile_s = marl_rate(agents, envs, 64, args.size, args.on_target)
             bound = floor_rate(agents, envs, 64, 3 * 11**2)
             print(
                 f"| {agents:,} | {envs:,} | {ours:,.0f} | {compile_s:.1f} | {peer:,.1f} | "

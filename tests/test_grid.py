@@ -13,7 +13,7 @@ from scipy import ndimage
 import marl
 from marl.baselines import anchor_scores
 from marl.envs.grid import GridMAPF, Instances, MapPool, RandomMaps, components, place
-from marl.envs.grid.targets import new_goals
+from marl.envs.grid.targets import goal_cells, new_goals
 
 
 def test_components_equal_scipys_labels():
@@ -83,7 +83,7 @@ def test_a_lifelong_goal_is_drawn_from_the_agents_component_never_its_cell():
     pos = jnp.asarray([[0, 0], [4, 4]], jnp.int32)
     seen = set()
     for seed in range(40):
-        g = np.asarray(new_goals(jax.random.key(seed), labels, pos))
+        g = np.asarray(new_goals(jax.random.key(seed), goal_cells(labels), pos, 5))
         assert g[0, 1] < 2 and g[1, 1] > 2
         assert tuple(g[0]) != (0, 0) and tuple(g[1]) != (4, 4)
         seen.add(tuple(g[0]))
@@ -101,8 +101,9 @@ def test_a_lifelong_goal_is_uniform_over_the_other_cells_and_a_lone_cell_keeps_i
     grid[3, 4] = True  # (4, 4) walled in: the corner has no free neighbour
     labels = components(jnp.asarray(~grid))
     pos = jnp.asarray([[1, 0], [0, 4], [4, 4]], jnp.int32)
-    draw = jax.jit(jax.vmap(new_goals, in_axes=(0, None, None)))
-    goals = np.asarray(draw(jax.random.split(jax.random.key(0), 4000), labels, pos))
+    table = goal_cells(labels)
+    draw = jax.jit(jax.vmap(lambda k: new_goals(k, table, pos, 5)))
+    goals = np.asarray(draw(jax.random.split(jax.random.key(0), 4000)))
     cells, counts = np.unique(goals[:, 0] @ np.array([5, 1]), return_counts=True)
     half = {5 * r + c for r in range(5) for c in range(2)} - {1, 5}  # (1, 0)'s others
     assert set(cells.tolist()) == half and counts.min() > 0.8 * 4000 / len(half)

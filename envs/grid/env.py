@@ -30,7 +30,7 @@ from marl.core.spaces import Discrete
 from .collision import Collision, occupancy
 from .maps import Instances, MapPool, RandomMaps, components
 from .observation import Window, global_state
-from .targets import LOWER_IS_BETTER, OnTarget, episode_metrics, new_goals
+from .targets import LOWER_IS_BETTER, GoalCells, OnTarget, episode_metrics, goal_cells, new_goals
 
 Array = jax.Array
 Maps = RandomMaps | MapPool | Instances
@@ -43,7 +43,7 @@ class GridState(struct.PyTreeNode):
     padded coordinates, x the row)."""
 
     obstacles: Array  # [H + 2r, W + 2r] bool: the map, its frame, free cells beyond
-    labels: Array  # [H + 2r, W + 2r] int32 component of each free cell ([1, 1] if unused)
+    cells: GoalCells  # the free cells by component, for lifelong goals (size 1 if unused)
     pos: Array  # [N, 2] int32
     goal: Array  # [N, 2] int32 the current goal
     goals: Array  # [N, G, 2] int32 the goal sequence (restart with G >= 2 cycles through it)
@@ -180,11 +180,10 @@ class GridMAPF(MultiAgentEnv[GridState]):
         ring = (x >= -1) & (x <= size[0]) & (y >= -1) & (y <= size[1]) & ~inside
         padded = ring | (inside & jnp.pad(grid, r))
         goals = goals + r
+        one = jnp.zeros((1, 1), jnp.int32)  # no draws: a table of one cell
         state = GridState(
             obstacles=padded,
-            labels=components(~padded)
-            if self._draws_goals(goals)
-            else jnp.zeros((1, 1), jnp.int32),
+            cells=goal_cells(components(~padded) if self._draws_goals(goals) else one),
             pos=starts + r,
             goal=goals[:, 0],
             goals=goals,
@@ -239,7 +238,8 @@ class GridMAPF(MultiAgentEnv[GridState]):
                 goal = jnp.take_along_axis(state.goals, goal_index[:, None, None], 1)[:, 0]
             else:
                 goal_index = state.goal_index
-                goal = jnp.where(on_goal[:, None], new_goals(key, state.labels, pos), state.goal)
+                drawn = new_goals(key, state.cells, pos, state.obstacles.shape[1])
+                goal = jnp.where(on_goal[:, None], drawn, state.goal)
         reached = state.reached + reach.astype(jnp.int32)
         before = state.solve
         state = state.replace(

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -50,27 +51,42 @@ class OnTarget:
         return "avg_throughput" if self.mode == "restart" else "csr"
 
 
-def new_goals(key: Array, labels: Array, pos: Array) -> Array:
-    """[N, 2] a new goal for each agent: a cell of its component other than its own, uniformly
-    (the agents that did not reach their goal get one too; the caller keeps theirs). An agent
-    alone in its component keeps its cell.
+class GoalCells(NamedTuple):
+    """The free cells grouped by connected component, for drawing lifelong goals: built once
+    per map at reset (`goal_cells`), read by every step's draw (`new_goals`)."""
 
-    The cells sorted by component label (stably, so each component's cells lie in one run in
-    index order) make the draw an index into the agent's run, skipping its own cell: one sort
-    of the H * W cells and a number per agent, where a categorical over every cell costs
-    N * H * W random numbers (99% of a lifelong step's work on grid/lifelong20)."""
-    h, w = labels.shape
+    order: Array  # [C] int32 flat cells sorted by component, each component's run in index order
+    first: Array  # [C] int32 where each cell's component starts in `order`
+    members: Array  # [C] int32 the number of cells in each cell's component
+
+
+def goal_cells(labels: Array) -> GoalCells:
+    """The table of `labels` ([H, W] component labels, `maps.components`: the component's
+    smallest flat index, obstacles H * W): one stable sort of the cells."""
     flat = labels.reshape(-1)
-    here = pos[:, 0] * w + pos[:, 1]
-    order = jnp.argsort(flat, stable=True)
-    ranked = flat[order]
-    rank = jnp.zeros_like(order).at[order].set(jnp.arange(h * w, dtype=order.dtype))[here]
-    first = jnp.searchsorted(ranked, flat[here], side="left")
-    count = jnp.searchsorted(ranked, flat[here], side="right") - first
-    j = jax.random.randint(key, here.shape, 0, jnp.maximum(count - 1, 1))
-    j = first + j + (first + j >= rank)  # past the agent's own cell
-    cell = jnp.where(count > 1, order[j], here)
-    return jnp.stack([cell // w, cell % w], axis=-1).astype(jnp.int32)
+    c = flat.size
+    order = jnp.argsort(flat, stable=True).astype(jnp.int32)
+    rank = jnp.zeros(c + 1, jnp.int32).at[order].set(jnp.arange(c, dtype=jnp.int32))
+    sizes = jnp.zeros(c + 1, jnp.int32).at[flat].add(1)
+    return GoalCells(order=order, first=rank[flat], members=sizes[flat])
+
+
+def new_goals(key: Array, cells: GoalCells, pos: Array, width: int) -> Array:
+    """[N, 2] a new goal for each agent at `pos` [N, 2] on a grid `width` cells wide: a cell of
+    its component other than its own, uniformly (the agents that did not reach their goal get
+    one too; the caller keeps theirs). An agent alone in its component keeps its cell.
+
+    An index into the agent's run of `cells.order`, one past it from the agent's own place on
+    (the run is in index order): a number per agent, where a categorical over every cell
+    costs N * H * W random numbers (99% of a lifelong step's work on grid/lifelong20)."""
+    here = pos[:, 0] * width + pos[:, 1]
+    first, count = cells.first[here], cells.members[here]
+    j = first + jax.random.randint(key, here.shape, 0, jnp.maximum(count - 1, 1))
+    size = cells.order.shape[0]
+    cell = cells.order[j]
+    cell = jnp.where(cell >= here, cells.order[jnp.minimum(j + 1, size - 1)], cell)
+    cell = jnp.where(count > 1, cell, here)
+    return jnp.stack([cell // width, cell % width], axis=-1).astype(jnp.int32)
 
 
 def episode_metrics(
