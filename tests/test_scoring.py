@@ -134,6 +134,21 @@ def test_the_sensitivity_table_reads_no_flip_into_overlapping_intervals(tmp_path
     assert sec["flips"] == []
 
 
+def test_the_board_reuses_its_groups_ranking_as_the_v2_column_and_changes_nothing(tmp_path):
+    """`leaderboard` hands each group's own ranking to `group_sensitivity` (scoring v2's
+    bootstrap is not drawn twice); the table equals the one drawn afresh, and a v2 handed in is
+    the column as given."""
+    write(tmp_path, "combat/3m", "a", [0.9] * 5, [30.0] * 5, seed=0)
+    write(tmp_path, "combat/3m", "b", [0.6] * 5, [40.0] * 5, seed=1)
+    study = load_study([tmp_path])
+    (sec,) = leaderboard(study, reps=500)["sensitivity"]
+    group = Group(sec["name"], tuple(sec["tasks"]), ("a", "b"))
+    fresh = group_sensitivity(study, group, reps=500)
+    assert sec["table"] == fresh["table"] and sec["flips"] == [list(f) for f in fresh["flips"]]
+    given = {"a": {"iqm": 0.1, "low": 0.0, "high": 0.2, "rank": 2}}
+    assert group_sensitivity(study, group, reps=500, v2=given)["table"]["v2"] is given
+
+
 def test_the_committed_sensitivity_tables_rank_v2_as_their_groups_do():
     """results/leaderboard.json: each family's scoring-v2 column is its group's ranking."""
     from pathlib import Path

@@ -97,7 +97,7 @@ def leaderboard(
             "published": beside.get(task, []),
             "orders": orders.get(task, []),
         }
-    overall = []
+    overall, group_v2 = [], {}
     for g in summary["groups"]:
         group_ranks = shared_ranks(
             {a: agg["iqm"] for a, agg in g["aggregates"].items()},
@@ -122,12 +122,22 @@ def leaderboard(
                 ],
             }
         )
+        group_v2[g["name"]] = {
+            algo: {
+                "iqm": round(g["aggregates"][algo]["iqm"]["point"], 6),
+                "low": round(g["aggregates"][algo]["iqm"]["low"], 6),
+                "high": round(g["aggregates"][algo]["iqm"]["high"], 6),
+                "rank": rank,
+            }
+            for algo, rank in group_ranks
+        }
     sensitivity = [
         group_sensitivity(
             study,
             Group(g["name"], tuple(g["tasks"]), tuple(g["algorithms"])),
             reps=reps,
             seed=seed,
+            v2=group_v2[g["name"]],
         )
         for g in summary["groups"]
         if len(g["families"]) == 1 and len(g["algorithms"]) > 1

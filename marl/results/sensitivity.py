@@ -45,13 +45,22 @@ def ranked_iqms(
 
 
 def group_sensitivity(
-    study: Study, group: Group, *, reps: int = stats.REPS, seed: int = 0
+    study: Study,
+    group: Group,
+    *,
+    reps: int = stats.REPS,
+    seed: int = 0,
+    v2: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     """Per alternative: each algorithm's IQM over the group's tasks, its interval and its rank
     (`ranked_iqms`; an alternative is left out where a task of the group cannot be scored so);
-    `flips`: (alternative, algorithm, v2 rank, rank)."""
+    `flips`: (alternative, algorithm, v2 rank, rank). `v2`: the group's own ranking in
+    `ranked_iqms`' form where the caller has it (the board's, same reps and seed), so scoring
+    v2's bootstrap is not drawn twice."""
     per_alt: dict[str, dict[str, dict[str, np.ndarray]]] = {}
     for name in ALTERNATIVES:
+        if name == "v2" and v2 is not None:
+            continue
         by_algo: dict[str, dict[str, np.ndarray]] = {a: {} for a in group.algorithms}
         for task in group.tasks:
             score = study.scoring.get(task)
@@ -76,8 +85,11 @@ def group_sensitivity(
         if by_algo:
             per_alt[name] = by_algo
     table: dict[str, dict[str, Any]] = {}
-    for name, by_algo in per_alt.items():
-        table[name] = ranked_iqms(by_algo, reps=reps, seed=seed)
+    for name in ALTERNATIVES:
+        if name == "v2" and v2 is not None:
+            table[name] = v2
+        elif name in per_alt:
+            table[name] = ranked_iqms(per_alt[name], reps=reps, seed=seed)
     flips = []
     base = table.get("v2", {})
     for name, rows in table.items():
