@@ -214,3 +214,14 @@ def test_records_made_at_one_instant_still_make_a_site(tmp_path):
     study = load_study([tmp_path / c for c in CELLS[:2]])
     index = write_site(study, tmp_path / "site", reps=REPS, command="marl leaderboard (test)")
     assert "records trained 2026-12-06 to 2026-12-06" in index.read_text()
+
+
+def test_a_merged_cells_times_say_they_are_its_parts_sum(tmp_path):
+    """A run trained in parts (`marl merge`) shows its parts' summed wall and compile time:
+    the cell page's label says so, a run trained whole keeps the plain label."""
+    index = write_committed(tmp_path / "site")
+    merged = (index.parent / "cells/combat_3m/iql.html").read_text()
+    whole = (index.parent / "cells/particle_spread/ippo.html").read_text()
+    assert "wall time, summed over 5 parts" in merged
+    assert "compile time, summed over 5 parts" in merged
+    assert "summed over" not in whole and "wall time" in whole

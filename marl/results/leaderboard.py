@@ -186,7 +186,8 @@ def leaderboard_markdown(
         where = ", ".join(f"{d} ({n})" for d, n in board["devices"].items())
         lines += [
             "Wall time is each record's whole run (compile, training and evaluations), summed "
-            "over a task's records of one algorithm, and env steps/s is every seed's env steps "
+            "over a task's records of one algorithm (and over the parts of a run trained in "
+            "parts, `marl merge`), and env steps/s is every seed's env steps "
             "over that time: below the training-only rate a run prints, and a measure of the "
             f"machine it ran on as much as of the learner. Records by device: {where}.",
             "",

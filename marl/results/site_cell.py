@@ -197,8 +197,8 @@ def _provenance(meta: dict[str, Any] | None) -> list[str]:
         ("env version", escape(str(env_version)) if env_version else "unrecorded"),
         ("created", escape(str(meta.get("created", "unrecorded")))),
         ("device", escape(device_label(meta))),
-        ("wall time", hours(meta.get("wall_time"))),
-        ("compile time", hours(meta.get("compile_time"))),
+        (_summed("wall time", meta), hours(meta.get("wall_time"))),
+        (_summed("compile time", meta), hours(meta.get("compile_time"))),
         ("env steps/s", "n/a" if sps is None else f"{sps:,.0f}"),
         ("seeds x env steps", f"{meta.get('seeds', '?')} x {meta.get('env_steps', 0):,}"),
     ]
@@ -237,3 +237,10 @@ def _provenance(meta: dict[str, Any] | None) -> list[str]:
 
 
 __all__ = ["cell_page"]
+
+
+def _summed(label: str, meta: dict[str, Any]) -> str:
+    """A merged run's time is its parts' sum (the compute it took, `marl merge`), not the time
+    from its first part's start to its last part's end: the label says so."""
+    parts = meta.get("parts") or []
+    return f"{label}, summed over {len(parts)} parts" if parts else label
