@@ -8,7 +8,9 @@ command, same seeds): per run, the greedy evaluation curve of `--metric` at the 
 (mean over seeds), the final evaluation's return, each seed's absolute metric (its best
 parameters re-evaluated), the absolute metric's IQM [95% CI], how far the final evaluation
 sits below the best (collapse: of the seeds' mean curve, and each seed's own, whose best of
-many noisy evaluations is biased up), and P(after > before) over seeds (unpaired) with its CI.
+many noisy evaluations is biased up), and P(after > before) over seeds (unpaired) with its CI,
+on the absolute metric and on the final evaluation (each seed's last greedy evaluation: in a
+contest, the armies `marl crossplay` plays).
 BEFORE may be a run folder from an older commit (`git worktree add /tmp/old SHA` or
 `git show SHA:path` into a folder).
 
@@ -49,6 +51,7 @@ def summary(record: Record, metric: str) -> dict:
     return {
         "curve_drop": float(np.max(curve) - curve[-1]),
         "absolute": absolute,
+        "finals": finals,
         "iqm": iqm_ci(absolute),
         "final_return": float(np.mean(ret)),
         "collapse": float(np.mean(best - finals)),
@@ -75,16 +78,22 @@ def main(argv: list[str] | None = None) -> int:
             f"{' '.join(f'{v:.2f}' for v in s['absolute'])} | "
             f"{value:.2f} [{low:.2f}, {high:.2f}] | {s['curve_drop']:.2f} | {s['collapse']:.2f} |"
         )
-    before, after = (summary(r, metric)["absolute"] for r in sides.values())
-    p, low, high = probability_of_improvement([after], [before])
+    before, after = (summary(r, metric) for r in sides.values())
+    p, low, high = probability_of_improvement([after["absolute"]], [before["absolute"]])
+    fp, flow, fhigh = probability_of_improvement([after["finals"]], [before["finals"]])
     steps = " / ".join(f"{a / 1e6:g}" for a in at)
     print(f"| run | greedy {args.metric} at {steps} M steps (mean of seeds) | final return | "
           f"absolute {args.metric} per seed | IQM [95% CI] | mean curve: best - final | "
           "per seed: best - final (mean) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    n_after, n_before = len(after["absolute"]), len(before["absolute"])
     print(f"\nP(after > before) = {p:.2f} [{low:.2f}, {high:.2f}] "
-          f"({len(after)} and {len(before)} seeds)")  # fmt: skip
+          f"({n_after} and {n_before} seeds)")  # fmt: skip
+    for name, s in (("before", before), ("after", after)):
+        print(f"final evaluation's {args.metric} per seed, {name}: "
+              + " ".join(f"{v:.2f}" for v in s["finals"]))  # fmt: skip
+    print(f"P(after > before) on the final evaluation = {fp:.2f} [{flow:.2f}, {fhigh:.2f}]")
     return 0
 
 

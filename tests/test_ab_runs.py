@@ -49,6 +49,10 @@ def test_the_table_states_each_side_and_p_after_beats_before(tmp_path):
     assert rows["| after"][4].startswith("0.85 [")  # IQM of two seeds: their mean
     # every after seed beats every before seed
     assert "P(after > before) = 1.00 [1.00, 1.00] (2 and 2 seeds)" in out.getvalue()
+    # the final evaluation per seed (before 0.4, 0.6; after 0.8, 1.0): after beats before
+    assert "final evaluation's won per seed, before: 0.40 0.60" in out.getvalue()
+    assert "final evaluation's won per seed, after: 0.80 1.00" in out.getvalue()
+    assert "P(after > before) on the final evaluation = 1.00 [1.00, 1.00]" in out.getvalue()
 
 
 def test_a_folder_that_is_not_one_finished_run_is_refused(tmp_path):
