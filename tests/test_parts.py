@@ -133,3 +133,46 @@ def test_a_part_outside_the_seeds_is_refused_in_one_line():
 
     with pytest.raises(ConfigError, match="part must be 'a:b' with 0 <= a < b <= seeds"):
         resolve(compose(["seeds=2", "part=1:3", "budget=1e3"]))
+
+
+@pytest.mark.integration
+def test_parts_compacted_for_the_repository_merge_as_they_are(tmp_path):
+    """Parts staged in the repository are compacted (records gzipped, `compact_run`) and keep
+    their final parameters gzipped (`params.msgpack.gz`): merged, they give the run the
+    uncompacted parts give, parameters included."""
+    import gzip
+    import shutil
+
+    import jax
+    from flax import serialization
+
+    from marl.run.saved.compact import compact_run
+
+    train = ["env=particle/simple", "algo=ippo", "seeds=2", "budget=2e3", f"out={tmp_path}"]
+    train += ["protocol.num_evaluations=2", "protocol.absolute_episodes=4"]
+    train += ["protocol.eval_episodes=2"]
+    for span in ("0:1", "1:2"):
+        name = "r.part" + span.replace(":", "-")
+        assert _cli("train", *train, f"name={name}", f"part={span}")[0] == 0
+    runs = tmp_path / "particle" / "simple" / "ippo"
+    plain = [runs / "r.part0-1", runs / "r.part1-2"]
+    staged = []
+    for d in plain:
+        copy = tmp_path / "staged" / d.name
+        shutil.copytree(d, copy)
+        for f in copy.glob("*.msgpack"):
+            if f.name == "params.msgpack":
+                (copy / "params.msgpack.gz").write_bytes(gzip.compress(f.read_bytes()))
+            f.unlink()
+        assert compact_run(copy)  # records gzipped, training metrics moved
+        staged.append(copy)
+    a = parts.merge(plain, tmp_path / "merged-plain")
+    b = parts.merge(staged, tmp_path / "merged-staged")
+    assert _json(b / "final.json") == _json(a / "final.json")
+    assert _json(b / "record.json") == _json(a / "record.json")
+    assert (b / "metrics.jsonl").read_text() == (a / "metrics.jsonl").read_text()
+    pa = serialization.msgpack_restore((a / "params.msgpack").read_bytes())
+    pb = serialization.msgpack_restore((b / "params.msgpack").read_bytes())
+    for x, y in zip(jax.tree.leaves(pa), jax.tree.leaves(pb), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert not (b / "best_params.msgpack").exists()  # not every part kept them
