@@ -139,7 +139,8 @@ def test_a_part_outside_the_seeds_is_refused_in_one_line():
 def test_parts_compacted_for_the_repository_merge_as_they_are(tmp_path):
     """Parts staged in the repository are compacted (records gzipped, `compact_run`) and keep
     their final parameters gzipped (`params.msgpack.gz`): merged, they give the run the
-    uncompacted parts give, parameters included."""
+    uncompacted parts give, parameters included. The transfer targets' episodes are merged
+    too, seed by seed, and match the run trained at once (the merge dropped them before)."""
     import gzip
     import shutil
 
@@ -151,6 +152,8 @@ def test_parts_compacted_for_the_repository_merge_as_they_are(tmp_path):
     train = ["env=particle/simple", "algo=ippo", "seeds=2", "budget=2e3", f"out={tmp_path}"]
     train += ["protocol.num_evaluations=2", "protocol.absolute_episodes=4"]
     train += ["protocol.eval_episodes=2"]
+    train += ["protocol.transfer=[{name:short,id:'particle/simple',kwargs:{episode_limit:7}}]"]
+    assert _cli("train", *train, "name=whole")[0] == 0
     for span in ("0:1", "1:2"):
         name = "r.part" + span.replace(":", "-")
         assert _cli("train", *train, f"name={name}", f"part={span}")[0] == 0
@@ -164,7 +167,7 @@ def test_parts_compacted_for_the_repository_merge_as_they_are(tmp_path):
             if f.name == "params.msgpack":
                 (copy / "params.msgpack.gz").write_bytes(gzip.compress(f.read_bytes()))
             f.unlink()
-        assert compact_run(copy)  # records gzipped, training metrics moved
+        assert compact_run(copy)  # records and transfer.json gzipped, training metrics moved
         staged.append(copy)
     a = parts.merge(plain, tmp_path / "merged-plain")
     b = parts.merge(staged, tmp_path / "merged-staged")
@@ -176,3 +179,13 @@ def test_parts_compacted_for_the_repository_merge_as_they_are(tmp_path):
     for x, y in zip(jax.tree.leaves(pa), jax.tree.leaves(pb), strict=True):
         np.testing.assert_array_equal(x, y)
     assert not (b / "best_params.msgpack").exists()  # not every part kept them
+    whole, merged = _json(runs / "whole" / "transfer.json"), _json(a / "transfer.json")
+    assert _json(b / "transfer.json") == merged
+    assert merged["short"]["episodes"] == whole["short"]["episodes"] == 4
+    for metric, values in whole["short"]["metrics"].items():
+        assert np.shape(merged["short"]["metrics"][metric]) == (2, 4)
+        np.testing.assert_allclose(merged["short"]["metrics"][metric], values, rtol=1e-4)
+    shutil.rmtree(a)
+    (staged[1] / "transfer.json.gz").unlink()
+    with pytest.raises(UsageError, match=r"r.part1-2: no transfer.json, which the other parts"):
+        parts.merge(staged, tmp_path / "merged-refused")

@@ -5,8 +5,9 @@ run ... --part a:b`), each on its own machine or day: a part trains seeds a..b-1
 keys the whole run gives them (`RunSettings.seed_keys`), and evaluates them on the same
 evaluation keys, so its seeds are the whole run's seeds. Reports skip parts
 (`marl.results.protocol.load`); once parts cover seeds 0..N-1 exactly, `merge` writes the whole
-run's directory from them: the records' per-seed values side by side in seed order, the
-summaries recomputed over all seeds, the parameters (where every part kept them) stacked.
+run's directory from them: the records' per-seed values side by side in seed order (the
+transfer targets' episodes too), the summaries recomputed over all seeds, the parameters (where
+every part kept them) stacked.
 
 Wall, compile and training time are summed over the parts (the compute the run took), and
 steps per second is recomputed from them; `meta.json` lists the parts with their own timings,
@@ -28,6 +29,7 @@ from marl.results.protocol import META, RECORD, has_record
 from marl.results.runfolder import BEST_PARAMS, CONFIG, FINAL, METRICS
 from marl.results.runfolder import PARAMS as FINAL_PARAMS
 from marl.run.errors import UsageError
+from marl.run.folder.writer import TRANSFER
 from marl.run.saved.compact import train_metrics
 from marl.run.train.settings import parse_span
 
@@ -197,6 +199,28 @@ def _params(dirs: list[Path], name: str) -> bytes | None:
     )
 
 
+def _transfer(dirs: list[Path]) -> dict[str, Any] | None:
+    """transfer.json of the whole run: each target's per-seed episodes side by side (a part
+    plays its seeds on the whole run's transfer key); None where no part has one, refused where
+    only some do or their targets differ."""
+    held = [stored(d / TRANSFER).is_file() for d in dirs]
+    if not any(held):
+        return None
+    if not all(held):
+        missing = ", ".join(d.name for d, h in zip(dirs, held, strict=True) if not h)
+        raise UsageError(f"{missing}: no {TRANSFER}, which the other parts have")
+    parts = [_read(d / TRANSFER) for d in dirs]
+    out = {}
+    for name, first in parts[0].items():
+        same = {k: v for k, v in first.items() if k != "metrics"}
+        for d, part in zip(dirs, parts, strict=True):
+            target = part.get(name, {})
+            if {k: v for k, v in target.items() if k != "metrics"} != same:
+                raise UsageError(f"{d}: its {TRANSFER} target {name!r} differs from {dirs[0]}'s")
+        out[name] = {**same, "metrics": _join_lists([p[name]["metrics"] for p in parts])}
+    return out
+
+
 def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
     """Write the whole run's directory `dest` from its parts (see the module docstring)."""
     dest = Path(dest)
@@ -209,6 +233,7 @@ def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
             )
     dirs, metas, total = check_parts([Path(d) for d in dirs])
     record = _record(dirs, metas)  # refused before anything is written
+    transfer = _transfer(dirs)
     if (dest / META).exists():
         raise UsageError(f"{dest}: a run is there already; merge into another directory")
     dest.mkdir(parents=True, exist_ok=True)
@@ -268,6 +293,8 @@ def merge(dirs: list[Path], dest: Path, remove_parts: bool = False) -> Path:
         f"{', '.join(d.name for d in dirs)}\n"
     )
     atomic_write(dest / CONFIG, header + yaml.safe_dump(config, sort_keys=False))
+    if transfer is not None:
+        write_json(dest / TRANSFER, transfer)
     write_json(dest / FINAL, final)
     write_json(dest / META, meta)
     write_json(dest / RECORD, record, indent=None)  # last: the run is complete
