@@ -114,6 +114,11 @@ def test_parts_that_do_not_tile_the_seeds_are_refused(tmp_path):
         parts.check_parts([a, c, b])
     with pytest.raises(UsageError, match="the rest is missing"):
         parts.check_parts([c])
+    elsewhere = part("f", "2:3")  # written into another record folder: the same run
+    meta = json.loads((elsewhere / "meta.json").read_text())
+    meta["config"]["out"] = "/another/machine/records"
+    (elsewhere / "meta.json").write_text(json.dumps(meta))
+    assert parts.check_parts([elsewhere, c])[2] == 3
     other = part("d", "2:3", seeds=4)
     with pytest.raises(UsageError, match=r"another config .* \(seeds differ\)"):
         parts.check_parts([c, other])

@@ -56,8 +56,13 @@ def _read(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read: {e}") from None
 
 
+# where a part was written, and when, say nothing of what it trained: parts made on other
+# machines or into other record folders merge (the merged config keeps the first part's)
+NOT_TRAINING = ("part", "name", "created", "out")
+
+
 def _without_part(config: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in config.items() if k not in ("part", "name", "created")}
+    return {k: v for k, v in config.items() if k not in NOT_TRAINING}
 
 
 def check_parts(dirs: list[Path]) -> tuple[list[Path], list[dict[str, Any]], int]:
