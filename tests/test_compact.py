@@ -32,7 +32,10 @@ def run_folder(root, **kw):
         {"step": s, "time": 1.0, "eval": {"return": [1.0]}, "train": {}} for s in (0, 100, 200)
     ]
     (path / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    (path / "transfer.json").write_text(json.dumps({"targets": [1, 2, 3]}))
+    seeds = kw.get("seeds", 3)  # transfer.json as `marl.run.train.transfer` writes it
+    metrics = {"return": [[float(k), float(k) + 0.5] for k in range(seeds)]}
+    target = {"id": "particle/simple", "kwargs": {}, "episodes": 2, "metrics": metrics}
+    (path / "transfer.json").write_text(json.dumps({"short": {"name": "short", **target}}))
     (path / "config.yaml").write_text("seeds: 3\n")
     return path
 
@@ -118,6 +121,9 @@ def test_parts_merge_from_compacted_folders_as_from_plain_ones(tmp_path):
     np.testing.assert_array_equal(stacked["w"], [[0, 0], [1, 1]])
     assert json.loads(merged.pop("meta.json")) == json.loads(again.pop("meta.json"))
     assert merged == again
+    # each part's one seed (episodes 0.0, 0.5), side by side
+    transfer = json.loads(merged["transfer.json"])["short"]
+    assert transfer["metrics"]["return"] == [[0.0, 0.5], [0.0, 0.5]]
 
 
 def test_half_precision_parameters_keep_what_float16_cannot_hold():
