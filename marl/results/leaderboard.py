@@ -16,7 +16,7 @@ from marl.results.orders import orders_markdown, peer_orders
 from marl.results.published import Published, by_task, published_markdown, steps_text
 from marl.results.ranks import RULE, shared_ranks, significant
 from marl.results.report import fmt_ci, html_page, prune_figures, summarise, write_figures
-from marl.results.sensitivity import group_sensitivity, sensitivity_markdown
+from marl.results.sensitivity import group_sensitivity, ranked_row, sensitivity_markdown
 from marl.results.study import Group, Study
 from marl.results.verified import verified_markdown
 
@@ -123,13 +123,7 @@ def leaderboard(
             }
         )
         group_v2[g["name"]] = {
-            algo: {
-                "iqm": round(g["aggregates"][algo]["iqm"]["point"], 6),
-                "low": round(g["aggregates"][algo]["iqm"]["low"], 6),
-                "high": round(g["aggregates"][algo]["iqm"]["high"], 6),
-                "rank": rank,
-            }
-            for algo, rank in group_ranks
+            algo: ranked_row(g["aggregates"][algo]["iqm"], rank) for algo, rank in group_ranks
         }
     sensitivity = [
         group_sensitivity(

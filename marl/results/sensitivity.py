@@ -33,14 +33,16 @@ def ranked_iqms(
         a: dict(zip(("point", "low", "high"), by["iqm"], strict=True)) for a, by in agg.items()
     }
     ranks = shared_ranks(intervals, beats=significant(improvement))
+    return {a: ranked_row(intervals[a], rank) for a, rank in ranks}
+
+
+def ranked_row(interval: dict[str, float], rank: int) -> dict[str, float]:
+    """One algorithm's row of a sensitivity column: IQM {point, low, high} and its rank."""
     return {
-        a: {
-            "iqm": round(intervals[a]["point"], 6),
-            "low": round(intervals[a]["low"], 6),
-            "high": round(intervals[a]["high"], 6),
-            "rank": rank,
-        }
-        for a, rank in ranks
+        "iqm": round(interval["point"], 6),
+        "low": round(interval["low"], 6),
+        "high": round(interval["high"], 6),
+        "rank": rank,
     }
 
 
