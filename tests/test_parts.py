@@ -4,6 +4,7 @@ holds the same seeds as the run trained at once."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -54,6 +55,7 @@ def trained(tmp_path_factory):
     assert "missing (parts 1:2 of 2)" in status
     skipped = []
     assert load([tmp / "split"], skipped) == [] and [p.name for p in skipped] == ["tiny.part1-2"]
+    shutil.copytree(tmp / "split", tmp / "kept")  # for --keep-parts, with seed 1 trained
     code, out, _ = _cli("benchmark", "run", split, "--part", "0:1")
     assert code == 0 and "merged tiny.part0-1, tiny.part1-2" in out
     return _run(tmp, "whole"), _run(tmp, "split")
@@ -93,6 +95,26 @@ def test_the_merged_run_is_one_record_of_two_seeds(trained):
     _, merged = trained
     (record,) = load([merged.parent])
     assert len(record.runs) == 2
+
+
+@pytest.mark.integration
+def test_keep_parts_leaves_the_parts_beside_the_merged_run(trained):
+    """`--keep-parts` merges the cell as its last part lands and keeps the parts' folders (a
+    part staged elsewhere is then not the only copy of its files); a later run leaves the
+    merged cell alone instead of merging it again."""
+    tmp = trained[0].parents[4]
+    kept = _definition(tmp, "kept")  # seed 1's part, copied from the split run
+    code, out, _ = _cli("benchmark", "run", kept, "--part", "0:1", "--keep-parts")
+    assert code == 0 and "merged tiny.part0-1, tiny.part1-2" in out
+    run = _run(tmp, "kept")
+    assert sorted(p.name for p in run.parent.glob("tiny.part*")) == [
+        "tiny.part0-1",
+        "tiny.part1-2",
+    ]
+    assert _json(run / "meta.json")["seeds"] == 2
+    code, out, err = _cli("benchmark", "run", kept, "--part", "0:1", "--keep-parts")
+    assert code == 0 and "merged" not in out and "do not merge" not in out + err
+    assert _cli("benchmark", "status", kept, "--keep-parts")[0] != 0  # only with run
 
 
 def test_parts_that_do_not_tile_the_seeds_are_refused(tmp_path):

@@ -42,6 +42,8 @@ def _benchmark(args: argparse.Namespace) -> int:
             return 0
         if args.part and args.action != "run":
             raise UsageError("--part: only with `marl benchmark run`")
+        if args.keep_parts and args.action != "run":
+            raise UsageError("--keep-parts: only with `marl benchmark run`")
         if args.seeds is not None and args.action != "verify":
             raise UsageError("--seeds: only with `marl benchmark verify`")
         if args.action == "verify":
@@ -72,7 +74,7 @@ def _benchmark(args: argparse.Namespace) -> int:
     launch = launch_options(args, records / JOBS_FOLDER)
     if args.action == "run":  # parts trained elsewhere that now cover a cell's seeds
         for _, run in runs:
-            benchmark_runs.merge_parts(run)
+            benchmark_runs.merge_parts(run, keep_parts=args.keep_parts)
     if args.action == "measure":
         benchmark_costs.measure_cells(runs, records, again=args.again)
     rows, todo, summary = benchmark_runs.status(runs, benchmark_costs.read_costs(records))
@@ -105,7 +107,7 @@ def _benchmark(args: argparse.Namespace) -> int:
         except benchmark.BenchmarkError as e:
             raise UsageError(str(e)) from None
         for _, run in todo:
-            benchmark_runs.merge_parts(run)
+            benchmark_runs.merge_parts(run, keep_parts=args.keep_parts)
     else:
         failed = benchmark_runs.run_cells(todo, train)
     for cell, error in failed:
@@ -184,7 +186,7 @@ def _launch_cells(args: argparse.Namespace, todo: list, records: Path, opts: Any
         return 130
     if opts.launcher == "local":  # parts that now cover a cell's seeds
         for _, run in cells_left:
-            benchmark_runs.merge_parts(run)
+            benchmark_runs.merge_parts(run, keep_parts=args.keep_parts)
     elif not failed:
         print("`marl benchmark status` shows the cells and their jobs")
     for key, error in failed:

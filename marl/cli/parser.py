@@ -145,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: train only seeds A..B-1 of each cell left (a long cell split across machines "
         "or days); a cell's parts are merged into its run once they cover its seeds",
     )
+    p.add_argument(
+        "--keep-parts",
+        action="store_true",
+        help="run: keep the parts' folders once merged into the cell's run (they are removed "
+        "otherwise)",
+    )
     add_allow_import(p)
     add_launcher_args(p, "run: the cells left (or each --part of them)")
     p.set_defaults(func=cmd_benchmark)

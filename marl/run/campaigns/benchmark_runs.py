@@ -226,16 +226,20 @@ def parts_of(
     return out
 
 
-def merge_parts(run: RunConfig, log: Callable[[str], None] = print) -> bool:
+def merge_parts(
+    run: RunConfig, log: Callable[[str], None] = print, keep_parts: bool = False
+) -> bool:
     """Join the cell's finished parts into its run once they cover every seed (the parts'
-    folders are removed); True when the cell is whole now."""
+    folders are removed unless `keep_parts`); True when the cell is whole now."""
     parent, name = run.parent, str(run.name)
+    if has_record(parent / name):  # merged already (its parts kept with --keep-parts)
+        return True
     seeds = sum(b - a for a, b in parts_done(parent, name))
     if seeds < run.settings.seeds:
         return False
     dirs = [d for d in cell_parts(parent, name) if (d / META).is_file()]
     try:
-        merge(dirs, parent / name, remove_parts=True)
+        merge(dirs, parent / name, remove_parts=not keep_parts)
     except UsageError as e:
         log(f"{parent / name}: parts cover every seed but do not merge: {e}")
         return False
