@@ -84,6 +84,33 @@ def test_the_scripted_policy_against_itself_is_about_even():
     assert 0.25 <= scores[0].mean() <= 0.75  # group 0's rate
 
 
+def test_players_the_ratings_do_not_separate_share_a_rank():
+    """The board's rating table ranks as its learner tables do: overlapping Elo intervals share
+    a rank (the battle64 self-play record of 2026-12-07: MF-AC +186 [+109, +263] and IL +111
+    [-1, +209] ranked 2 and 3 before)."""
+    from marl.results.contests import contests_markdown
+
+    ratings = [
+        ("mfq", 9, -65, 70),
+        ("il", 111, -1, 209),
+        ("mfac", 186, 109, 263),
+        ("scripted", 560, 457, 744),
+        ("random", -866, -918, -841),
+    ]
+    record = {
+        "task": "combat/battle64[opponent=self_play]",
+        "groups": ["allies", "enemies"],
+        "protocol": {"episodes": 16, "params": "final"},
+        "command": "marl crossplay ...",
+        "players": [{"name": n, "seeds": 5} for n, *_ in ratings],
+        "ratings": [{"name": n, "elo": e, "low": lo, "high": hi} for n, e, lo, hi in ratings],
+        "matrix": {"score": np.full((5, 5), 0.5).tolist()},
+    }
+    rows = [line for line in contests_markdown([record], {}) if line.startswith("| ")][1:]
+    ranked = [(row.split(" | ")[1], int(row.split(" | ")[0][2:])) for row in rows]
+    assert ranked == [("scripted", 1), ("mfac", 2), ("il", 2), ("mfq", 4), ("random", 5)]
+
+
 def test_a_task_without_two_sides_is_refused():
     env = marl.make("particle/spread")
     p = random_policy(env)
@@ -144,7 +171,7 @@ def test_marl_crossplay_writes_the_same_record_twice(adversary_run, tmp_path):
     md = (board / "leaderboard.md").read_text()
     section = md[md.index("# Competitive tasks") :]
     assert "## particle/adversary" in section and record["command"] in section
-    assert section.index("| 1 | ") < section.index("| 2 | ")
+    assert "| 1 | " in section and "shares the rank" in section
     assert (board / "leaderboard_files/figures/crossplay_particle_adversary.png").is_file()
     assert json.loads((board / "leaderboard.json").read_text())["contests"][0]["task"] == (
         "particle/adversary"

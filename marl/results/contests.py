@@ -10,8 +10,15 @@ from typing import Any
 import numpy as np
 
 from marl.results import plots
+from marl.results.ranks import shared_ranks
 
 RECORD = "crossplay.json"
+CONTEST_RULE = (
+    "Players are listed by rating; each shares the rank of the player above it unless its "
+    "interval lies wholly below the interval of the first player holding that rank, where it "
+    "opens a new rank at its position (1, 2, 2, 4): a shared rank says the cross-play does not "
+    "separate the players (`marl.results.ranks`)."
+)
 
 
 def read_contests(folders: list[str | Path]) -> list[dict[str, Any]]:
@@ -92,7 +99,7 @@ def contests_markdown(records: list[dict[str, Any]], figs: dict[str, str]) -> li
         "against every seed, in both seats, on fixed evaluation keys, greedy. Ratings are a "
         "Bradley-Terry fit on the Elo scale (mean 0; +191 Elo is a 75% expected score), with "
         "95% bootstrap intervals over each player's seeds; the matrix gives row against column "
-        "(1 a win, 0.5 a draw).",
+        "(1 a win, 0.5 a draw). " + CONTEST_RULE,
         "",
     ]
     for record in records:
@@ -108,8 +115,13 @@ def contests_markdown(records: list[dict[str, Any]], figs: dict[str, str]) -> li
             "| rank | player | Elo [95% CI] | seeds | mean score against the others |",
             "|---|---|---|---|---|",
         ]
-        order = sorted(range(len(record["ratings"])), key=lambda k: -record["ratings"][k]["elo"])
-        for rank, k in enumerate(order, 1):
+        index = {r["name"]: k for k, r in enumerate(record["ratings"])}
+        intervals = {
+            r["name"]: {"point": r["elo"], "low": r["low"], "high": r["high"]}
+            for r in record["ratings"]
+        }
+        for name, rank in shared_ranks(intervals):
+            k = index[name]
             r = record["ratings"][k]
             lines.append(
                 f"| {rank} | {r['name']} | {r['elo']:+.0f} [{r['low']:+.0f}, {r['high']:+.0f}] "
