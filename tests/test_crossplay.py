@@ -154,6 +154,9 @@ def test_marl_crossplay_writes_the_same_record_twice(adversary_run, tmp_path):
     record = json.loads((tmp_path / "one/particle/adversary/crossplay.json").read_text())
     assert (tmp_path / "one/particle/adversary/crossplay.png").is_file()
     assert [p["name"] for p in record["players"]] == ["ippo", "random"]
+    m = record["matrix"]  # the pair's mean score and its interval, printed as recorded
+    point, low, high = m["score"][0][1], m["low"][0][1], m["high"][0][1]
+    assert f"ippo vs random  {point:.3f}  [{low:.3f}, {high:.3f}]" in said
     assert [p["seeds"] for p in record["players"]] == [2, 1]
     first = record["pairs"][0]
     assert np.asarray(first["score"]).shape == (2, 1)

@@ -319,6 +319,7 @@ def cmd_crossplay(args: argparse.Namespace) -> int:
         load_players,
         rating_lines,
         record_dir,
+        score_lines,
         write_record,
     )
 
@@ -338,5 +339,7 @@ def cmd_crossplay(args: argparse.Namespace) -> int:
     paths = write_record(record, record_dir(Path(args.out), task), command)
     print("ratings (Elo scale, 95% bootstrap interval over seeds):")
     print("\n".join(rating_lines(record)))
+    print("mean score of the first player (a draw counting half, 95% bootstrap interval):")
+    print("\n".join(score_lines(record)))
     print("wrote " + ", ".join(map(str, paths)))
     return 0
