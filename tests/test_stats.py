@@ -297,6 +297,7 @@ def test_aggregate_over_each_algorithms_own_tasks():
 def test_performance_profile_matches_brute_force():
     rng = np.random.default_rng(6)
     tasks = [rng.normal(0.5, 0.3, n) for n in (4, 9, 2)]
+    tasks.append(np.array([0.3, 0.7, 0.3, 1.0, 0.7]))  # ties, some on a tau
     taus = np.linspace(-0.5, 1.5, 21)
     reps = 300
     frac, low, high = stats.performance_profile(tasks, taus, reps=reps, seed=11)

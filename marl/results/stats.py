@@ -179,10 +179,13 @@ def performance_profile(
     point = np.zeros(taus.size)
     boot = np.zeros((int(reps), taus.size))
     for x in tasks:
-        above = (x[:, None] > taus[None, :]).astype(np.float64)  # [n, T]
-        point += above.mean(axis=0)
+        order = np.argsort(-x, kind="stable")  # runs from the highest score down
+        above = (x[None, :] > taus[:, None]).sum(axis=1)  # [T]: runs above each tau
+        point += above / x.size
         counts = draw_counts(rng.integers(0, x.size, size=(int(reps), x.size)), x.size)
-        boot += counts @ above / x.size
+        drawn = np.zeros((int(reps), x.size + 1))  # draws of the k highest runs, k = 0..n
+        np.cumsum(counts[:, order], axis=1, out=drawn[:, 1:])
+        boot += drawn[:, above] / x.size
     point /= len(tasks)
     boot /= len(tasks)
     low, high = percentile_interval(boot, confidence)
