@@ -87,7 +87,8 @@ def test_the_scripted_policy_against_itself_is_about_even():
 def test_players_the_ratings_do_not_separate_share_a_rank():
     """The board's rating table ranks as its learner tables do: overlapping Elo intervals share
     a rank (the battle64 self-play record of 2026-12-07: MF-AC +186 [+109, +263] and IL +111
-    [-1, +209] ranked 2 and 3 before)."""
+    [-1, +209] ranked 2 and 3 before). Below it, each pair's result and mean score with its
+    interval (the record held them; the board showed only the matrix figure)."""
     from marl.results.contests import contests_markdown
 
     ratings = [
@@ -105,10 +106,21 @@ def test_players_the_ratings_do_not_separate_share_a_rank():
         "players": [{"name": n, "seeds": 5} for n, *_ in ratings],
         "ratings": [{"name": n, "elo": e, "low": lo, "high": hi} for n, e, lo, hi in ratings],
         "matrix": {"score": np.full((5, 5), 0.5).tolist()},
+        "pairs": [{"a": "mfq", "b": "il", "win": 0.40875, "draw": 0.02625, "loss": 0.565}],
     }
-    rows = [line for line in contests_markdown([record], {}) if line.startswith("| ")][1:]
+    record["matrix"]["low"] = np.full((5, 5), 0.25).tolist()
+    record["matrix"]["high"] = np.full((5, 5), 0.75).tolist()
+    lines = contests_markdown([record], {})
+    table = lines[
+        lines.index("| rank | player | Elo [95% CI] | seeds | mean score against the others |") :
+    ]
+    rows = table[2 : table.index("")]
     ranked = [(row.split(" | ")[1], int(row.split(" | ")[0][2:])) for row in rows]
     assert ranked == [("scripted", 1), ("mfac", 2), ("il", 2), ("mfq", 4), ("random", 5)]
+    # the pairs' table: each pair once, its result and mean score with the interval
+    assert "| mfq vs il | 40.9% | 2.6% | 56.5% | 0.50 [0.25, 0.75] |" in lines
+    assert "| mfq vs mfac | - | - | - | 0.50 [0.25, 0.75] |" in lines
+    assert sum(line.startswith("| ") and " vs " in line for line in lines) == 10
 
 
 def test_a_task_without_two_sides_is_refused():

@@ -63,6 +63,31 @@ def _checked(path: Path, record: Any) -> dict[str, Any]:
     return record
 
 
+def _pair_rows(record: dict[str, Any]) -> list[str]:
+    """The pairs' table: win / draw / loss of the first player and its mean score with the
+    bootstrap interval (`matrix`), players in the record's order."""
+    names = [r["name"] for r in record["ratings"]]
+    score, low, high = (_matrix(record, k) for k in ("score", "low", "high"))
+    played = {(p.get("a"), p.get("b")): p for p in record.get("pairs", []) if isinstance(p, dict)}
+
+    def rate(pair: dict[str, Any], key: str) -> str:
+        v = pair.get(key)
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1
+        return f"{v:.1%}" if ok else "-"
+
+    rows = ["| pair | win | draw | loss | mean score [95% CI] |", "|---|---|---|---|---|"]
+    for i, a in enumerate(names):
+        for j in range(i + 1, len(names)):
+            if np.isnan(score[i, j]):
+                continue
+            pair = played.get((a, names[j]), {})
+            rows.append(
+                f"| {a} vs {names[j]} | {rate(pair, 'win')} | {rate(pair, 'draw')} | "
+                f"{rate(pair, 'loss')} | {score[i, j]:.2f} [{low[i, j]:.2f}, {high[i, j]:.2f}] |"
+            )
+    return rows
+
+
 def slug(task: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in task).strip("_")
 
@@ -89,7 +114,8 @@ def contest_figures(records: list[dict[str, Any]], fig_dir: Path) -> dict[str, P
 
 
 def contests_markdown(records: list[dict[str, Any]], figs: dict[str, str]) -> list[str]:
-    """Markdown lines: one section per contest task (ratings best first, then the matrix)."""
+    """Markdown lines: one section per contest task (ratings best first, the pairs, then the
+    matrix)."""
     if not records:
         return []
     lines = [
@@ -127,7 +153,7 @@ def contests_markdown(records: list[dict[str, Any]], figs: dict[str, str]) -> li
                 f"| {rank} | {r['name']} | {r['elo']:+.0f} [{r['low']:+.0f}, {r['high']:+.0f}] "
                 f"| {n_players[r['name']]['seeds']} | {means[k]:.2f} |"
             )
-        lines.append("")
+        lines += ["", *_pair_rows(record), ""]
         key = f"contest/{record['task']}"
         if key in figs:
             lines += [f"![head to head: {record['task']}]({figs[key]})", ""]
