@@ -63,11 +63,22 @@ def _checked(path: Path, record: Any) -> dict[str, Any]:
     return record
 
 
-def _pair_rows(record: dict[str, Any]) -> list[str]:
-    """The pairs' table: win / draw / loss of the first player and its mean score with the
-    bootstrap interval (`matrix`), players in the record's order."""
+def pair_scores(record: dict[str, Any]) -> list[tuple[str, str, float, float, float]]:
+    """(a, b, mean score, low, high) of every pair that met, a before b in the record's player
+    order: the first player's mean score with its bootstrap interval, as `matrix` holds it."""
     names = [r["name"] for r in record["ratings"]]
     score, low, high = (_matrix(record, k) for k in ("score", "low", "high"))
+    return [
+        (a, names[j], score[i, j], low[i, j], high[i, j])
+        for i, a in enumerate(names)
+        for j in range(i + 1, len(names))
+        if not np.isnan(score[i, j])
+    ]
+
+
+def _pair_rows(record: dict[str, Any]) -> list[str]:
+    """The pairs' table: win / draw / loss of the first player and its mean score with the
+    bootstrap interval (`pair_scores`)."""
     played = {(p.get("a"), p.get("b")): p for p in record.get("pairs", []) if isinstance(p, dict)}
 
     def rate(pair: dict[str, Any], key: str) -> str:
@@ -76,15 +87,12 @@ def _pair_rows(record: dict[str, Any]) -> list[str]:
         return f"{v:.1%}" if ok else "-"
 
     rows = ["| pair | win | draw | loss | mean score [95% CI] |", "|---|---|---|---|---|"]
-    for i, a in enumerate(names):
-        for j in range(i + 1, len(names)):
-            if np.isnan(score[i, j]):
-                continue
-            pair = played.get((a, names[j]), {})
-            rows.append(
-                f"| {a} vs {names[j]} | {rate(pair, 'win')} | {rate(pair, 'draw')} | "
-                f"{rate(pair, 'loss')} | {score[i, j]:.2f} [{low[i, j]:.2f}, {high[i, j]:.2f}] |"
-            )
+    for a, b, point, low, high in pair_scores(record):
+        pair = played.get((a, b), {})
+        rows.append(
+            f"| {a} vs {b} | {rate(pair, 'win')} | {rate(pair, 'draw')} | {rate(pair, 'loss')} "
+            f"| {point:.2f} [{low:.2f}, {high:.2f}] |"
+        )
     return rows
 
 

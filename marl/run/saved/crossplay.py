@@ -280,14 +280,11 @@ def rating_lines(record: dict[str, Any]) -> list[str]:
 
 def score_lines(record: dict[str, Any]) -> list[str]:
     """Each pair's mean score (a draw counting half) with its bootstrap interval, as printed
-    lines: the numbers `matrix` holds, row player first."""
-    names = [p["name"] for p in record["players"]]
-    m = record["matrix"]
-    width = max(len(f"{a} vs {b}") for i, a in enumerate(names) for b in names[i + 1 :])
-    out = []
-    for i, a in enumerate(names):
-        for j in range(i + 1, len(names)):
-            pair = f"{a} vs {names[j]}"
-            point, low, high = m["score"][i][j], m["low"][i][j], m["high"][i][j]
-            out.append(f"  {pair:<{width}}  {point:.3f}  [{low:.3f}, {high:.3f}]")
-    return out
+    lines (`marl.results.contests.pair_scores`), first player first."""
+    from marl.results.contests import pair_scores
+
+    pairs = [(f"{a} vs {b}", *rest) for a, b, *rest in pair_scores(record)]
+    width = max((len(p[0]) for p in pairs), default=0)
+    return [
+        f"  {p:<{width}}  {point:.3f}  [{low:.3f}, {high:.3f}]" for p, point, low, high in pairs
+    ]
