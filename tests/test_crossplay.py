@@ -121,6 +121,9 @@ def test_players_the_ratings_do_not_separate_share_a_rank():
     assert "| mfq vs il | 40.9% | 2.6% | 56.5% | 0.50 [0.25, 0.75] |" in lines
     assert "| mfq vs mfac | - | - | - | 0.50 [0.25, 0.75] |" in lines
     assert sum(line.startswith("| ") and " vs " in line for line in lines) == 10
+    for pairs in (7, [5, {"a": ["mfq"], "b": "il", "win": 0.5}]):  # a hand-edited record
+        record["pairs"] = pairs
+        assert "| mfq vs il | - | - | - | 0.50 [0.25, 0.75] |" in contests_markdown([record], {})
 
 
 def test_a_task_without_two_sides_is_refused():

@@ -79,7 +79,12 @@ def pair_scores(record: dict[str, Any]) -> list[tuple[str, str, float, float, fl
 def _pair_rows(record: dict[str, Any]) -> list[str]:
     """The pairs' table: win / draw / loss of the first player and its mean score with the
     bootstrap interval (`pair_scores`)."""
-    played = {(p.get("a"), p.get("b")): p for p in record.get("pairs", []) if isinstance(p, dict)}
+    pairs = record.get("pairs")
+    played = {
+        (p["a"], p["b"]): p
+        for p in (pairs if isinstance(pairs, list) else [])
+        if isinstance(p, dict) and isinstance(p.get("a"), str) and isinstance(p.get("b"), str)
+    }
 
     def rate(pair: dict[str, Any], key: str) -> str:
         v = pair.get(key)
